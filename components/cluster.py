@@ -1,0 +1,139 @@
+"""The Kubernetes cluster: an OpenStack Magnum cluster with its node groups, or an
+existing cluster; either way, the kubernetes Provider every other part uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_openstack as openstack
+
+from .common import resource_opts
+from .config import NodeGroup, Settings
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GROUP_LABEL = "inference-platform/node-group"
+GPU_MODEL_LABEL = "inference-platform/gpu-model"
+
+
+def node_labels(group: NodeGroup) -> dict[str, str]:
+    """Kubernetes labels every node of the group carries (the scheduling contract)."""
+    labels = {GROUP_LABEL: group.name, **group.labels}
+    if group.gpu is not None:
+        labels[GPU_MODEL_LABEL] = group.gpu.model
+    return labels
+
+
+def node_taints(group: NodeGroup) -> list[dict[str, str]]:
+    """Taints of the group's nodes: the configured ones, plus the GPU taint on GPU groups."""
+    taints = [t.model_dump() for t in group.taints]
+    if group.gpu is not None and not any(t["key"] == GPU_TAINT["key"] for t in taints):
+        taints.append(dict(GPU_TAINT))
+    return taints
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """What other parts need from the cluster."""
+
+    provider: k8s.Provider
+    kubeconfig: Optional[pulumi.Output]
+    node_groups: tuple[NodeGroup, ...]
+    subnet_cidr: Optional[str]
+
+
+def _kubelet_options(group: NodeGroup) -> str:
+    labels = ",".join(f"{k}={v}" for k, v in sorted(node_labels(group).items()))
+    taints = ",".join(f"{t['key']}={t['value']}:{t['effect']}" for t in node_taints(group))
+    options = f"--node-labels={labels}"
+    return options + (f" --register-with-taints={taints}" if taints else "")
+
+
+class Cluster(pulumi.ComponentResource):
+    """The cluster and the kubernetes Provider built from its credentials."""
+
+    def __init__(self, name: str, settings: Settings, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("inference-platform:cluster:Cluster", name, None, opts)
+        cfg = settings.cluster
+        protect = settings.production
+        if cfg.mode == "magnum":
+            kubeconfig = self._magnum(name, settings, protect)
+            context = None
+            subnet = cfg.magnum.subnet_cidr
+        else:
+            kubeconfig = (
+                pulumi.Output.secret(settings.kubeconfig.get_secret_value()) if settings.kubeconfig else None
+            )
+            context = cfg.existing.context
+            subnet = None
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=kubeconfig,
+            context=context,
+            opts=resource_opts(self),
+        )
+        self.handle = ClusterHandle(
+            provider=self.provider, kubeconfig=kubeconfig, node_groups=tuple(cfg.node_groups), subnet_cidr=subnet
+        )
+        self.register_outputs({"kubeconfig": kubeconfig} if kubeconfig is not None else {})
+
+    def _magnum(self, name: str, settings: Settings, protect: bool) -> pulumi.Output:
+        m = settings.cluster.magnum
+        groups = settings.cluster.node_groups
+        if m.template_id:
+            template_id: pulumi.Input[str] = m.template_id
+        else:
+            t = m.template
+            template = openstack.containerinfra.ClusterTemplate(
+                f"{name}-template",
+                coe="kubernetes",
+                image=t.image,
+                external_network_id=t.external_network_id,
+                master_flavor=t.master_flavor,
+                flavor=t.flavor,
+                docker_volume_size=t.docker_volume_size,
+                network_driver=t.network_driver,
+                dns_nameserver=t.dns_nameserver,
+                master_lb_enabled=t.master_lb_enabled,
+                floating_ip_enabled=t.floating_ip_enabled,
+                labels={"kube_tag": m.kubernetes_version, **t.labels},
+                opts=resource_opts(self),
+            )
+            template_id = template.id
+        # The first group is Magnum's default worker group; the others are NodeGroups.
+        default, extra = groups[0], groups[1:]
+        cluster = openstack.containerinfra.Cluster(
+            f"{name}-magnum",
+            cluster_template_id=template_id,
+            master_count=m.master_count,
+            node_count=default.start_nodes,
+            flavor=default.flavor,
+            keypair=m.keypair,
+            fixed_network=m.fixed_network,
+            fixed_subnet=m.fixed_subnet,
+            merge_labels=True,
+            labels={
+                "auto_scaling_enabled": "true",
+                "min_node_count": str(default.min_nodes),
+                "max_node_count": str(default.max_nodes),
+                "kubelet_options": _kubelet_options(default),
+            },
+            opts=resource_opts(self, protect=protect),
+        )
+        for group in extra:
+            openstack.containerinfra.NodeGroup(
+                f"{name}-{group.name}",
+                cluster_id=cluster.id,
+                role=group.name,
+                flavor_id=group.flavor,
+                image_id=group.image,
+                node_count=group.start_nodes,
+                min_node_count=group.min_nodes,
+                max_node_count=group.max_nodes,
+                merge_labels=True,
+                labels={"kubelet_options": _kubelet_options(group)},
+                opts=resource_opts(self, protect=protect),
+            )
+        return pulumi.Output.secret(cluster.kubeconfig["raw_config"])

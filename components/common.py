@@ -1,0 +1,37 @@
+"""Conventions every component shares: resource options and standard labels."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import pulumi
+
+PART_OF = "inference-platform"
+
+
+def resource_opts(
+    parent: pulumi.Resource,
+    *,
+    provider: Optional[pulumi.ProviderResource] = None,
+    protect: bool = False,
+    retain_on_delete: bool = False,
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> pulumi.ResourceOptions:
+    """Options of a child resource: parented to its component, with the part's provider."""
+    return pulumi.ResourceOptions(
+        parent=parent,
+        provider=provider,
+        protect=protect,
+        retain_on_delete=retain_on_delete,
+        depends_on=list(depends_on) or None,
+    )
+
+
+def standard_labels(name: str, **extra: str) -> dict[str, str]:
+    """The labels every Kubernetes object of the platform carries."""
+    return {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/managed-by": "pulumi",
+        **extra,
+    }

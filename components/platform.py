@@ -1,0 +1,27 @@
+"""InferencePlatform: composes the platform's parts in dependency order.
+
+This is the only module that knows the order in which parts are built:
+cluster -> (kubernetes Provider) -> GPU stack -> mesh -> observability ->
+weight caches -> Triton services.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+
+from .cluster import Cluster
+from .config import Settings
+
+
+class InferencePlatform(pulumi.ComponentResource):
+    """The whole platform of one stack."""
+
+    def __init__(self, name: str, settings: Settings, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("inference-platform:platform:InferencePlatform", name, None, opts)
+        self.settings = settings
+        child = pulumi.ResourceOptions(parent=self)
+        self.cluster = Cluster(f"{name}-cluster", settings, opts=child)
+        self.kubeconfig = self.cluster.handle.kubeconfig
+        self.register_outputs({"kubeconfig": self.kubeconfig} if self.kubeconfig is not None else {})

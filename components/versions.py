@@ -1,0 +1,55 @@
+"""Every pinned chart version, chart repository and container image, in one place.
+
+Chart versions match the reference values in ../shared/reference/charts, which the
+conformance tests check our Helm values against.
+"""
+
+from typing import NamedTuple
+
+# Kubernetes version the rendered objects are validated against (kubernetes-validate).
+KUBERNETES_VERSION = "1.34.0"
+
+
+class Chart(NamedTuple):
+    name: str
+    version: str
+    repository: str
+
+
+_ISTIO = "https://istio-release.storage.googleapis.com/charts"
+_PROMETHEUS_COMMUNITY = "https://prometheus-community.github.io/helm-charts"
+_GRAFANA_COMMUNITY = "https://grafana-community.github.io/helm-charts"
+
+GPU_OPERATOR = Chart("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia")
+KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.5.3", _PROMETHEUS_COMMUNITY)
+PROMETHEUS_ADAPTER = Chart("prometheus-adapter", "5.3.0", _PROMETHEUS_COMMUNITY)
+LOKI = Chart("loki", "18.11.0", _GRAFANA_COMMUNITY)
+ALLOY = Chart("alloy", "1.11.1", "https://grafana.github.io/helm-charts")
+ISTIO_BASE = Chart("base", "1.30.3", _ISTIO)
+ISTIOD = Chart("istiod", "1.30.3", _ISTIO)
+ISTIO_GATEWAY = Chart("gateway", "1.30.3", _ISTIO)
+KIALI = Chart("kiali-server", "2.29.0", "https://kiali.org/helm-charts")
+JAEGER = Chart("jaeger", "4.11.1", "https://jaegertracing.github.io/helm-charts")
+KUBERAY_OPERATOR = Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/")
+CSI_S3 = Chart("csi-s3", "0.43.7", "https://yandex-cloud.github.io/k8s-csi-s3/charts")
+
+# Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).
+REFERENCE_DIR = {
+    GPU_OPERATOR: "gpu-operator",
+    KUBE_PROMETHEUS_STACK: "kube-prometheus-stack",
+    PROMETHEUS_ADAPTER: "prometheus-adapter",
+    LOKI: "loki",
+    ALLOY: "alloy",
+    ISTIO_BASE: "istio-base",
+    ISTIOD: "istiod",
+    ISTIO_GATEWAY: "istio-gateway",
+    KIALI: "kiali-server",
+    JAEGER: "jaeger",
+    KUBERAY_OPERATOR: "kuberay-operator",
+    CSI_S3: "csi-s3",
+}
+
+# Placeholder pods that hold spare GPU capacity run only this.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# Small image for init containers that only need a shell.
+BUSYBOX_IMAGE = "busybox:1.37.0"

@@ -1,0 +1,1 @@
+"""platformctl: the offline plan, diff, configuration reference and benchmark."""

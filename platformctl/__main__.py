@@ -1,0 +1,86 @@
+"""python -m platformctl plan STACK | diff A B | docs [--check] | bench"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from components.config import ConfigError
+
+from . import docs
+from .diff import diff_plans, format_diff, load_plan_json
+from .engine import ROOT, render_stack, stack_path
+from .plan import tree, write_plan
+
+
+def _plan_json(arg: str) -> dict:
+    """A stack name (rendered now) or a saved plan directory / resources.json."""
+    path = Path(arg)
+    if path.exists():
+        return load_plan_json(path)
+    return render_stack(arg).to_json()
+
+
+def cmd_plan(args) -> int:
+    if not stack_path(args.stack).exists():
+        print(f"no stack file {stack_path(args.stack).relative_to(ROOT)}", file=sys.stderr)
+        return 2
+    plan = render_stack(args.stack)
+    out = write_plan(plan, Path(args.out or ROOT / "build" / args.stack))
+    print(tree(plan))
+    print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    print(format_diff(diff_plans(_plan_json(args.a), _plan_json(args.b))))
+    return 0
+
+
+def cmd_docs(args) -> int:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    updated = docs.update_readme(text)
+    if args.check:
+        if updated != text:
+            print("README.md configuration reference is out of date: run python -m platformctl docs", file=sys.stderr)
+            return 1
+        return 0
+    readme.write_text(updated)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import main as bench
+
+    return bench(args.sizes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="platformctl")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="render a stack offline into build/STACK")
+    p.add_argument("stack")
+    p.add_argument("--out", help="output directory (default build/STACK)")
+    p.set_defaults(func=cmd_plan)
+    d = sub.add_parser("diff", help="compare two plans: stack names or saved plan directories")
+    d.add_argument("a")
+    d.add_argument("b")
+    d.set_defaults(func=cmd_diff)
+    r = sub.add_parser("docs", help="regenerate the README configuration reference")
+    r.add_argument("--check", action="store_true", help="fail when the README is out of date")
+    r.set_defaults(func=cmd_docs)
+    b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
+    b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200])
+    b.set_defaults(func=cmd_bench)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as err:
+        print(err.one_line(), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

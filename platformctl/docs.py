@@ -1,0 +1,86 @@
+"""The configuration reference, generated from the schema's docstrings."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from components.config import NAMESPACE, Settings
+
+BEGIN = "<!-- config-reference:begin -->"
+END = "<!-- config-reference:end -->"
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The settings model inside an annotation (Optional[X], list[X]), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _type_name(annotation: Any) -> str:
+    text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
+    for noise in ("typing.", "components.config.", "pydantic.types."):
+        text = text.replace(noise, "")
+    return text.replace("|", "\\|")
+
+
+def _default(field) -> str:
+    if field.is_required():
+        return "required"
+    value = field.default
+    if value is PydanticUndefined or value is None:
+        return "-"
+    if isinstance(value, BaseModel):
+        return "(see below)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"`{value!r}`" if isinstance(value, str) else f"`{value}`"
+
+
+def _rows(model: type[BaseModel], prefix: str) -> list[str]:
+    rows = []
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        path = f"{prefix}{key}" if prefix.endswith(":") else f"{prefix}.{key}"
+        sub = _model_of(field.annotation)
+        is_list = typing.get_origin(field.annotation) is list
+        type_text = f"list of {sub.__name__}" if sub and is_list else (sub.__name__ if sub else _type_name(field.annotation))
+        doc = (field.description or "").replace("\n", " ").replace("|", "\\|")
+        rows.append(f"| `{path}` | {type_text} | {_default(field)} | {doc} |")
+        if sub is not None:
+            rows += _rows(sub, path + ("[]" if is_list else ""))
+    return rows
+
+
+def reference() -> str:
+    header = ["| key | type | default | description |", "|---|---|---|---|"]
+    return "\n".join(header + _rows(Settings, f"{NAMESPACE}:")) + "\n"
+
+
+def undocumented() -> list[str]:
+    """Keys without a description (a test keeps this empty)."""
+    missing = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            if not field.description:
+                missing.append(f"{prefix}{field.alias or name}")
+            sub = _model_of(field.annotation)
+            if sub is not None:
+                walk(sub, f"{prefix}{field.alias or name}.")
+
+    walk(Settings, "")
+    return missing
+
+
+def update_readme(text: str) -> str:
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + reference() + text[end:]

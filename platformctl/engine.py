@@ -1,0 +1,301 @@
+"""Render the Pulumi program in-process under the SDK's mock runtime.
+
+One engine serves the offline plan and the tests: it runs the program (a stack
+file through ``__main__.py``, or a settings object straight into the platform),
+waits for every registration and returns a ``Plan``: every resource with its type,
+logical name, parent, provider, dependencies, options and inputs, secrets redacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pulumi
+import yaml
+from google.protobuf import json_format
+from pulumi.runtime import config as runtime_config
+from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
+
+PROJECT = "inference-platform"
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "[secret]"
+UNKNOWN = "[unknown]"
+SECURE_PLACEHOLDER = "[secure-placeholder]"
+
+# Pulumi's wire signatures (sdk/python/lib/pulumi/runtime/rpc.py).
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+@dataclass
+class Resource:
+    urn: str
+    type: str
+    name: str
+    parent: Optional[str]
+    custom: bool
+    provider: Optional[str]
+    depends_on: list[str]
+    protect: bool
+    retain_on_delete: bool
+    delete_before_replace: bool
+    ignore_changes: list[str]
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "custom": self.custom,
+            "provider": self.provider,
+            "dependsOn": self.depends_on,
+            "protect": self.protect,
+            "retainOnDelete": self.retain_on_delete,
+            "deleteBeforeReplace": self.delete_before_replace,
+            "ignoreChanges": self.ignore_changes,
+            "inputs": self.inputs,
+        }
+
+
+@dataclass
+class Plan:
+    stack: str
+    resources: list[Resource]
+    outputs: dict[str, Any]
+
+    def of_type(self, type_token: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def get(self, type_token: str, name: str) -> Resource:
+        found = [r for r in self.resources if r.type == type_token and r.name == name]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} resources of type {type_token} named {name}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Resource:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def children(self, parent: Resource) -> list[Resource]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stack": self.stack, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
+
+
+# --------------------------------------------------------------------------- values
+
+
+def plain(value: Any) -> Any:
+    """A wire value as plain JSON: secrets redacted, unknowns marked, whole floats as ints."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG_KEY)
+        if sig == _SECRET_SIG:
+            return SECRET
+        if sig == _RESOURCE_SIG:
+            return value.get("urn")
+        if sig is not None:  # assets and archives
+            return {k: plain(v) for k, v in value.items() if k != _SIG_KEY}
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if value == _UNKNOWN_VALUE:
+        return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _struct(message) -> dict[str, Any]:
+    return plain(json_format.MessageToDict(message)) if message is not None else {}
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:7]
+
+
+# --------------------------------------------------------------------------- mocks
+
+
+FAKE_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: mock, cluster: {server: "https://10.0.0.10:6443"}}]
+contexts: [{name: mock, context: {cluster: mock, user: mock}}]
+current-context: mock
+users: [{name: mock, user: {token: mock}}]
+"""
+
+
+class PlatformMocks(Mocks):
+    """Believable outputs for the computed fields the program reads."""
+
+    def new_resource(self, args: MockResourceArgs):
+        outputs = dict(args.inputs)
+        typ, name = args.typ, args.name
+        rid = f"{name}-id"
+        if typ.startswith("kubernetes:") and not typ.startswith("kubernetes:helm.sh"):
+            meta = dict(outputs.get("metadata") or {})
+            # Auto-naming: the engine appends a random suffix; a stable one keeps plans comparable.
+            meta.setdefault("name", f"{name}-{_short_hash(name)}")
+            outputs["metadata"] = meta
+        elif typ == "kubernetes:helm.sh/v3:Release":
+            outputs.setdefault("name", f"{name}-{_short_hash(name)}")
+            outputs["status"] = {"status": "deployed", "namespace": outputs.get("namespace", "default")}
+        elif typ == "openstack:containerinfra/cluster:Cluster":
+            outputs["kubeconfig"] = {
+                "raw_config": FAKE_KUBECONFIG,
+                "host": "https://10.0.0.10:6443",
+                "cluster_ca_certificate": "mock-ca",
+                "client_key": "mock-key",
+                "client_certificate": "mock-cert",
+            }
+            outputs["rawConfig"] = FAKE_KUBECONFIG
+        elif typ == "openstack:sharedfilesystem/share:Share":
+            outputs["exportLocations"] = [
+                {"path": f"10.0.0.50:/volumes/_nogroup/{_short_hash(name)}", "preferred": True}
+            ]
+        elif typ in ("random:index/randomPassword:RandomPassword", "random:index/randomString:RandomString"):
+            length = int(outputs.get("length", 24))
+            outputs["result"] = (hashlib.sha256(name.encode()).hexdigest() * 4)[:length]
+            rid = "none"
+        return rid, outputs
+
+    def call(self, args):
+        return {}
+
+
+class RecordingMonitor(MockMonitor):
+    """MockMonitor that also records each registration's options, which Mocks cannot see."""
+
+    def __init__(self, mocks: Mocks):
+        super().__init__(mocks)
+        self.records: list[Resource] = []
+        self.stack_outputs: dict[str, Any] = {}
+        self.stack_urn: Optional[str] = None
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            self.stack_urn = response.urn
+            return response
+        self.records.append(
+            Resource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent or None,
+                custom=bool(request.custom),
+                provider=request.provider.split("::" + request.provider.rsplit("::", 1)[-1])[0]
+                if request.provider
+                else None,
+                depends_on=sorted(set(request.dependencies)),
+                protect=bool(request.protect),
+                retain_on_delete=bool(request.retainOnDelete),
+                delete_before_replace=bool(request.deleteBeforeReplace),
+                ignore_changes=list(request.ignoreChanges),
+                inputs=_struct(request.object),
+                outputs=plain(json_format.MessageToDict(response.object)) if response.object else {},
+            )
+        )
+        return response
+
+    def RegisterResourceOutputs(self, request):
+        if request.urn == self.stack_urn:
+            self.stack_outputs = _struct(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
+    monitor = RecordingMonitor(PlatformMocks())
+    # set_mocks keeps a previous run's root stack; each plan needs its own.
+    runtime_settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(PlatformMocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    runtime_config.set_all_config(config, secret_keys)
+
+    @pulumi.runtime.test
+    def execute():
+        program()
+
+    execute()
+    monitor.records.sort(key=lambda r: r.urn)
+    return Plan(stack=stack, resources=monitor.records, outputs=monitor.stack_outputs)
+
+
+def _encode_config_value(value: Any) -> str:
+    # The engine hands structured values to the program as JSON text, scalars as strings.
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _replace_secure(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECURE_PLACEHOLDER, True
+        out, secret = {}, False
+        for k, v in value.items():
+            out[k], s = _replace_secure(v)
+            secret |= s
+        return out, secret
+    if isinstance(value, list):
+        items = [_replace_secure(v) for v in value]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False
+
+
+def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
+    """A stack file's config as the engine would pass it; secure values become a marked placeholder."""
+    doc = yaml.safe_load(stack_file.read_text()) or {}
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in (doc.get("config") or {}).items():
+        if ":" not in key:
+            key = f"{PROJECT}:{key}"
+        value, secret = _replace_secure(value)
+        config[key] = _encode_config_value(value)
+        if secret:
+            secret_keys.append(key)
+    return config, secret_keys
+
+
+def stack_path(stack: str) -> Path:
+    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def render_stack(stack: str, stack_file: Optional[Path] = None) -> Plan:
+    """Run ``__main__.py`` with a stack file's config; raises ConfigError on invalid config."""
+    config, secret_keys = stack_config(stack_file or stack_path(stack))
+    return render_config(stack, config, secret_keys)
+
+
+def render_config(stack: str, config: dict[str, Any], secret_keys: list[str] = ()) -> Plan:
+    """Run ``__main__.py`` with config given as a dict of `namespace:key` -> value."""
+    encoded = {k: _encode_config_value(v) for k, v in config.items()}
+
+    def program():
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    return _run(stack, encoded, list(secret_keys), program)
+
+
+def render_settings(settings, stack: str = "test") -> Plan:
+    """Build the platform straight from a Settings object (no stack file)."""
+    from components.platform import InferencePlatform
+
+    def program():
+        InferencePlatform(f"{settings.customer}-{settings.environment}", settings)
+
+    return _run(stack, {}, [], program)

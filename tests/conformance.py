@@ -1,0 +1,110 @@
+"""Checks of rendered objects against the real APIs: kubernetes-validate for core
+kinds, the reference CRD schemas for custom resources, the pinned charts' values."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+from components import versions
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def reference_dir() -> Path | None:
+    path = Path(os.environ.get("PLATFORM_REFERENCE_DIR") or PROJECT_ROOT.parent / "shared" / "reference")
+    return path if path.is_dir() else None
+
+
+def validate_core(doc: dict[str, Any]) -> None:
+    """Raise unless a core object validates strictly (unknown fields refused)."""
+    kubernetes_validate.validate(doc, versions.KUBERNETES_VERSION, strict=True)
+
+
+def _strict(schema: Any) -> Any:
+    """Refuse unknown fields where the CRD's structural schema would prune them."""
+    if isinstance(schema, dict):
+        schema = {k: _strict(v) for k, v in schema.items()}
+        if schema.pop("x-kubernetes-int-or-string", False):
+            schema.pop("type", None)
+            schema["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        if schema.pop("nullable", False) and "type" in schema:
+            schema["type"] = [schema["type"], "null"]
+        if (
+            "properties" in schema
+            and "additionalProperties" not in schema
+            and not schema.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            schema["additionalProperties"] = False
+        return schema
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> strict openAPIV3Schema, from reference/crds."""
+    ref = reference_dir()
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted((ref / "crds").glob("*.yaml")):
+        for crd in yaml.safe_load_all(path.read_text()):
+            if not crd or crd.get("kind") != "CustomResourceDefinition":
+                continue
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+            for v in crd["spec"]["versions"]:
+                schema = copy.deepcopy(v["schema"]["openAPIV3Schema"])
+                props = schema.setdefault("properties", {})
+                # metadata is validated by the API server, not the CRD schema.
+                props["metadata"] = {"type": "object"}
+                out[(f"{group}/{v['name']}", kind)] = _strict(schema)
+    return out
+
+
+def validate_custom(doc: dict[str, Any]) -> None:
+    """Raise unless a custom resource validates against its reference CRD schema."""
+    key = (doc["apiVersion"], doc["kind"])
+    schemas = crd_schemas()
+    if key not in schemas:
+        raise LookupError(f"no reference CRD for {key[0]} {key[1]}")
+    jsonschema.validate(doc, schemas[key], cls=jsonschema.Draft7Validator)
+
+
+def is_core(doc: dict[str, Any]) -> bool:
+    group = doc["apiVersion"].rsplit("/", 1)[0] if "/" in doc["apiVersion"] else ""
+    return group == "" or group.endswith(".k8s.io") or "." not in group
+
+
+@functools.cache
+def chart_values(chart_dir: str, version: str) -> dict[str, Any]:
+    return yaml.safe_load((reference_dir() / "charts" / chart_dir / version / "values.yaml").read_text()) or {}
+
+
+def unknown_values_keys(values: Any, defaults: Any, free_form: frozenset[str] = frozenset(), path: str = "") -> list[str]:
+    """Key paths set in `values` that the chart's values.yaml does not have.
+
+    Empty maps in the chart (podAnnotations: {}) and the paths in `free_form` take any keys.
+    """
+    if not isinstance(values, dict):
+        return []
+    missing = []
+    for key, value in values.items():
+        sub = f"{path}.{key}" if path else key
+        if sub in free_form:
+            continue
+        if not isinstance(defaults, dict) or key not in defaults:
+            missing.append(sub)
+            continue
+        default = defaults[key]
+        if isinstance(default, dict) and default == {}:
+            continue
+        if isinstance(default, dict):
+            missing += unknown_values_keys(value, default, free_form, sub)
+    return missing
