@@ -802,15 +802,9 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
     except ValidationError as err:
         raise ConfigError(stack_file, _pydantic_problems(err)) from None
     problems = cross_checks(settings)
-    # Later checks (GPU catalogue, capacity) register here so every check runs before any resource.
-    for check in EXTRA_CHECKS:
-        problems += check(settings)
     if problems:
         raise ConfigError(stack_file, problems)
     return settings
-
-
-EXTRA_CHECKS: list = []
 
 
 def _decode(value: Any) -> Any:

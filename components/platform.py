@@ -22,6 +22,14 @@ class InferencePlatform(pulumi.ComponentResource):
         super().__init__("inference-platform:platform:InferencePlatform", name, None, opts)
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)
+        self.outputs: dict[str, pulumi.Input] = {}
         self.cluster = Cluster(f"{name}-cluster", settings, opts=child)
-        self.kubeconfig = self.cluster.handle.kubeconfig
+        cluster = self.cluster.handle
+        self.kubeconfig = cluster.kubeconfig
+        # GPU stack (gpu.py, coldstart.py)
+        # Mesh (mesh.py)
+        # Observability (observability.py)
+        # Inference namespaces (namespaces.py)
+        # Weight caches (weights.py)
+        # Triton services (triton.py)
         self.register_outputs({"kubeconfig": self.kubeconfig} if self.kubeconfig is not None else {})

@@ -1,0 +1,9 @@
+"""Metric names shared by the Triton HPAs and the prometheus-adapter rules."""
+
+# Per-pod average time a request waits in Triton's queue, microseconds, derived by
+# prometheus-adapter from nv_inference_queue_duration_us / nv_inference_request_success.
+QUEUE_TIME_METRIC = "avg_time_queue_us"
+# Per-pod successful inference requests per second.
+REQUEST_RATE_METRIC = "triton_requests_per_second"
+# Triton's metrics port.
+TRITON_METRICS_PORT = 8002
