@@ -8,5 +8,6 @@ from components.platform import InferencePlatform
 settings = load_settings()
 platform = InferencePlatform(f"{settings.customer}-{settings.environment}", settings)
 
-if platform.kubeconfig is not None:
-    pulumi.export("kubeconfig", pulumi.Output.secret(platform.kubeconfig))
+# kubeconfig and service credentials are secrets; the rest (URLs, weights) is plain.
+for key, value in platform.outputs.items():
+    pulumi.export(key, pulumi.Output.secret(value) if key == "kubeconfig" else value)

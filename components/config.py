@@ -548,6 +548,23 @@ class ModelControl(Model):
         return self
 
 
+# Triton flags a version may set through serverArgs (names as in Triton's command-line
+# parser). Flags the platform sets itself (ports, repository, model control, metrics
+# switches) and ones that would reach outside the pod (log-file, directories) are absent.
+TRITON_SERVER_FLAGS = frozenset({
+    "log-verbose", "log-info", "log-warning", "log-error", "log-format",
+    "exit-on-error", "strict-readiness", "exit-timeout-secs",
+    "model-load-thread-count", "model-load-retry-count", "model-load-gpu-limit",
+    "http-thread-count", "http-header-forward-pattern",
+    "grpc-infer-allocation-pool-size", "grpc-infer-response-compression-level",
+    "grpc-keepalive-time", "grpc-keepalive-timeout", "grpc-header-forward-pattern",
+    "metrics-interval-ms", "metrics-config", "trace-config", "backend-config", "cache-config",
+    "rate-limit", "rate-limit-resource", "pinned-memory-pool-byte-size",
+    "cuda-memory-pool-byte-size", "min-supported-compute-capability",
+    "buffer-management-thread-count", "host-policy",
+})
+
+
 class Version(Model):
     name: str = Field(pattern=DNS_LABEL, max_length=20)
     """Version name (DNS label): the pods' `version` label and the Istio subset."""
@@ -568,13 +585,21 @@ class Version(Model):
     startup_budget_seconds: int = Field(default=900, ge=30, le=7200)
     """How long the startup probe waits for readiness before restarting the pod."""
     server_args: dict[str, str] = {}
-    """Extra Triton server flags (an allow-list applies), e.g. `{log-verbose: "1"}`."""
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS)."""
     model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]*$")
     """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
     replicas: int = Field(default=1, ge=0, le=1000)
     """Fixed replica count, used only when autoscaling is disabled."""
     autoscaling: Optional[Autoscaling] = None
     """Autoscaling of this version (default: the service's)."""
+
+    @field_validator("server_args")
+    @classmethod
+    def _allowed_flags(cls, args: dict[str, str]) -> dict[str, str]:
+        for flag in args:
+            if flag not in TRITON_SERVER_FLAGS:
+                raise ValueError(f"Triton flag {flag!r} is not allowed here; allowed: {', '.join(sorted(TRITON_SERVER_FLAGS))}")
+        return args
 
     @model_validator(mode="after")
     def _budget_covers_load(self) -> "Version":
@@ -802,6 +827,11 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
     except ValidationError as err:
         raise ConfigError(stack_file, _pydantic_problems(err)) from None
     problems = cross_checks(settings)
+    if not problems:
+        # Imported here: gpu_profiles builds on this module's settings classes.
+        from .gpu_profiles import check_gpu_settings
+
+        problems = check_gpu_settings(settings)
     if problems:
         raise ConfigError(stack_file, problems)
     return settings

@@ -21,6 +21,7 @@ from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.stack import massage
 
 PROJECT = "inference-platform"
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,6 +229,10 @@ def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Ca
     @pulumi.runtime.test
     def execute():
         program()
+        # Under mocks the root stack registered its (empty) outputs before the program ran;
+        # register the exports now so the monitor sees them.
+        root = runtime_settings.get_root_resource()
+        root.register_outputs(massage(root.outputs, []))
 
     execute()
     monitor.records.sort(key=lambda r: r.urn)

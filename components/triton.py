@@ -1,0 +1,495 @@
+"""TritonService: one model service with its versions, canary weights, auth and autoscaling.
+
+Per service: ServiceAccount, Service (http 8000, grpc 8001, http-metrics 8002),
+DestinationRule (a subset per version), VirtualService (weights, mirror, auth),
+PeerAuthentication, AuthorizationPolicy, NetworkPolicy, PodMonitor.
+Per version: an auto-named Deployment, an HPA on Triton's queue time, a PDB when
+more than one replica must stay up.
+
+Dynamic batching and instance groups are model settings: they live in the model's
+`config.pbtxt`. A version picks a tuned variant from the model's `configs/` folder
+with `modelConfigName` (Triton's --model-config-name).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from .common import resource_opts, standard_labels
+from .config import Autoscaling, NodeGroup, Service, Settings, Version
+from .gpu_profiles import gpu_scheduling
+from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT
+
+HTTP_PORT, GRPC_PORT = 8000, 8001
+MODELS_MOUNT = "/models"
+# The tritonserver images run as the triton-server user (uid 1000).
+TRITON_UID = 1000
+PROBE_PERIOD_SECONDS = 10
+# Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
+ISTIO_METRICS_PORTS = (15020, 15090)
+
+
+@dataclass(frozen=True)
+class TritonContext:
+    """What a TritonService needs from the rest of the platform."""
+
+    provider: k8s.Provider
+    namespace: pulumi.Resource
+    gateway: str
+    ingress_namespace: str
+    ingress_principal: str
+    monitoring_namespace: str
+    tls: bool
+    mesh_crds: Optional[pulumi.Resource] = None
+    monitor_crds: Optional[pulumi.Resource] = None
+    weights: Optional[object] = None
+
+
+# --------------------------------------------------------------------------- plain builders
+
+
+def pod_labels(service: Service, version: Version) -> dict[str, str]:
+    return standard_labels(service.name, app=service.name, version=version.name)
+
+
+def service_host(service: Service) -> str:
+    return f"{service.name}.{service.k8s_namespace}.svc.cluster.local"
+
+
+def triton_args(version: Version, repository: str) -> list[str]:
+    """tritonserver command-line flags of a version."""
+    args = [
+        f"--model-repository={repository}",
+        f"--model-control-mode={version.model_control.mode}",
+        f"--http-port={HTTP_PORT}",
+        f"--grpc-port={GRPC_PORT}",
+        f"--metrics-port={TRITON_METRICS_PORT}",
+        "--allow-metrics=true",
+        "--allow-gpu-metrics=true",
+    ]
+    if version.model_control.mode == "poll":
+        args.append(f"--repository-poll-secs={version.model_control.poll_seconds}")
+    args += [f"--load-model={m}" for m in version.model_control.load]
+    if version.model_config_name:
+        args.append(f"--model-config-name={version.model_config_name}")
+    args += [f"--{flag}={value}" for flag, value in sorted(version.server_args.items())]
+    return args
+
+
+def probes(version: Version) -> dict[str, dict]:
+    """Startup probe covering the whole startup budget; readiness and liveness after it."""
+    failures = math.ceil(version.startup_budget_seconds / PROBE_PERIOD_SECONDS)
+    return {
+        "startupProbe": {
+            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "periodSeconds": PROBE_PERIOD_SECONDS,
+            "failureThreshold": failures,
+            "timeoutSeconds": 5,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+            "timeoutSeconds": 5,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/v2/health/live", "port": "http"},
+            "periodSeconds": PROBE_PERIOD_SECONDS,
+            "failureThreshold": 6,
+            "timeoutSeconds": 5,
+        },
+    }
+
+
+def container_security_context() -> dict:
+    """Pod Security "restricted": non-root, no privilege escalation, no capabilities."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": TRITON_UID,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_resources(version: Version, group: NodeGroup) -> dict:
+    gpu = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile).resources
+    r = version.resources
+    limits = {"memory": r.memory_limit or r.memory, **gpu["limits"]}
+    if r.cpu_limit:
+        limits["cpu"] = r.cpu_limit
+    return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
+
+
+def deployment_spec(
+    service: Service,
+    version: Version,
+    group: NodeGroup,
+    service_account: pulumi.Input[str],
+    repository: str,
+    s3_secret: Optional[str],
+    claim: Optional[str],
+    autoscaled: bool,
+) -> dict:
+    labels = pod_labels(service, version)
+    selector = {"app": service.name, "version": version.name}
+    sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if claim:
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
+        mounts.append({"name": "models", "mountPath": MODELS_MOUNT, "readOnly": True})
+    container = {
+        "name": "triton",
+        "image": version.image,
+        "command": ["tritonserver"],
+        "args": triton_args(version, repository),
+        "ports": [
+            {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
+            {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
+            {"name": "http-metrics", "containerPort": TRITON_METRICS_PORT, "protocol": "TCP"},
+        ],
+        "resources": container_resources(version, group),
+        "volumeMounts": mounts,
+        "securityContext": container_security_context(),
+        **probes(version),
+    }
+    if s3_secret:
+        container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
+    spec = {
+        "selector": {"matchLabels": selector},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "serviceAccountName": service_account,
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": TRITON_UID,
+                    "fsGroup": TRITON_UID,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "nodeSelector": sched.node_selector,
+                "tolerations": sched.tolerations,
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "kubernetes.io/hostname",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {"matchLabels": selector},
+                    }
+                ],
+                "terminationGracePeriodSeconds": 60,
+                "containers": [container],
+                "volumes": volumes,
+            },
+        },
+    }
+    # An HPA owns the replica count; a replicas field would fight it on every update.
+    if not autoscaled:
+        spec["replicas"] = version.replicas
+    return spec
+
+
+def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
+        "minReplicas": scaling.min_replicas,
+        "maxReplicas": scaling.max_replicas,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": QUEUE_TIME_METRIC},
+                    "target": {"type": "AverageValue", "averageValue": str(scaling.queue_time_target_us)},
+                },
+            }
+        ],
+        "behavior": {
+            "scaleDown": {"stabilizationWindowSeconds": scaling.scale_down_stabilization_seconds},
+            "scaleUp": {"stabilizationWindowSeconds": 0},
+        },
+    }
+
+
+def destination_rule_spec(service: Service) -> dict:
+    return {
+        "host": service_host(service),
+        "trafficPolicy": {
+            "outlierDetection": {
+                "consecutive5xxErrors": 5,
+                "interval": "30s",
+                "baseEjectionTime": "60s",
+                "maxEjectionPercent": 50,
+            }
+        },
+        "subsets": [{"name": v.name, "labels": {"version": v.name}} for v in service.versions],
+    }
+
+
+def _destination(service: Service, version: str, port: int) -> dict:
+    return {"host": service_host(service), "subset": version, "port": {"number": port}}
+
+
+def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
+    """A route splitting traffic by weight; versions at weight 0 get no route entry."""
+    rule: dict = {"name": name}
+    if match:
+        rule["match"] = match
+    rule["route"] = [
+        {"destination": _destination(service, v.name, port), "weight": v.weight} for v in service.versions if v.weight > 0
+    ]
+    rule["timeout"] = f"{service.timeout_seconds:g}s"
+    rule["retries"] = (
+        {
+            "attempts": service.retries.attempts,
+            "perTryTimeout": f"{service.retries.per_try_timeout_seconds:g}s",
+            "retryOn": service.retries.retry_on,
+        }
+        if service.retries.attempts
+        else {"attempts": 0}
+    )
+    if service.mirror is not None:
+        rule["mirror"] = _destination(service, service.mirror.version, port)
+        rule["mirrorPercentage"] = {"value": service.mirror.percent}
+    return rule
+
+
+def virtual_service_spec(service: Service, gateway: str, authorization: Optional[pulumi.Input[str]]) -> dict:
+    """Routes for gRPC and HTTP; with Basic Auth only requests carrying the credentials are forwarded.
+
+    `authorization` (the expected Authorization header) stays a secret leaf inside the spec.
+    """
+    auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
+    grpc_match = [{"headers": {**auth, "content-type": {"prefix": "application/grpc"}}}]
+    http_match = [{"headers": auth}] if auth else []
+    http = [_forward(service, "grpc", GRPC_PORT, grpc_match), _forward(service, "http", HTTP_PORT, http_match)]
+    if authorization is not None:
+        realm = service.auth.realm or service.name
+        http.append(
+            {
+                "name": "unauthorized",
+                "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
+                "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}},
+            }
+        )
+    return {"hosts": list(service.hosts), "gateways": [gateway], "http": http}
+
+
+def basic_authorization(username: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
+    """Only the ingress gateway may call Triton; metrics stay reachable for Prometheus."""
+    source: dict = {"principals": [ingress_principal]}
+    if service.auth.mode == "jwt":
+        source["requestPrincipals"] = ["*"]
+    return {
+        "selector": {"matchLabels": {"app": service.name}},
+        "action": "ALLOW",
+        "rules": [
+            {"from": [{"source": source}], "to": [{"operation": {"ports": [str(HTTP_PORT), str(GRPC_PORT)]}}]},
+            {"to": [{"operation": {"ports": [str(TRITON_METRICS_PORT)]}}]},
+        ],
+    }
+
+
+def network_policy_spec(service: Service, ingress_namespace: str, monitoring_namespace: str) -> dict:
+    def from_ns(ns: str) -> list[dict]:
+        return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]
+
+    return {
+        "podSelector": {"matchLabels": {"app": service.name}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": from_ns(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]},
+            {
+                "from": from_ns(monitoring_namespace),
+                "ports": [{"protocol": "TCP", "port": p} for p in (TRITON_METRICS_PORT, *ISTIO_METRICS_PORTS)],
+            },
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- component
+
+
+class TritonService(pulumi.ComponentResource):
+    """One Triton inference service: its versions, traffic split, auth and autoscaling."""
+
+    def __init__(
+        self,
+        name: str,
+        service: Service,
+        settings: Settings,
+        ctx: TritonContext,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("inference-platform:triton:TritonService", name, None, opts)
+        ns = service.k8s_namespace
+        labels = standard_labels(service.name, app=service.name)
+
+        def opts_(*deps: Optional[pulumi.Resource]) -> pulumi.ResourceOptions:
+            return resource_opts(self, provider=ctx.provider, depends_on=[ctx.namespace, *[d for d in deps if d]])
+
+        sa = k8s.core.v1.ServiceAccount(
+            f"{name}-sa", metadata={"name": service.name, "namespace": ns, "labels": labels}, opts=opts_()
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata={"name": service.name, "namespace": ns, "labels": labels},
+            spec={
+                "selector": {"app": service.name},
+                "ports": [
+                    {"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"},
+                    {"name": "grpc", "port": GRPC_PORT, "targetPort": "grpc", "protocol": "TCP"},
+                    {"name": "http-metrics", "port": TRITON_METRICS_PORT, "targetPort": "http-metrics", "protocol": "TCP"},
+                ],
+            },
+            opts=opts_(),
+        )
+
+        for version in service.versions:
+            self._declare_version(name, service, version, settings, ctx, sa, opts_)
+
+        authorization, credentials, secret_name = self._declare_basic_auth(name, service, ctx, opts_, labels)
+
+        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict], deps=None, meta_name=None):
+            return k8s.apiextensions.CustomResource(
+                f"{name}-{role}",
+                api_version=api_version,
+                kind=kind,
+                metadata={"name": meta_name or service.name, "namespace": ns, "labels": labels},
+                spec=spec,
+                opts=opts_(deps),
+            )
+
+        custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service), ctx.mesh_crds)
+        custom(
+            "virtualservice",
+            "networking.istio.io/v1",
+            "VirtualService",
+            virtual_service_spec(service, ctx.gateway, authorization),
+            ctx.mesh_crds,
+        )
+        custom(
+            "peerauthentication",
+            "security.istio.io/v1",
+            "PeerAuthentication",
+            {
+                "selector": {"matchLabels": {"app": service.name}},
+                "mtls": {"mode": "STRICT"},
+                # Prometheus scrapes Triton's metrics without a mesh identity.
+                "portLevelMtls": {str(TRITON_METRICS_PORT): {"mode": "PERMISSIVE"}},
+            },
+            ctx.mesh_crds,
+        )
+        custom(
+            "authorizationpolicy",
+            "security.istio.io/v1",
+            "AuthorizationPolicy",
+            authorization_policy_spec(service, ctx.ingress_principal),
+            ctx.mesh_crds,
+        )
+        if service.auth.mode == "jwt":
+            jwt = service.auth.jwt
+            rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
+            if jwt.audiences:
+                rule["audiences"] = list(jwt.audiences)
+            custom(
+                "requestauthentication",
+                "security.istio.io/v1",
+                "RequestAuthentication",
+                {"selector": {"matchLabels": {"app": service.name}}, "jwtRules": [rule]},
+                ctx.mesh_crds,
+            )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-networkpolicy",
+            metadata={"name": service.name, "namespace": ns, "labels": labels},
+            spec=network_policy_spec(service, ctx.ingress_namespace, ctx.monitoring_namespace),
+            opts=opts_(),
+        )
+        custom(
+            "podmonitor",
+            "monitoring.coreos.com/v1",
+            "PodMonitor",
+            {
+                "selector": {"matchLabels": {"app": service.name}},
+                "podMetricsEndpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "15s"}],
+            },
+            ctx.monitor_crds,
+        )
+
+        scheme = "https" if ctx.tls else "http"
+        self.urls = [f"{scheme}://{h}" for h in service.hosts]
+        self.weights = {v.name: v.weight for v in service.versions}
+        self.auth_secret = secret_name
+        self.credentials = credentials
+        self.register_outputs(
+            {"urls": self.urls, "weights": self.weights, "authSecret": secret_name, "credentials": credentials}
+        )
+
+    def _declare_basic_auth(self, name, service: Service, ctx: TritonContext, opts_, labels):
+        """Basic Auth credentials (generated, stored in a Secret for clients) and the header they make."""
+        if service.auth.mode != "basic":
+            return None, None, None
+        password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=pulumi.ResourceOptions(parent=self))
+        username = service.name
+        secret_name = f"{service.name}-basic-auth"
+        k8s.core.v1.Secret(
+            f"{name}-basic-auth",
+            metadata={"name": secret_name, "namespace": service.k8s_namespace, "labels": labels},
+            type="kubernetes.io/basic-auth",
+            string_data={"username": username, "password": password.result},
+            opts=opts_(),
+        )
+        authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
+        credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
+        return authorization, credentials, secret_name
+
+    def _declare_version(self, name, service: Service, version: Version, settings: Settings, ctx: TritonContext, sa, opts_):
+        group = settings.node_group(version.gpu.group)
+        scaling = version.autoscaling or service.autoscaling
+        weights = ctx.weights
+        repo = version.model_repository
+        repository = weights.model_repository_url(repo.cache, repo.path) if weights else f"{MODELS_MOUNT}/{repo.path}"
+        deps = weights.depends_on(service.k8s_namespace) if weights else []
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-{version.name}",
+            metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+            spec=deployment_spec(
+                service,
+                version,
+                group,
+                sa.metadata["name"],
+                repository,
+                s3_secret=weights.s3_secret_name if weights and repo.cache == "s3" else None,
+                claim=weights.claim_name if weights and repo.cache == "fileShare" else None,
+                autoscaled=scaling.enabled,
+            ),
+            opts=opts_(*deps),
+        )
+        selector = {"app": service.name, "version": version.name}
+        if scaling.enabled:
+            k8s.autoscaling.v2.HorizontalPodAutoscaler(
+                f"{name}-{version.name}-hpa",
+                metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+                spec=hpa_spec(deployment.metadata["name"], scaling),
+                opts=opts_(),
+            )
+        min_replicas = scaling.min_replicas if scaling.enabled else version.replicas
+        if min_replicas > 1:
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{name}-{version.name}-pdb",
+                metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+                spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
+                opts=opts_(),
+            )
