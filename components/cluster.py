@@ -19,10 +19,16 @@ GPU_MODEL_LABEL = "inference-platform/gpu-model"
 
 
 def node_labels(group: NodeGroup) -> dict[str, str]:
-    """Kubernetes labels every node of the group carries (the scheduling contract)."""
+    """Kubernetes labels every node of the group carries (the scheduling contract):
+    the group, and on GPU groups the GPU model and the MIG or device-plugin config
+    the GPU operator applies to the node."""
+    # Imported here: gpu_profiles builds on this module's taints and labels.
+    from .gpu_profiles import sharing_labels
+
     labels = {GROUP_LABEL: group.name, **group.labels}
     if group.gpu is not None:
         labels[GPU_MODEL_LABEL] = group.gpu.model
+        labels.update(sharing_labels(group))
     return labels
 
 
@@ -45,8 +51,12 @@ class ClusterHandle:
 
 
 def _kubelet_options(group: NodeGroup) -> str:
+    # Magnum's Kubernetes driver appends the `kubelet_options` label to the kubelet's
+    # arguments on every node of the group (configure-kubernetes-minion.sh), next to
+    # its own magnum.openstack.org/{role,nodegroup} labels; the cluster's labels also
+    # reach the control plane, hence a CPU group first (gpu_profiles.check_gpu_settings).
     labels = ",".join(f"{k}={v}" for k, v in sorted(node_labels(group).items()))
-    taints = ",".join(f"{t['key']}={t['value']}:{t['effect']}" for t in node_taints(group))
+    taints = ",".join(f"{t['key']}{'=' + t['value'] if t['value'] else ''}:{t['effect']}" for t in node_taints(group))
     options = f"--node-labels={labels}"
     return options + (f" --register-with-taints={taints}" if taints else "")
 
@@ -103,6 +113,11 @@ class Cluster(pulumi.ComponentResource):
             )
             template_id = template.id
         # The first group is Magnum's default worker group; the others are NodeGroups.
+        # Autoscaling: the cluster labels turn on the cluster-autoscaler Magnum deploys,
+        # which sizes the default group (--nodes=min:max:default-worker). NodeGroups are
+        # scaled between min_node_count and max_node_count by a cluster-autoscaler run with
+        # --node-group-auto-discovery=magnum:role=<role> (role = the group's name); the
+        # Magnum provider cannot scale a group up from zero.
         default, extra = groups[0], groups[1:]
         cluster = openstack.containerinfra.Cluster(
             f"{name}-magnum",

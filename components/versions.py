@@ -49,6 +49,10 @@ REFERENCE_DIR = {
     CSI_S3: "csi-s3",
 }
 
+# NVIDIA driver the GPU operator compiles on nodes (driver mode `compiled`): the
+# gpu-operator chart's own default at the pinned version.
+GPU_DRIVER_VERSION = "595.91.07"
+
 # Placeholder pods that hold spare GPU capacity run only this.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # Small image for init containers that only need a shell.
