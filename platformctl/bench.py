@@ -16,11 +16,11 @@ def synthetic_config(services: int) -> dict:
     """A valid stack with `services` services of two versions each over three GPU groups."""
     groups = [
         {"name": "cpu", "minNodes": 2, "maxNodes": 4},
-        {"name": "gpu-mig", "minNodes": 1, "maxNodes": 50,
+        {"name": "gpu-mig", "minNodes": 1, "maxNodes": 500,
          "gpu": {"model": "A100-80GB", "sharing": {"mode": "mig", "migStrategy": "single", "migProfile": "all-1g.10gb"}}},
-        {"name": "gpu-ts", "minNodes": 1, "maxNodes": 50,
+        {"name": "gpu-ts", "minNodes": 1, "maxNodes": 500,
          "gpu": {"model": "L4-24GB", "perNode": 2, "sharing": {"mode": "time-slicing", "replicas": 4}}},
-        {"name": "gpu-full", "minNodes": 1, "maxNodes": 50, "gpu": {"model": "H100-80GB"}},
+        {"name": "gpu-full", "minNodes": 1, "maxNodes": 500, "gpu": {"model": "H100-80GB"}},
     ]
     gpu_groups = [g["name"] for g in groups if "gpu" in g]
     svcs = []

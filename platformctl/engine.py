@@ -141,15 +141,20 @@ class PlatformMocks(Mocks):
     """Believable outputs for the computed fields the program reads."""
 
     def new_resource(self, args: MockResourceArgs):
-        outputs = dict(args.inputs)
         typ, name = args.typ, args.name
         rid = f"{name}-id"
         if typ.startswith("kubernetes:") and not typ.startswith("kubernetes:helm.sh"):
-            meta = dict(outputs.get("metadata") or {})
+            # Only metadata is read back from Kubernetes objects; echoing whole specs would
+            # cost a serialisation round trip per resource for nothing.
+            meta = dict(args.inputs.get("metadata") or {})
             # Auto-naming: the engine appends a random suffix; a stable one keeps plans comparable.
             meta.setdefault("name", f"{name}-{_short_hash(name)}")
+            outputs = {k: args.inputs[k] for k in ("apiVersion", "kind") if k in args.inputs}
             outputs["metadata"] = meta
-        elif typ == "kubernetes:helm.sh/v3:Release":
+            return rid, outputs
+        outputs = dict(args.inputs)
+        if typ == "kubernetes:helm.sh/v3:Release":
+            outputs.pop("values", None)
             outputs.setdefault("name", f"{name}-{_short_hash(name)}")
             outputs["status"] = {"status": "deployed", "namespace": outputs.get("namespace", "default")}
         elif typ == "openstack:containerinfra/cluster:Cluster":
@@ -160,7 +165,6 @@ class PlatformMocks(Mocks):
                 "client_key": "mock-key",
                 "client_certificate": "mock-cert",
             }
-            outputs["rawConfig"] = FAKE_KUBECONFIG
         elif typ == "openstack:sharedfilesystem/share:Share":
             outputs["exportLocations"] = [
                 {"path": f"10.0.0.50:/volumes/_nogroup/{_short_hash(name)}", "preferred": True}
