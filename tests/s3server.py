@@ -7,6 +7,7 @@ stranger's) are created first, then every request must be signed by one of them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -14,7 +15,6 @@ import urllib.request
 from dataclasses import dataclass
 
 import boto3
-import pytest
 
 OUR_ACCOUNT = "123456789012"
 OTHER_ACCOUNT = "210987654321"
@@ -81,10 +81,13 @@ def set_auth(endpoint: str, free_requests: str) -> None:
     urllib.request.urlopen(req).read()
 
 
-@pytest.fixture(scope="session")
-def s3_server():
+@contextlib.contextmanager
+def running_server():
+    """A started server for the duration of the block (a test module's fixture wraps this)."""
     server, info = start_server()
-    yield info
-    # Later sessions in the same process must not inherit authentication.
-    set_auth(info.endpoint, "inf")
-    server.stop()
+    try:
+        yield info
+    finally:
+        # Later servers in the same process must not inherit authentication.
+        set_auth(info.endpoint, "inf")
+        server.stop()
