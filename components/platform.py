@@ -12,7 +12,9 @@ from typing import Optional
 import pulumi
 
 from .cluster import Cluster
+from .coldstart import ColdStart
 from .config import Settings
+from .gpu import GpuOperator
 
 
 class InferencePlatform(pulumi.ComponentResource):
@@ -27,6 +29,10 @@ class InferencePlatform(pulumi.ComponentResource):
         cluster = self.cluster.handle
         self.kubeconfig = cluster.kubeconfig
         # GPU stack (gpu.py, coldstart.py)
+        self.gpu_operator = (
+            GpuOperator(f"{name}-gpu", settings, cluster, opts=child) if settings.gpu_operator.enabled else None
+        )
+        self.cold_start = ColdStart(f"{name}-coldstart", settings, cluster, opts=child) if settings.gpu_groups else None
         # Mesh (mesh.py)
         # Observability (observability.py)
         # Inference namespaces (namespaces.py)

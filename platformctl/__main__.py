@@ -11,6 +11,7 @@ from components.config import ConfigError
 from . import docs
 from .diff import diff_plans, format_diff, load_plan_json
 from .engine import ROOT, render_stack, stack_path
+from .gpu_report import gpu_report, stack_settings
 from .plan import tree, write_plan
 
 
@@ -29,6 +30,7 @@ def cmd_plan(args) -> int:
     plan = render_stack(args.stack)
     out = write_plan(plan, Path(args.out or ROOT / "build" / args.stack))
     print(tree(plan))
+    print(gpu_report(stack_settings(args.stack)))
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     return 0
 

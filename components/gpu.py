@@ -1,0 +1,144 @@
+"""The NVIDIA GPU operator: drivers, container toolkit, device plugin, MIG manager and
+DCGM exporter, with the MIG layouts and GPU sharing configs the node groups select.
+
+Each GPU group's nodes carry `nvidia.com/mig.config` (MIG) or
+`nvidia.com/device-plugin.config` (time-slicing / MPS), see cluster.node_labels; the
+operator's MIG manager and device plugin read those labels and apply the named config.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from . import versions
+from .cluster import ClusterHandle
+from .common import resource_opts, standard_labels
+from .config import NodeGroup, Settings
+from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
+
+NAMESPACE = "gpu-operator"
+MIG_CONFIG_MAP = "mig-parted-config"
+DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
+# The MIG manager applies this to GPU nodes without a nvidia.com/mig.config label.
+MIG_DEFAULT_CONFIG = "all-disabled"
+
+
+def _mig_groups(settings: Settings) -> list[NodeGroup]:
+    return [g for g in settings.gpu_groups if g.gpu.sharing.mode == "mig"]
+
+
+def _shared_groups(settings: Settings) -> list[NodeGroup]:
+    return [g for g in settings.gpu_groups if g.gpu.sharing.mode in ("time-slicing", "mps")]
+
+
+def mig_parted_config(settings: Settings) -> Optional[dict[str, Any]]:
+    """mig-parted config for the MIG manager, or None when the named profiles it
+    discovers on each node suffice (no custom mix). A custom config replaces the
+    discovered one, so it also carries the named profiles other groups use."""
+    groups = _mig_groups(settings)
+    if not any(isinstance(g.gpu.sharing.mig_profile, dict) for g in groups):
+        return None
+    configs: dict[str, Any] = {MIG_DEFAULT_CONFIG: [{"devices": "all", "mig-enabled": False}]}
+    for g in groups:
+        configs[mig_config_name(g)] = [{"devices": "all", "mig-enabled": True, "mig-devices": mig_mix(g)}]
+    return {"version": "v1", "mig-configs": configs}
+
+
+def device_plugin_configs(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Device-plugin configs, one per sharing profile the time-slicing / MPS groups use."""
+    out: dict[str, dict[str, Any]] = {}
+    for g in _shared_groups(settings):
+        s = g.gpu.sharing
+        key = "timeSlicing" if s.mode == "time-slicing" else "mps"
+        out[device_plugin_config_name(g)] = {
+            "version": "v1",
+            "sharing": {key: {
+                "renameByDefault": s.rename_by_default,
+                "resources": [{"name": "nvidia.com/gpu", "replicas": s.replicas}],
+            }},
+        }
+    return out
+
+
+def _driver_values(settings: Settings) -> dict[str, Any]:
+    driver = settings.gpu_operator.driver
+    if driver.mode == "preinstalled":
+        return {"enabled": False}
+    if driver.mode == "precompiled":
+        # Precompiled driver images are tagged by branch: <branch>-<kernel>-<os>.
+        return {"enabled": True, "usePrecompiled": True, "version": driver.branch}
+    return {"enabled": True, "usePrecompiled": False, "version": versions.GPU_DRIVER_VERSION}
+
+
+def gpu_operator_values(settings: Settings) -> dict[str, Any]:
+    """Helm values of the gpu-operator release (keys of the pinned chart's values.yaml)."""
+    dcgm = settings.gpu_operator.dcgm_exporter
+    mig_groups = _mig_groups(settings)
+    strategies = {g.gpu.sharing.effective_mig_strategy for g in mig_groups}
+    values: dict[str, Any] = {
+        "driver": _driver_values(settings),
+        "toolkit": {"enabled": True},
+        "dcgmExporter": {"enabled": dcgm, "serviceMonitor": {"enabled": dcgm}},
+        "mig": {"strategy": strategies.pop() if strategies else "single"},
+        "migManager": {"enabled": bool(mig_groups)},
+    }
+    if mig_parted_config(settings) is not None:
+        values["migManager"]["config"] = {"name": MIG_CONFIG_MAP, "create": False, "default": MIG_DEFAULT_CONFIG}
+    if device_plugin_configs(settings):
+        # Nodes without the label fall back to the plugin's built-in config (whole GPUs).
+        values["devicePlugin"] = {"config": {"name": DEVICE_PLUGIN_CONFIG_MAP, "create": False}}
+    return values
+
+
+def _yaml(doc: dict[str, Any]) -> str:
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The GPU operator's Helm release and the configs it reads; `release` is the handle
+    to depend on (its CRDs and device plugin)."""
+
+    def __init__(self, name: str, settings: Settings, cluster: ClusterHandle,
+                 opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("inference-platform:gpu:GpuOperator", name, None, opts)
+        k8s_opts = resource_opts(self, provider=cluster.provider)
+        # The operator's daemonsets load kernel modules and touch devices: privileged.
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": NAMESPACE, "labels": standard_labels("gpu-operator", **{
+                "pod-security.kubernetes.io/enforce": "privileged"})},
+            opts=k8s_opts,
+        )
+        in_namespace = resource_opts(self, provider=cluster.provider, depends_on=[self.namespace])
+        configs: list[pulumi.Resource] = []
+        mig = mig_parted_config(settings)
+        if mig is not None:
+            configs.append(self._config_map(f"{name}-mig-parted", MIG_CONFIG_MAP, {"config.yaml": _yaml(mig)}, in_namespace))
+        plugin = device_plugin_configs(settings)
+        if plugin:
+            configs.append(self._config_map(
+                f"{name}-device-plugin", DEVICE_PLUGIN_CONFIG_MAP, {k: _yaml(v) for k, v in plugin.items()}, in_namespace))
+        chart = versions.GPU_OPERATOR
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="gpu-operator",
+            chart=chart.name,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            namespace=NAMESPACE,
+            values=gpu_operator_values(settings),
+            opts=resource_opts(self, provider=cluster.provider, depends_on=[self.namespace, *configs]),
+        )
+        self.register_outputs({"release": self.release.name, "namespace": NAMESPACE})
+
+    def _config_map(self, logical: str, name: str, data: dict[str, str], opts: pulumi.ResourceOptions) -> k8s.core.v1.ConfigMap:
+        return k8s.core.v1.ConfigMap(
+            logical,
+            metadata={"name": name, "namespace": NAMESPACE, "labels": standard_labels(name)},
+            data=data,
+            opts=opts,
+        )
