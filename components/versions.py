@@ -57,3 +57,8 @@ GPU_DRIVER_VERSION = "595.91.07"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # Small image for init containers that only need a shell.
 BUSYBOX_IMAGE = "busybox:1.37.0"
+
+# Images of the mesh charts whose published values leave them to the packager.
+ISTIO_HUB = "docker.io/istio"
+JAEGER_IMAGE_TAG = "2.19.0"  # appVersion of jaeger chart 4.11.1
+KIALI_IMAGE_TAG = "v2.29.0"  # same release as the kiali-server chart

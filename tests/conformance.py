@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ def _strict(schema: Any) -> Any:
     """Refuse unknown fields where the CRD's structural schema would prune them."""
     if isinstance(schema, dict):
         schema = {k: _strict(v) for k, v in schema.items()}
+        if isinstance(schema.get("pattern"), str):
+            # Go accepts inline flags after ^ (PrometheusRule: ^(?i)(abort|warn)?$); Python wants them first.
+            schema["pattern"] = re.sub(r"^\^\(\?([a-z]+)\)", r"(?\1)^", schema["pattern"])
         if schema.pop("x-kubernetes-int-or-string", False):
             schema.pop("type", None)
             schema["anyOf"] = [{"type": "integer"}, {"type": "string"}]

@@ -1,0 +1,37 @@
+"""In-cluster names of the mesh and observability services.
+
+Helm release names are fixed so every service name is known before anything is
+installed: Kiali (in the mesh) points at Prometheus and Grafana (observability),
+and Grafana points back at Jaeger (mesh), without either part waiting on the other.
+"""
+
+ISTIO_NAMESPACE = "istio-system"
+MONITORING_NAMESPACE = "monitoring"
+
+# Release names; the charts derive their Service names from them.
+ISTIO_BASE_RELEASE = "istio-base"
+ISTIOD_RELEASE = "istiod"
+GATEWAY_RELEASE = "istio-ingressgateway"
+JAEGER_RELEASE = "jaeger"
+KIALI_RELEASE = "kiali"
+KUBE_PROMETHEUS_RELEASE = "kube-prometheus-stack"
+ADAPTER_RELEASE = "prometheus-adapter"
+LOKI_RELEASE = "loki"
+ALLOY_RELEASE = "alloy"
+
+# The customer Gateway (istio-system, next to the ingress gateway and its TLS Secret).
+GATEWAY_NAME = "inference-gateway"
+
+_SVC = "svc.cluster.local"
+# Jaeger v2 all-in-one: one Service named after the release (OTLP 4317, query 16686/16685).
+JAEGER_HOST = f"{JAEGER_RELEASE}.{ISTIO_NAMESPACE}.{_SVC}"
+JAEGER_OTLP_GRPC_PORT = 4317
+JAEGER_QUERY_URL = f"http://{JAEGER_HOST}:16686"
+JAEGER_QUERY_GRPC_URL = f"http://{JAEGER_HOST}:16685"
+KIALI_URL = f"http://{KIALI_RELEASE}.{ISTIO_NAMESPACE}.{_SVC}:20001"
+PROMETHEUS_HOST = f"{KUBE_PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.{_SVC}"
+PROMETHEUS_PORT = 9090
+PROMETHEUS_URL = f"http://{PROMETHEUS_HOST}:{PROMETHEUS_PORT}"
+GRAFANA_URL = f"http://{KUBE_PROMETHEUS_RELEASE}-grafana.{MONITORING_NAMESPACE}.{_SVC}"
+# Monolithic Loki without its nginx gateway: the release's own Service on 3100.
+LOKI_URL = f"http://{LOKI_RELEASE}.{MONITORING_NAMESPACE}.{_SVC}:3100"

@@ -1,0 +1,288 @@
+"""The mesh: Istio (base, istiod, ingress gateway), Jaeger and Kiali.
+
+Order: the base chart installs Istio's CRDs, so istiod and every Istio custom
+resource depend on it. Mesh-wide STRICT mTLS is a PeerAuthentication in the root
+namespace; traces go to Jaeger through an OpenTelemetry extension provider that a
+mesh-wide Telemetry resource selects with the configured sampling percentage.
+
+The customer Gateway lists every service's hosts (never `*`), so a VirtualService
+can only bind hosts the stack declares. With `mesh.enabled: false` nothing is
+installed and the handle names the Gateway `istio-system/inference-gateway`, which
+the cluster's own Istio must provide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from . import endpoints as ep
+from . import versions
+from .cluster import ClusterHandle
+from .common import resource_opts, standard_labels
+from .config import Settings
+
+TRACING_PROVIDER = "jaeger-otel"
+# The gateway chart labels its pods app=<release>, istio=<release without "istio-">.
+INGRESS_SELECTOR = {"istio": ep.GATEWAY_RELEASE.removeprefix("istio-")}
+JAEGER_DATA_CLAIM = "jaeger-data"
+JAEGER_DATA_PATH = "/badger"
+
+
+@dataclass(frozen=True)
+class MeshHandle:
+    """What other parts need from the mesh."""
+
+    gateway: str
+    """`<namespace>/<name>` of the customer Gateway, for VirtualServices."""
+    crds: Optional[pulumi.Resource]
+    """The Helm release that installs Istio's CRDs (None when the mesh is not installed)."""
+    namespace: str
+    """Istio's root namespace."""
+    ingress_namespace: str
+    """Namespace of the ingress gateway pods."""
+    ingress_selector: dict[str, str]
+    """Labels of the ingress gateway pods."""
+    ingress_principal: str
+    """SPIFFE principal of the ingress gateway, for AuthorizationPolicies."""
+    tracing_provider: str
+    """Name of the tracing extension provider in meshConfig."""
+    urls: dict[str, str]
+    """In-cluster URLs of the mesh UIs (Kiali, Jaeger) when installed."""
+
+
+def gateway_ref() -> str:
+    return f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
+
+
+def ingress_principal() -> str:
+    # The gateway chart's ServiceAccount is named after the release.
+    return f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
+
+
+def service_hosts(settings: Settings) -> list[str]:
+    """Every host of every service, in stack order, without duplicates."""
+    return list(dict.fromkeys(h for svc in settings.services for h in svc.hosts))
+
+
+# --------------------------------------------------------------------------- values and specs
+
+
+def istiod_values(settings: Settings) -> dict[str, Any]:
+    return {
+        # Pinned images: the proxies and the gateway take hub and tag from istiod.
+        "global": {"hub": versions.ISTIO_HUB, "tag": versions.ISTIOD.version},
+        "meshConfig": {
+            "enableTracing": True,
+            "extensionProviders": [
+                {
+                    "name": TRACING_PROVIDER,
+                    "opentelemetry": {"service": ep.JAEGER_HOST, "port": ep.JAEGER_OTLP_GRPC_PORT},
+                }
+            ],
+        },
+    }
+
+
+def gateway_values(settings: Settings) -> dict[str, Any]:
+    return {
+        "service": {"type": "LoadBalancer", "annotations": dict(settings.mesh.gateway_annotations)},
+    }
+
+
+def gateway_spec(settings: Settings) -> dict[str, Any]:
+    """The customer Gateway: HTTPS with an HTTP redirect when TLS is configured, HTTP otherwise."""
+    hosts = service_hosts(settings)
+    http: dict[str, Any] = {"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": hosts}
+    tls = settings.mesh.tls
+    if not tls.enabled:
+        return {"selector": dict(INGRESS_SELECTOR), "servers": [http]}
+    http["tls"] = {"httpsRedirect": True}
+    https = {
+        "port": {"number": 443, "name": "https", "protocol": "HTTPS"},
+        "hosts": hosts,
+        "tls": {"mode": "SIMPLE", "credentialName": tls.secret_name},
+    }
+    return {"selector": dict(INGRESS_SELECTOR), "servers": [https, http]}
+
+
+def telemetry_spec(settings: Settings) -> dict[str, Any]:
+    return {
+        "tracing": [
+            {
+                "providers": [{"name": TRACING_PROVIDER}],
+                "randomSamplingPercentage": settings.mesh.tracing_sampling_percent,
+            }
+        ]
+    }
+
+
+def jaeger_config() -> dict[str, Any]:
+    """Jaeger v2 configuration with Badger on a volume (the chart's default is in-memory)."""
+    store = {
+        "badger": {
+            "directories": {"keys": f"{JAEGER_DATA_PATH}/keys", "values": f"{JAEGER_DATA_PATH}/values"},
+            "ephemeral": False,
+            "ttl": {"spans": "168h"},
+        }
+    }
+    return {
+        "service": {
+            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
+            "pipelines": {
+                "traces": {"receivers": ["otlp"], "processors": ["batch"], "exporters": ["jaeger_storage_exporter"]}
+            },
+        },
+        "extensions": {
+            "healthcheckv2": {"use_v2": True, "http": {"endpoint": "0.0.0.0:13133"}},
+            "jaeger_query": {"storage": {"traces": "badger_store"}},
+            "jaeger_storage": {"backends": {"badger_store": store}},
+        },
+        "receivers": {
+            "otlp": {
+                "protocols": {"grpc": {"endpoint": "0.0.0.0:4317"}, "http": {"endpoint": "0.0.0.0:4318"}}
+            }
+        },
+        "processors": {"batch": {}},
+        "exporters": {"jaeger_storage_exporter": {"trace_storage": "badger_store"}},
+    }
+
+
+def jaeger_values(settings: Settings) -> dict[str, Any]:
+    values: dict[str, Any] = {"jaeger": {"image": {"tag": versions.JAEGER_IMAGE_TAG}}}
+    if settings.mesh.jaeger_storage == "persistent":
+        values["userconfig"] = jaeger_config()
+        values["jaeger"]["extraVolumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": JAEGER_DATA_CLAIM}}
+        ]
+        values["jaeger"]["extraVolumeMounts"] = [{"name": "data", "mountPath": JAEGER_DATA_PATH}]
+    return values
+
+
+def kiali_values(settings: Settings) -> dict[str, Any]:
+    return {
+        "auth": {"strategy": settings.mesh.kiali_auth},
+        "deployment": {"image_version": versions.KIALI_IMAGE_TAG},
+        "external_services": {
+            "prometheus": {"url": ep.PROMETHEUS_URL},
+            "tracing": {
+                "enabled": True,
+                "provider": "jaeger",
+                "internal_url": ep.JAEGER_QUERY_GRPC_URL,
+                "use_grpc": True,
+                "external_url": ep.JAEGER_QUERY_URL,
+            },
+            "grafana": {"enabled": True, "internal_url": ep.GRAFANA_URL, "external_url": ep.GRAFANA_URL},
+        },
+    }
+
+
+# --------------------------------------------------------------------------- component
+
+
+def mesh_handle(crds: Optional[pulumi.Resource] = None, urls: Optional[dict[str, str]] = None) -> MeshHandle:
+    """The handle; without `crds` (mesh not installed) it names the Gateway the cluster must provide."""
+    return MeshHandle(
+        gateway=gateway_ref(),
+        crds=crds,
+        namespace=ep.ISTIO_NAMESPACE,
+        ingress_namespace=ep.ISTIO_NAMESPACE,
+        ingress_selector=dict(INGRESS_SELECTOR),
+        ingress_principal=ingress_principal(),
+        tracing_provider=TRACING_PROVIDER,
+        urls=dict(urls or {}),
+    )
+
+
+class Mesh(pulumi.ComponentResource):
+    """Istio, the customer Gateway, Jaeger and Kiali."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        cluster: ClusterHandle,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("inference-platform:mesh:Mesh", name, None, opts)
+        if not settings.mesh.enabled:
+            self.handle = mesh_handle()
+            self.register_outputs({"gateway": self.handle.gateway})
+            return
+        provider = cluster.provider
+
+        def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
+            return resource_opts(self, provider=provider, depends_on=deps)
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": ep.ISTIO_NAMESPACE, "labels": standard_labels("istio")},
+            opts=opts_(),
+        )
+
+        def release(role: str, chart: versions.Chart, release_name: str, values: dict, *deps) -> k8s.helm.v3.Release:
+            return k8s.helm.v3.Release(
+                f"{name}-{role}",
+                name=release_name,
+                chart=chart.name,
+                version=chart.version,
+                repository_opts={"repo": chart.repository},
+                namespace=ep.ISTIO_NAMESPACE,
+                values=values,
+                opts=opts_(namespace, *deps),
+            )
+
+        base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
+        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(settings), base)
+        # The gateway's pods are injected by istiod, so it must be running first.
+        release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(settings), istiod)
+
+        def custom(role: str, api_version: str, kind: str, meta_name: str, spec: dict) -> None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-{role}",
+                api_version=api_version,
+                kind=kind,
+                metadata={"name": meta_name, "namespace": ep.ISTIO_NAMESPACE, "labels": standard_labels("istio")},
+                spec=spec,
+                opts=opts_(base),
+            )
+
+        custom("mtls", "security.istio.io/v1", "PeerAuthentication", "default", {"mtls": {"mode": "STRICT"}})
+        custom("tracing", "telemetry.istio.io/v1", "Telemetry", "mesh-default", telemetry_spec(settings))
+        if service_hosts(settings):
+            custom("gateway-customer", "networking.istio.io/v1", "Gateway", ep.GATEWAY_NAME, gateway_spec(settings))
+
+        jaeger_deps = []
+        if settings.mesh.jaeger_storage == "persistent":
+            claim_spec: dict[str, Any] = {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": settings.mesh.jaeger_storage_size}},
+            }
+            if settings.observability.storage_class:
+                claim_spec["storageClassName"] = settings.observability.storage_class
+            jaeger_deps.append(
+                k8s.core.v1.PersistentVolumeClaim(
+                    f"{name}-jaeger-data",
+                    metadata={
+                        "name": JAEGER_DATA_CLAIM,
+                        "namespace": ep.ISTIO_NAMESPACE,
+                        "labels": standard_labels("jaeger"),
+                    },
+                    spec=claim_spec,
+                    opts=resource_opts(
+                        self,
+                        provider=provider,
+                        depends_on=[namespace],
+                        protect=settings.production,
+                        retain_on_delete=settings.production,
+                    ),
+                )
+            )
+        release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(settings), *jaeger_deps)
+        release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(settings), istiod)
+
+        self.handle = mesh_handle(base, {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL})
+        self.register_outputs({"gateway": self.handle.gateway, "urls": self.handle.urls})

@@ -1,0 +1,409 @@
+"""Observability: kube-prometheus-stack (Prometheus, Alertmanager, Grafana,
+kube-state-metrics), prometheus-adapter, Loki, Alloy, dashboards and alert rules.
+
+kube-prometheus-stack installs the ServiceMonitor/PodMonitor/PrometheusRule CRDs,
+so every monitoring custom resource (here and in the Triton services) depends on
+its release. Its Prometheus selects monitors and rules from every namespace and
+every release, not only its own Helm labels.
+
+prometheus-adapter serves Triton's per-pod average queue time under the name the
+Triton HPAs use (components.metrics.QUEUE_TIME_METRIC). Grafana provisions the
+dashboards in ../dashboards through its sidecar, which picks up every ConfigMap
+labelled `grafana_dashboard: "1"`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from . import alerts, versions
+from . import endpoints as ep
+from .cluster import ClusterHandle
+from .common import resource_opts, standard_labels
+from .config import Settings
+from .mesh import MeshHandle
+from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+
+DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
+# The sidecar label as kube-prometheus-stack configures it for its Grafana.
+DASHBOARD_LABEL = "grafana_dashboard"
+DASHBOARD_LABEL_VALUE = "1"
+GRAFANA_ADMIN_SECRET = "grafana-admin"
+LOKI_S3_SECRET = "loki-s3"
+# Pod and node labels kube-state-metrics exposes (as label_<name>) for dashboards and alerts.
+POD_LABELS = ("app", "version")
+# The schema's first day; it must not move once Loki has stored data.
+LOKI_SCHEMA_FROM = "2025-01-01"
+ADAPTER_WINDOW = "2m"
+
+
+@dataclass(frozen=True)
+class ObservabilityHandle:
+    """What other parts need from observability."""
+
+    namespace: str
+    """Namespace of Prometheus, Grafana and Loki (NetworkPolicies let it scrape)."""
+    crds: Optional[pulumi.Resource]
+    """The kube-prometheus-stack release (installs ServiceMonitor/PodMonitor/PrometheusRule CRDs)."""
+    grafana_url: Optional[str]
+    prometheus_url: Optional[str]
+    loki_url: Optional[str]
+    urls: dict[str, str] = field(default_factory=dict)
+    """In-cluster UI URLs to export (Grafana, Prometheus, and the mesh's Kiali and Jaeger)."""
+    grafana_admin_password: Optional[pulumi.Output] = None
+    """Secret output: Grafana's admin password (user `admin`)."""
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _claim_spec(size: str, storage_class: Optional[str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+    if storage_class:
+        spec["storageClassName"] = storage_class
+    return spec
+
+
+def datasources(mesh: MeshHandle) -> list[dict[str, Any]]:
+    """Grafana datasources besides the chart's own Prometheus (uid `prometheus`)."""
+    sources = [{"name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": ep.LOKI_URL}]
+    if "jaeger" in mesh.urls:
+        sources.append({"name": "Jaeger", "uid": "jaeger", "type": "jaeger", "access": "proxy", "url": mesh.urls["jaeger"]})
+    return sources
+
+
+def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
+    o = settings.observability
+    allow_pods = ",".join(POD_LABELS)
+    return {
+        "prometheus": {
+            "prometheusSpec": {
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+                "retention": o.prometheus_retention,
+                "storageSpec": {"volumeClaimTemplate": {"spec": _claim_spec(o.prometheus_storage_size, o.storage_class)}},
+            }
+        },
+        "grafana": {
+            "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
+            "sidecar": {
+                "dashboards": {
+                    "enabled": True,
+                    "label": DASHBOARD_LABEL,
+                    "labelValue": DASHBOARD_LABEL_VALUE,
+                    "searchNamespace": "ALL",
+                }
+            },
+            "additionalDataSources": datasources(mesh),
+        },
+        "kube-state-metrics": {
+            "metricLabelsAllowlist": [f"pods=[{allow_pods}]", f"nodes=[{alerts.GROUP_LABEL}]"],
+        },
+    }
+
+
+def adapter_rules() -> list[dict[str, Any]]:
+    """prometheus-adapter custom-metrics rules: per-pod Triton queue time and request rate."""
+    resources = {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}}
+    w = ADAPTER_WINDOW
+    return [
+        {
+            "seriesQuery": 'nv_inference_queue_duration_us{namespace!="",pod!=""}',
+            "resources": resources,
+            "name": {"matches": "^nv_inference_queue_duration_us$", "as": QUEUE_TIME_METRIC},
+            # Microseconds of queueing per successful request; 0 when the pod is idle.
+            "metricsQuery": (
+                f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{w}]))"
+                f" / clamp_min(sum by (<<.GroupBy>>) (rate(nv_inference_request_success{{<<.LabelMatchers>>}}[{w}])), 0.001)"
+            ),
+        },
+        {
+            "seriesQuery": 'nv_inference_request_success{namespace!="",pod!=""}',
+            "resources": resources,
+            "name": {"matches": "^nv_inference_request_success$", "as": REQUEST_RATE_METRIC},
+            "metricsQuery": f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{w}]))",
+        },
+    ]
+
+
+def adapter_values() -> dict[str, Any]:
+    return {
+        "prometheus": {"url": f"http://{ep.PROMETHEUS_HOST}", "port": ep.PROMETHEUS_PORT},
+        "rules": {"default": False, "custom": adapter_rules()},
+    }
+
+
+def loki_values(settings: Settings) -> dict[str, Any]:
+    o = settings.observability
+    store = "s3" if o.loki_storage == "s3" else "filesystem"
+    loki: dict[str, Any] = {
+        "auth_enabled": False,
+        "commonConfig": {"replication_factor": 1},
+        "schemaConfig": {
+            "configs": [
+                {
+                    "from": LOKI_SCHEMA_FROM,
+                    "store": "tsdb",
+                    "object_store": store,
+                    "schema": "v13",
+                    "index": {"prefix": "index_", "period": "24h"},
+                }
+            ]
+        },
+        "limits_config": {"retention_period": o.loki_retention},
+        "compactor": {"retention_enabled": True, "delete_request_store": store},
+    }
+    single: dict[str, Any] = {
+        "replicas": 1,
+        "persistence": {"enabled": True, "size": o.loki_storage_size, "storageClass": o.storage_class},
+    }
+    if store == "s3":
+        s3 = settings.weight_caches.s3
+        loki["storage"] = {
+            "type": "s3",
+            "bucketNames": {"chunks": loki_bucket(settings), "ruler": loki_bucket(settings), "admin": loki_bucket(settings)},
+            "s3": {
+                "endpoint": s3.endpoint,
+                "region": s3.region,
+                # Expanded by Loki from the environment, so the keys stay in a Secret.
+                "accessKeyId": "${LOKI_S3_ACCESS_KEY_ID}",
+                "secretAccessKey": "${LOKI_S3_SECRET_ACCESS_KEY}",
+                "s3ForcePathStyle": True,
+            },
+        }
+        single["extraArgs"] = ["-config.expand-env=true"]
+        single["extraEnvFrom"] = [{"secretRef": {"name": LOKI_S3_SECRET}}]
+    else:
+        loki["storage"] = {"type": "filesystem"}
+    return {
+        "deploymentMode": "Monolithic",
+        "loki": loki,
+        "singleBinary": single,
+        # Monolithic: the scalable targets, caches, gateway and canary stay off.
+        "read": {"replicas": 0},
+        "write": {"replicas": 0},
+        "backend": {"replicas": 0},
+        "gateway": {"enabled": False},
+        "chunksCache": {"enabled": False},
+        "resultsCache": {"enabled": False},
+        "lokiCanary": {"enabled": False},
+        "test": {"enabled": False},
+    }
+
+
+def loki_bucket(settings: Settings) -> str:
+    """Loki's bucket on the S3 weight cache's endpoint (created outside the platform)."""
+    return f"{settings.weight_caches.s3.bucket}-logs"
+
+
+def alloy_config() -> str:
+    """Alloy pipeline: this node's pod log files -> CRI parsing -> Loki, labelled like the metrics."""
+    relabel = [
+        ("__meta_kubernetes_namespace", "namespace"),
+        ("__meta_kubernetes_pod_name", "pod"),
+        ("__meta_kubernetes_pod_container_name", "container"),
+        ("__meta_kubernetes_pod_label_app", "app"),
+        ("__meta_kubernetes_pod_label_version", "version"),
+    ]
+    rules = "\n".join(
+        f'  rule {{\n    source_labels = ["{src}"]\n    target_label  = "{dst}"\n  }}' for src, dst in relabel
+    )
+    return f"""discovery.kubernetes "pods" {{
+  role = "pod"
+  selectors {{
+    role  = "pod"
+    field = "spec.nodeName=" + sys.env("NODE_NAME")
+  }}
+}}
+
+discovery.relabel "pods" {{
+  targets = discovery.kubernetes.pods.targets
+{rules}
+  rule {{
+    source_labels = ["__meta_kubernetes_pod_uid", "__meta_kubernetes_pod_container_name"]
+    separator     = "/"
+    target_label  = "__path__"
+    replacement   = "/var/log/pods/*$1/*.log"
+  }}
+}}
+
+local.file_match "pods" {{
+  path_targets = discovery.relabel.pods.output
+}}
+
+loki.source.file "pods" {{
+  targets    = local.file_match.pods.targets
+  forward_to = [loki.process.pods.receiver]
+}}
+
+loki.process "pods" {{
+  stage.cri {{}}
+  forward_to = [loki.write.default.receiver]
+}}
+
+loki.write "default" {{
+  endpoint {{
+    url = "{ep.LOKI_URL}/loki/api/v1/push"
+  }}
+}}
+"""
+
+
+def alloy_values() -> dict[str, Any]:
+    return {
+        # Every node, GPU nodes included (they carry the nvidia.com/gpu taint).
+        "controller": {"type": "daemonset", "tolerations": [{"operator": "Exists"}]},
+        "alloy": {
+            "configMap": {"content": alloy_config()},
+            "mounts": {"varlog": True},
+            "extraEnv": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        },
+    }
+
+
+def envoy_pod_monitor_spec() -> dict[str, Any]:
+    """Scrape every injected sidecar's Envoy stats (istio_requests_total and friends)."""
+    return {
+        "namespaceSelector": {"any": True},
+        # Istio's injector labels every pod with a sidecar.
+        "selector": {"matchExpressions": [{"key": "security.istio.io/tlsMode", "operator": "Exists"}]},
+        "jobLabel": "envoy-stats",
+        "podMetricsEndpoints": [{"port": "http-envoy-prom", "path": "/stats/prometheus", "interval": "15s"}],
+    }
+
+
+def dashboard_files() -> list[Path]:
+    return sorted(DASHBOARDS_DIR.glob("*.json"))
+
+
+# --------------------------------------------------------------------------- component
+
+
+class Observability(pulumi.ComponentResource):
+    """Metrics, logs, dashboards and alerts."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        cluster: ClusterHandle,
+        mesh: MeshHandle,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("inference-platform:observability:Observability", name, None, opts)
+        if not settings.observability.enabled:
+            self.handle = ObservabilityHandle(
+                namespace=ep.MONITORING_NAMESPACE, crds=None, grafana_url=None, prometheus_url=None,
+                loki_url=None, urls=dict(mesh.urls),
+            )
+            self.register_outputs({"urls": self.handle.urls})
+            return
+        provider = cluster.provider
+
+        def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
+            return resource_opts(self, provider=provider, depends_on=deps)
+
+        def meta(object_name: str, component: str, **labels: str) -> dict[str, Any]:
+            return {
+                "name": object_name,
+                "namespace": ep.MONITORING_NAMESPACE,
+                "labels": standard_labels(component, **labels),
+            }
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": ep.MONITORING_NAMESPACE, "labels": standard_labels("monitoring")},
+            opts=opts_(),
+        )
+
+        password = random.RandomPassword(
+            f"{name}-grafana-admin-password", length=24, special=False, opts=pulumi.ResourceOptions(parent=self)
+        )
+        admin_secret = k8s.core.v1.Secret(
+            f"{name}-grafana-admin",
+            metadata=meta(GRAFANA_ADMIN_SECRET, "grafana"),
+            type="Opaque",
+            string_data={"admin-user": "admin", "admin-password": pulumi.Output.secret(password.result)},
+            opts=opts_(namespace),
+        )
+
+        def release(role: str, chart: versions.Chart, release_name: str, values: Any, *deps) -> k8s.helm.v3.Release:
+            return k8s.helm.v3.Release(
+                f"{name}-{role}",
+                name=release_name,
+                chart=chart.name,
+                version=chart.version,
+                repository_opts={"repo": chart.repository},
+                namespace=ep.MONITORING_NAMESPACE,
+                values=values,
+                opts=opts_(namespace, *deps),
+            )
+
+        stack = release(
+            "kube-prometheus-stack",
+            versions.KUBE_PROMETHEUS_STACK,
+            ep.KUBE_PROMETHEUS_RELEASE,
+            kube_prometheus_values(settings, mesh),
+            admin_secret,
+        )
+        release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(), stack)
+
+        loki_deps: list[pulumi.Resource] = []
+        if settings.observability.loki_storage == "s3":
+            loki_deps.append(
+                k8s.core.v1.Secret(
+                    f"{name}-loki-s3",
+                    metadata=meta(LOKI_S3_SECRET, "loki"),
+                    type="Opaque",
+                    string_data={
+                        "LOKI_S3_ACCESS_KEY_ID": pulumi.Output.secret(settings.s3_access_key_id.get_secret_value()),
+                        "LOKI_S3_SECRET_ACCESS_KEY": pulumi.Output.secret(settings.s3_secret_access_key.get_secret_value()),
+                    },
+                    opts=opts_(namespace),
+                )
+            )
+        release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(settings), *loki_deps)
+        release("alloy", versions.ALLOY, ep.ALLOY_RELEASE, alloy_values())
+
+        for path in dashboard_files():
+            k8s.core.v1.ConfigMap(
+                f"{name}-dashboard-{path.stem}",
+                metadata=meta(f"dashboard-{path.stem}", "grafana", **{DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}),
+                # Compact JSON keeps large dashboards well under the ConfigMap size limit.
+                data={path.name: json.dumps(json.loads(path.read_text()), separators=(",", ":"))},
+                opts=opts_(namespace),
+            )
+
+        def monitoring_cr(role: str, kind: str, object_name: str, spec: dict[str, Any]) -> None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-{role}",
+                api_version="monitoring.coreos.com/v1",
+                kind=kind,
+                metadata=meta(object_name, "inference-platform"),
+                spec=spec,
+                opts=opts_(stack),
+            )
+
+        monitoring_cr("rules", "PrometheusRule", "inference-platform", {"groups": alerts.rule_groups(settings)})
+        if mesh.crds is not None:
+            monitoring_cr("envoy-stats", "PodMonitor", "envoy-stats", envoy_pod_monitor_spec())
+
+        urls = {"grafana": ep.GRAFANA_URL, "prometheus": ep.PROMETHEUS_URL, **mesh.urls}
+        self.handle = ObservabilityHandle(
+            namespace=ep.MONITORING_NAMESPACE,
+            crds=stack,
+            grafana_url=ep.GRAFANA_URL,
+            prometheus_url=ep.PROMETHEUS_URL,
+            loki_url=ep.LOKI_URL,
+            urls=urls,
+            grafana_admin_password=pulumi.Output.secret(password.result),
+        )
+        self.register_outputs({"urls": urls, "grafanaAdminPassword": self.handle.grafana_admin_password})

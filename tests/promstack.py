@@ -1,0 +1,354 @@
+"""A real Prometheus on loopback scraping a small exporter of the platform's real metrics.
+
+The exporter serves every metric of the reference catalogues (Triton, DCGM, Istio,
+kube-state-metrics) with the labels the real exporters attach, for the pods,
+GPUs and nodes of a stack, with counters that grow on every scrape. Prometheus
+scrapes it the way the platform's monitors do (target labels, honor_labels) and
+evaluates the platform's own rule groups, so dashboard queries see what they would
+see in a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components import alerts
+from components.config import Settings
+from tests.metric_catalogue import catalogue
+
+SCRAPE_SECONDS = 1
+DCGM_NAMESPACE = "gpu-operator"
+PLACEHOLDER_NAMESPACE = "gpu-coldstart"
+ISTIO_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, "+Inf")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    app: str
+    version: str
+    node: str
+    phase: str = "Running"
+    priority_class: str = ""
+    gpu_resource: str = "nvidia_com_gpu"
+
+
+class Topology:
+    """Pods, nodes and GPUs of a stack, as a cluster running it would have them."""
+
+    def __init__(self, settings: Settings):
+        self.nodes: dict[str, str] = {}  # node -> group
+        self.gpus: list[tuple[str, int, str, str]] = []  # node, index, model, MIG profile ("" if none)
+        for group in settings.cluster.node_groups:
+            for i in range(max(group.min_nodes, 1)):
+                node = f"{group.name}-node-{i}"
+                self.nodes[node] = group.name
+                if group.gpu is not None:
+                    mig = group.gpu.sharing.mig_profile if group.gpu.sharing.mode == "mig" else ""
+                    profile = mig.removeprefix("all-") if isinstance(mig, str) else ""
+                    for g in range(group.gpu.per_node):
+                        self.gpus.append((node, g, group.gpu.model, profile))
+        self.pods: list[Pod] = []
+        for svc in settings.services:
+            for v in svc.versions:
+                node = next(n for n, g in self.nodes.items() if g == v.gpu.group)
+                for r in range(2):
+                    self.pods.append(Pod(svc.k8s_namespace, f"{svc.name}-{v.name}-{r}", svc.name, v.name, node))
+        first = self.pods[0]
+        gpu_node = first.node
+        # One replica waiting for a GPU, one running placeholder, one preempted placeholder.
+        self.pods.append(Pod(first.namespace, f"{first.app}-{first.version}-pending", first.app, first.version, "", "Pending"))
+        self.pods.append(Pod(PLACEHOLDER_NAMESPACE, "placeholder-0", "", "", gpu_node, "Running", alerts.PLACEHOLDER_PRIORITY_CLASS))
+        self.pods.append(Pod(PLACEHOLDER_NAMESPACE, "placeholder-1", "", "", "", "Pending", alerts.PLACEHOLDER_PRIORITY_CLASS))
+        self.models = ("resnet50", "densenet")
+
+    @property
+    def triton_pods(self) -> list[Pod]:
+        return [p for p in self.pods if p.app and p.phase == "Running"]
+
+
+def _labels(**labels: Any) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+class Exporter:
+    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod> and /ksm."""
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        self.counters: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.rng = random.Random(7)
+        self.types = {name: typ for names in catalogue().values() for name, typ in names.items()}
+
+    def _value(self, name: str, labels: str, step: float) -> float:
+        """Counters grow by about `step` per scrape; gauges wander around `step`."""
+        key = name + labels
+        if self.types.get(name) == "gauge":
+            return round(step * self.rng.uniform(0.6, 1.0), 3)
+        self.counters[key] = self.counters.get(key, 0.0) + step * self.rng.uniform(0.5, 1.5)
+        return round(self.counters[key], 3)
+
+    def triton(self, namespace: str, pod: str) -> list[str]:
+        lines = []
+        steps = {
+            "nv_inference_request_success": 20, "nv_inference_count": 40, "nv_inference_exec_count": 10,
+            "nv_inference_pending_request_count": 3, "nv_inference_request_duration_us": 20 * 9000,
+            "nv_inference_queue_duration_us": 20 * 1500, "nv_inference_compute_input_duration_us": 20 * 300,
+            "nv_inference_compute_infer_duration_us": 20 * 6000, "nv_inference_compute_output_duration_us": 20 * 200,
+        }
+        for name in catalogue()["triton"]:
+            if name.startswith("nv_inference_"):
+                for model in self.topology.models:
+                    extra = {"reason": "REJECTED"} if name == "nv_inference_request_failure" else {}
+                    labels = _labels(model=model, version="1", **extra)
+                    lines.append(f"{name}{labels} {self._value(name, pod + labels, steps.get(name, 1))}")
+            elif name.startswith("nv_gpu_") or name == "nv_energy_consumption":
+                labels = _labels(gpu_uuid=f"GPU-{abs(hash(pod)) % 10**8:08d}")
+                lines.append(f"{name}{labels} {self._value(name, pod + labels, 0.5 if 'utilization' in name else 1e9)}")
+            else:
+                lines.append(f"{name} {self._value(name, pod, 0.3 if 'utilization' in name else 1e9)}")
+        return lines
+
+    def dcgm(self, node: str) -> list[str]:
+        lines = []
+        gpus = [g for g in self.topology.gpus if g[0] == node]
+        users = [p for p in self.topology.triton_pods if p.node == node]
+        for node_name, index, model, profile in gpus:
+            # A MIG GPU reports per instance; each instance serves one pod.
+            instances = [(str(i), p) for i, p in enumerate(users)] if profile else [("", users[0] if users else None)]
+            for inst, pod in instances:
+                labels = {
+                    "gpu": index, "UUID": f"GPU-{node_name}-{index}", "device": f"nvidia{index}",
+                    "modelName": f"NVIDIA {model}", "Hostname": node_name, "DCGM_FI_DRIVER_VERSION": "595.45.04",
+                    "container": "triton" if pod else "", "namespace": pod.namespace if pod else "",
+                    "pod": pod.name if pod else "",
+                }
+                if profile:
+                    labels.update({"GPU_I_PROFILE": profile, "GPU_I_ID": inst})
+                text = _labels(**labels)
+                for name in catalogue()["dcgm"]:
+                    step = {"DCGM_FI_DEV_FB_USED": 30000, "DCGM_FI_DEV_FB_FREE": 50000, "DCGM_FI_DEV_XID_ERRORS": 0}.get(name, 50)
+                    if name.startswith("DCGM_FI_PROF_"):
+                        step = 0.7
+                    lines.append(f"{name}{text} {self._value(name, text, step)}")
+        return lines
+
+    def envoy(self, namespace: str, pod: str) -> list[str]:
+        p = next(x for x in self.topology.pods if x.name == pod)
+        common = {
+            "reporter": "destination", "source_workload": "istio-ingressgateway", "source_workload_namespace": "istio-system",
+            "destination_workload": f"{p.app}-{p.version}", "destination_workload_namespace": namespace,
+            "destination_service": f"{p.app}.{namespace}.svc.cluster.local", "destination_service_name": p.app,
+            "destination_version": p.version, "request_protocol": "http", "connection_security_policy": "mutual_tls",
+        }
+        lines = []
+        for code, flags, share in (("200", "-", 1.0), ("503", "UF", 0.05), ("401", "-", 0.02)):
+            c = dict(common, response_code=code, response_flags=flags)
+            for name, typ in catalogue()["istio"].items():
+                if typ == "histogram":
+                    base = name.removesuffix("_bucket")
+                    total = self._value(f"{base}_count", _labels(**c), 30 * share)
+                    for le in ISTIO_BUCKETS:
+                        frac = 1.0 if le == "+Inf" else min(1.0, (le / 400.0) ** 0.5)
+                        lines.append(f"{name}{_labels(**c, le=le)} {round(total * frac, 3)}")
+                    lines.append(f"{base}_sum{_labels(**c)} {round(total * 120, 3)}")
+                    lines.append(f"{base}_count{_labels(**c)} {total}")
+                elif name.startswith("istio_requests_total"):
+                    lines.append(f"{name}{_labels(**c)} {self._value(name, _labels(**c), 30 * share)}")
+                elif not name.endswith(("_sum", "_count")):
+                    lines.append(f"{name}{_labels(**common)} {self._value(name, _labels(**common), 1000)}")
+        return lines
+
+    def ksm(self) -> list[str]:
+        lines = []
+        for node, group in self.topology.nodes.items():
+            lines.append(f"kube_node_labels{_labels(node=node, label_inference_platform_node_group=group)} 1")
+            if any(g[0] == node for g in self.topology.gpus):
+                lines.append(f"kube_node_status_allocatable{_labels(node=node, resource='nvidia_com_gpu', unit='integer')} 1")
+        for p in self.topology.pods:
+            ids = {"namespace": p.namespace, "pod": p.name, "uid": f"uid-{p.name}"}
+            lines.append(f"kube_pod_info{_labels(**ids, node=p.node, priority_class=p.priority_class, created_by_kind='ReplicaSet')} 1")
+            lines.append(f"kube_pod_labels{_labels(**ids, label_app=p.app, label_version=p.version)} 1")
+            for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
+                lines.append(f"kube_pod_status_phase{_labels(**ids, phase=phase)} {int(phase == p.phase)}")
+            container = "triton" if p.app else "pause"
+            lines.append(
+                f"kube_pod_container_resource_requests{_labels(**ids, container=container, node=p.node, resource=p.gpu_resource, unit='integer')} 1"
+            )
+        return lines
+
+    def render(self, path: str) -> str | None:
+        parts = path.strip("/").split("/")
+        with self.lock:
+            if parts[0] == "triton" and len(parts) == 3:
+                lines = self.triton(parts[1], parts[2])
+            elif parts[0] == "dcgm" and len(parts) == 2:
+                lines = self.dcgm(parts[1])
+            elif parts[0] == "envoy" and len(parts) == 3:
+                lines = self.envoy(parts[1], parts[2])
+            elif parts[0] == "ksm":
+                lines = self.ksm()
+            else:
+                return None
+        return "\n".join(lines) + "\n"
+
+    def serve(self) -> tuple[ThreadingHTTPServer, int]:
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's API)
+                body = exporter.render(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.end_headers()
+                self.wfile.write((body or "").encode())
+
+            def log_message(self, *args):
+                pass
+
+        port = free_port()
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server, port
+
+
+def scrape_config(topology: Topology, exporter_port: int) -> list[dict[str, Any]]:
+    """Jobs labelled as the platform's monitors label them (PodMonitor / ServiceMonitor target labels)."""
+    target = [f"127.0.0.1:{exporter_port}"]
+
+    def static(path: str, **labels: str) -> dict[str, Any]:
+        return {"targets": target, "labels": {"__metrics_path__": path, **labels}}
+
+    pods = topology.triton_pods
+    return [
+        {
+            "job_name": "triton",
+            "static_configs": [
+                static(f"/triton/{p.namespace}/{p.name}", namespace=p.namespace, pod=p.name, container="triton", endpoint="http-metrics")
+                for p in pods
+            ],
+        },
+        {
+            "job_name": "envoy-stats",
+            "static_configs": [
+                static(f"/envoy/{p.namespace}/{p.name}", namespace=p.namespace, pod=p.name, container="istio-proxy")
+                for p in pods
+            ],
+        },
+        {
+            # The GPU operator's ServiceMonitor does not honour labels: the GPU's pod becomes exported_pod.
+            "job_name": "nvidia-dcgm-exporter",
+            "static_configs": [
+                static(f"/dcgm/{node}", namespace=DCGM_NAMESPACE, pod=f"nvidia-dcgm-exporter-{node}", container="nvidia-dcgm-exporter")
+                for node in sorted({g[0] for g in topology.gpus})
+            ],
+        },
+        {"job_name": "kube-state-metrics", "honor_labels": True, "static_configs": [static("/ksm")]},
+    ]
+
+
+class PrometheusServer:
+    """`prometheus` from Debian on a free loopback port with a temporary data directory."""
+
+    def __init__(self, settings: Settings, workdir: Path):
+        if shutil.which("prometheus") is None:
+            raise RuntimeError("prometheus is not installed (apt-get install prometheus)")
+        self.topology = Topology(settings)
+        self.exporter = Exporter(self.topology)
+        self.server, exporter_port = self.exporter.serve()
+        self.port = free_port()
+        rules = workdir / "rules.yml"
+        rules.write_text(yaml.safe_dump({"groups": alerts.rule_groups(settings)}, sort_keys=False))
+        config = {
+            "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
+            "rule_files": [str(rules)],
+            "scrape_configs": scrape_config(self.topology, exporter_port),
+        }
+        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        self.log = (workdir / "prometheus.log").open("w")
+        self.process = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={workdir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.targets = sum(len(job["static_configs"]) for job in config["scrape_configs"])
+
+    def api(self, endpoint: str, **params: str) -> dict[str, Any]:
+        data = urllib.parse.urlencode(params).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/v1/{endpoint}", data=data)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as err:  # 400/422 carry the error as JSON
+            return json.loads(err.read())
+
+    def query(self, expr: str) -> dict[str, Any]:
+        return self.api("query", query=expr)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until every target is up and has been scraped often enough for rate() over 1m."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {self.process.returncode}")
+            try:
+                result = self.query("count(count_over_time(up[1m]) >= 5 and up == 1)")
+                series = result.get("data", {}).get("result", [])
+                if series and int(float(series[0]["value"][1])) == self.targets:
+                    time.sleep(3 * SCRAPE_SECONDS)  # one more rule evaluation after the last scrape
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError("prometheus did not scrape every target in time")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.server.shutdown()
+        self.log.close()
+
+
+def stack_settings(stack: str) -> Settings:
+    """A stack file's validated settings (secure values become placeholders)."""
+    from components.config import parse_settings
+    from platformctl.engine import stack_config, stack_path
+
+    config, secret_keys = stack_config(stack_path(stack))
+    raw = {}
+    for key, value in config.items():
+        try:
+            raw[key.split(":", 1)[1]] = json.loads(value) if value[:1] in ("{", "[") else value
+        except json.JSONDecodeError:  # a plain string such as the secure placeholder
+            raw[key.split(":", 1)[1]] = value
+    return parse_settings(raw, f"stacks/Pulumi.{stack}.yaml", frozenset(k.split(":", 1)[1] for k in secret_keys))

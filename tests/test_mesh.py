@@ -1,0 +1,211 @@
+"""The mesh: Istio install order, mTLS, tracing, gateways, Jaeger and Kiali, against
+the pinned charts' values and schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import jsonschema
+import pytest
+
+from components import endpoints as ep
+from components import mesh, versions
+from components.mesh import MeshHandle
+from platformctl.plan import HELM_RELEASE
+from tests.conformance import chart_values, reference_dir, unknown_values_keys
+from tests.conftest import base_config, render_raw, stack_plan
+from tests.promstack import stack_settings
+
+MESH = "inference-platform:mesh:Mesh"
+ISTIO_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io")
+
+# Keys the charts pass through without listing them in values.yaml.
+FREE_FORM = {
+    versions.ISTIOD: frozenset({"meshConfig.enableTracing", "meshConfig.extensionProviders"}),
+    # Kiali's values are its config file; external_services takes the Kiali CR's fields.
+    versions.KIALI: frozenset({"external_services.prometheus.url", "external_services.tracing", "external_services.grafana"}),
+    # The chart writes userconfig verbatim as Jaeger's configuration file.
+    versions.JAEGER: frozenset({"userconfig"}),
+}
+
+
+def mesh_children(plan, stack_name):
+    component = plan.get(MESH, f"{stack_name}-mesh")
+    return component, plan.children(component)
+
+
+def releases(plan) -> dict:
+    return {r.inputs["name"]: r for r in plan.of_type(HELM_RELEASE)}
+
+
+def chart_defaults(chart: versions.Chart) -> dict:
+    values = dict(chart_values(versions.REFERENCE_DIR[chart], chart.version))
+    # Istio charts keep their defaults under _internal_defaults_do_not_set; users set them at the top.
+    return {**values.pop("_internal_defaults_do_not_set", {}), **values}
+
+
+@pytest.mark.parametrize("stack", ["demo-dev", "acme-prod"])
+def test_istio_installs_in_order_at_pinned_versions(stack, reference):
+    plan = stack_plan(stack)
+    rel = releases(plan)
+    for release_name, chart in (
+        (ep.ISTIO_BASE_RELEASE, versions.ISTIO_BASE), (ep.ISTIOD_RELEASE, versions.ISTIOD),
+        (ep.GATEWAY_RELEASE, versions.ISTIO_GATEWAY), (ep.JAEGER_RELEASE, versions.JAEGER), (ep.KIALI_RELEASE, versions.KIALI),
+    ):
+        r = rel[release_name]
+        assert (r.inputs["chart"], r.inputs["version"], r.inputs["repositoryOpts"]["repo"]) == chart
+        assert r.inputs["namespace"] == ep.ISTIO_NAMESPACE
+    base = rel[ep.ISTIO_BASE_RELEASE]
+    assert base.urn in rel[ep.ISTIOD_RELEASE].depends_on
+    assert rel[ep.ISTIOD_RELEASE].urn in rel[ep.GATEWAY_RELEASE].depends_on
+    _, children = mesh_children(plan, stack)
+    istio_crs = [c for c in children if c.type.split(":")[1].startswith(ISTIO_GROUPS)]
+    assert {c.inputs["kind"] for c in istio_crs} >= {"PeerAuthentication", "Telemetry", "Gateway"}
+    for c in istio_crs:
+        assert base.urn in c.depends_on, c.name
+
+
+def test_pinned_images():
+    values = mesh.istiod_values(stack_settings("demo-dev"))
+    assert values["global"] == {"hub": "docker.io/istio", "tag": versions.ISTIOD.version}
+    assert mesh.jaeger_values(stack_settings("demo-dev"))["jaeger"]["image"]["tag"] == versions.JAEGER_IMAGE_TAG
+    assert mesh.kiali_values(stack_settings("demo-dev"))["deployment"]["image_version"] == versions.KIALI_IMAGE_TAG
+
+
+def _custom(plan, kind):
+    return [
+        r for r in plan.resources
+        if r.type.endswith(f":{kind}") and r.type.split(":")[1].startswith(ISTIO_GROUPS)
+        and r.inputs["metadata"]["namespace"] == ep.ISTIO_NAMESPACE
+    ]
+
+
+def test_strict_mtls_and_tracing():
+    plan = stack_plan("demo-dev")
+    [peer] = _custom(plan, "PeerAuthentication")
+    assert peer.inputs["metadata"]["name"] == "default" and peer.inputs["spec"] == {"mtls": {"mode": "STRICT"}}
+    [telemetry] = _custom(plan, "Telemetry")
+    tracing = telemetry.inputs["spec"]["tracing"][0]
+    assert tracing["providers"] == [{"name": mesh.TRACING_PROVIDER}]
+    assert tracing["randomSamplingPercentage"] == stack_settings("demo-dev").mesh.tracing_sampling_percent
+    istiod = releases(plan)[ep.ISTIOD_RELEASE].inputs["values"]["meshConfig"]
+    [provider] = istiod["extensionProviders"]
+    assert provider == {"name": mesh.TRACING_PROVIDER, "opentelemetry": {"service": ep.JAEGER_HOST, "port": 4317}}
+
+
+def test_sampling_percent_from_config():
+    raw = base_config() | {"mesh": {"tracingSamplingPercent": 12.5}}
+    [telemetry] = _custom(render_raw(raw), "Telemetry")
+    assert telemetry.inputs["spec"]["tracing"][0]["randomSamplingPercentage"] == 12.5
+
+
+def test_gateway_http_only_without_tls():
+    plan = stack_plan("demo-dev")
+    [gw] = _custom(plan, "Gateway")
+    assert gw.inputs["apiVersion"] == "networking.istio.io/v1"
+    assert gw.inputs["metadata"]["name"] == ep.GATEWAY_NAME
+    assert gw.inputs["spec"]["selector"] == mesh.INGRESS_SELECTOR
+    [server] = gw.inputs["spec"]["servers"]
+    assert server["port"]["protocol"] == "HTTP" and "tls" not in server
+    assert server["hosts"] == ["resnet.demo.example.com"]
+
+
+def test_gateway_https_with_redirect_and_every_host():
+    plan = stack_plan("acme-prod")
+    [gw] = _custom(plan, "Gateway")
+    servers = {s["port"]["protocol"]: s for s in gw.inputs["spec"]["servers"]}
+    assert servers["HTTPS"]["tls"] == {"mode": "SIMPLE", "credentialName": "acme-gateway-tls"}
+    assert servers["HTTP"]["tls"] == {"httpsRedirect": True}
+    hosts = [h for s in stack_settings("acme-prod").services for h in s.hosts]
+    for server in servers.values():
+        assert server["hosts"] == hosts
+        assert not any("*" in h for h in server["hosts"])
+
+
+def test_gateway_service_is_a_load_balancer_with_annotations(reference):
+    plan = stack_plan("acme-prod")
+    values = releases(plan)[ep.GATEWAY_RELEASE].inputs["values"]
+    assert values["service"] == {"type": "LoadBalancer", "annotations": {"loadbalancer.openstack.org/keep-floatingip": "true"}}
+
+
+@pytest.mark.parametrize("stack", ["demo-dev", "acme-prod"])
+def test_gateway_values_match_the_chart_schema(stack, reference):
+    schema = json.loads((reference / "charts/istio-gateway" / versions.ISTIO_GATEWAY.version / "values.schema.json").read_text())
+    values = releases(stack_plan(stack))[ep.GATEWAY_RELEASE].inputs["values"]
+    validator = jsonschema.Draft7Validator(schema)
+    validator.validate(values)
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({**values, "serviceType": "LoadBalancer"})
+
+
+@pytest.mark.parametrize("stack", ["demo-dev", "acme-prod"])
+def test_every_values_key_exists_in_the_pinned_chart(stack, reference):
+    rel = releases(stack_plan(stack))
+    for release_name, chart in (
+        (ep.ISTIO_BASE_RELEASE, versions.ISTIO_BASE), (ep.ISTIOD_RELEASE, versions.ISTIOD),
+        (ep.GATEWAY_RELEASE, versions.ISTIO_GATEWAY), (ep.JAEGER_RELEASE, versions.JAEGER), (ep.KIALI_RELEASE, versions.KIALI),
+    ):
+        values = rel[release_name].inputs.get("values") or {}
+        assert unknown_values_keys(values, chart_defaults(chart), FREE_FORM.get(chart, frozenset())) == [], release_name
+
+
+def test_jaeger_memory_by_default_and_persistent_on_request(reference):
+    memory = releases(stack_plan("demo-dev"))[ep.JAEGER_RELEASE].inputs["values"]
+    assert "userconfig" not in memory and "extraVolumes" not in memory["jaeger"]
+    raw = base_config() | {"mesh": {"jaegerStorage": "persistent", "jaegerStorageSize": "30Gi"}}
+    plan = render_raw(raw)
+    claim = next(r for r in plan.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["metadata"]["name"] == mesh.JAEGER_DATA_CLAIM)
+    assert claim.inputs["spec"]["resources"]["requests"]["storage"] == "30Gi"
+    jaeger = releases(plan)[ep.JAEGER_RELEASE]
+    assert claim.urn in jaeger.depends_on
+    values = jaeger.inputs["values"]
+    backend = values["userconfig"]["extensions"]["jaeger_storage"]["backends"]["badger_store"]["badger"]
+    assert backend["ephemeral"] is False and backend["directories"]["keys"].startswith(mesh.JAEGER_DATA_PATH)
+    assert values["jaeger"]["extraVolumes"][0]["persistentVolumeClaim"]["claimName"] == mesh.JAEGER_DATA_CLAIM
+    assert values["jaeger"]["extraVolumeMounts"][0]["mountPath"] == mesh.JAEGER_DATA_PATH
+    defaults = chart_defaults(versions.JAEGER)
+    assert unknown_values_keys(values, defaults, FREE_FORM[versions.JAEGER]) == []
+
+
+def test_kiali_wired_to_prometheus_jaeger_and_grafana():
+    values = releases(stack_plan("acme-prod"))[ep.KIALI_RELEASE].inputs["values"]
+    assert values["auth"]["strategy"] == "token"
+    ext = values["external_services"]
+    assert ext["prometheus"]["url"] == ep.PROMETHEUS_URL
+    assert ext["tracing"]["internal_url"] == ep.JAEGER_QUERY_GRPC_URL and ext["tracing"]["use_grpc"] is True
+    assert ext["grafana"]["internal_url"] == ep.GRAFANA_URL
+    raw = base_config() | {"mesh": {"kialiAuth": "anonymous"}}
+    assert releases(render_raw(raw))[ep.KIALI_RELEASE].inputs["values"]["auth"]["strategy"] == "anonymous"
+
+
+def test_anonymous_kiali_is_refused_in_production():
+    from components.config import ConfigError
+
+    raw = base_config() | {"production": True, "mesh": {"kialiAuth": "anonymous"}}
+    raw["services"][0]["auth"] = {"mode": "basic"}
+    with pytest.raises(ConfigError, match="kialiAuth"):
+        render_raw(raw)
+
+
+def test_handle_contract():
+    handle = mesh.mesh_handle()
+    assert isinstance(handle, MeshHandle)
+    assert handle.gateway == f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
+    assert handle.ingress_principal == f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
+    assert handle.ingress_selector == {"istio": "ingressgateway"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        handle.gateway = "x"
+
+
+def test_disabled_mesh_installs_nothing():
+    raw = base_config() | {"mesh": {"enabled": False}}
+    plan = render_raw(raw)
+    component = plan.get(MESH, "test-dev-mesh")
+    assert plan.children(component) == []
+    assert ep.ISTIOD_RELEASE not in releases(plan)
+    assert not _custom(plan, "Gateway")
+
+
+def test_reference_present():
+    assert reference_dir() is not None, "../shared/reference is required in CI"

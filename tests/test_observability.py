@@ -1,0 +1,204 @@
+"""Observability: kube-prometheus-stack, prometheus-adapter, Loki, Alloy, Grafana
+dashboards and rules, against the pinned charts' values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components import alerts, observability, versions
+from components import endpoints as ep
+from components.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from components.observability import ObservabilityHandle
+from platformctl.plan import HELM_RELEASE
+from tests.conformance import chart_values, unknown_values_keys
+from tests.conftest import STACKS, base_config, render_raw, stack_plan
+from tests.metric_catalogue import known_metrics, metric_names
+from tests.promstack import stack_settings
+
+OBS = "inference-platform:observability:Observability"
+RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
+
+# Keys the charts pass through without listing them in values.yaml.
+FREE_FORM = {
+    versions.KUBE_PROMETHEUS_STACK: frozenset({
+        "grafana.additionalDataSources",
+        # A kube-state-metrics subchart value (not in the parent chart's values.yaml).
+        "kube-state-metrics.metricLabelsAllowlist",
+    }),
+    versions.PROMETHEUS_ADAPTER: frozenset({"rules.custom"}),
+    # Loki's own configuration blocks, rendered into its config file.
+    versions.LOKI: frozenset({"loki.limits_config.retention_period", "loki.storage.bucketNames"}),
+}
+S3_RAW = {
+    "weightCaches": {
+        "fileShare": {"mode": "existing", "server": "10.0.0.2", "path": "/models"},
+        "s3": {"endpoint": "https://s3.example.cloud", "bucket": "weights"},
+    },
+    "s3AccessKeyId": "AKIA-test-key-id",
+    "s3SecretAccessKey": "test-secret-access-key",
+    "observability": {"lokiStorage": "s3"},
+}
+
+
+def releases(plan) -> dict:
+    return {r.inputs["name"]: r for r in plan.of_type(HELM_RELEASE)}
+
+
+def s3_plan():
+    raw = base_config() | S3_RAW
+    return render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_values_key_exists_in_the_pinned_chart(stack, reference):
+    rel = releases(stack_plan(stack))
+    for name, chart in (
+        (ep.KUBE_PROMETHEUS_RELEASE, versions.KUBE_PROMETHEUS_STACK), (ep.ADAPTER_RELEASE, versions.PROMETHEUS_ADAPTER),
+        (ep.LOKI_RELEASE, versions.LOKI), (ep.ALLOY_RELEASE, versions.ALLOY),
+    ):
+        r = rel[name]
+        assert (r.inputs["chart"], r.inputs["version"], r.inputs["repositoryOpts"]["repo"]) == chart
+        assert r.inputs["namespace"] == ep.MONITORING_NAMESPACE
+        defaults = chart_values(versions.REFERENCE_DIR[chart], chart.version)
+        assert unknown_values_keys(r.inputs["values"], defaults, FREE_FORM.get(chart, frozenset())) == [], name
+
+
+def test_grafana_values_exist_in_the_grafana_subchart(reference):
+    grafana = releases(stack_plan("demo-dev"))[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
+    defaults = chart_values("grafana", "12.11.1")
+    assert unknown_values_keys(grafana, defaults, frozenset({"additionalDataSources"})) == []
+
+
+def test_loki_s3_values_exist_in_the_chart(reference):
+    values = releases(s3_plan())[ep.LOKI_RELEASE].inputs["values"]
+    defaults = chart_values(versions.REFERENCE_DIR[versions.LOKI], versions.LOKI.version)
+    assert unknown_values_keys(values, defaults, FREE_FORM[versions.LOKI]) == []
+
+
+def test_prometheus_selects_everything_and_keeps_configured_data():
+    plan = stack_plan("acme-prod")
+    spec = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["prometheus"]["prometheusSpec"]
+    assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+    assert spec["podMonitorSelectorNilUsesHelmValues"] is False
+    assert spec["ruleSelectorNilUsesHelmValues"] is False
+    assert spec["retention"] == "30d"
+    assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == "200Gi"
+
+
+def test_grafana_admin_password_is_a_generated_secret():
+    plan = stack_plan("demo-dev")
+    values = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
+    assert "adminPassword" not in values
+    secret_name = values["admin"]["existingSecret"]
+    secret = next(r for r in plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == secret_name)
+    assert secret.inputs["metadata"]["namespace"] == ep.MONITORING_NAMESPACE
+    assert secret.inputs["stringData"] == "[secret]"
+    password = next(r for r in plan.of_type("random:index/randomPassword:RandomPassword") if "grafana" in r.name)
+    assert password.outputs["result"] not in json.dumps(plan.to_json())
+    kps = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE]
+    assert secret.urn in kps.depends_on
+    assert plan.outputs["grafanaAdminPassword"] == "[secret]"
+
+
+def test_datasources_prometheus_loki_jaeger(reference):
+    values = releases(stack_plan("demo-dev"))[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
+    sources = {d["type"]: d for d in values["additionalDataSources"]}
+    assert sources["loki"]["url"] == ep.LOKI_URL
+    assert sources["jaeger"]["url"] == ep.JAEGER_QUERY_URL
+    # Prometheus is the chart's own default datasource.
+    kps = chart_values(versions.REFERENCE_DIR[versions.KUBE_PROMETHEUS_STACK], versions.KUBE_PROMETHEUS_STACK.version)
+    assert kps["grafana"]["sidecar"]["datasources"]["defaultDatasourceEnabled"] is True
+
+
+def test_dashboards_are_configmaps_with_the_sidecar_label(reference):
+    plan = stack_plan("demo-dev")
+    kps = chart_values(versions.REFERENCE_DIR[versions.KUBE_PROMETHEUS_STACK], versions.KUBE_PROMETHEUS_STACK.version)
+    sidecar = kps["grafana"]["sidecar"]["dashboards"]
+    assert (observability.DASHBOARD_LABEL, observability.DASHBOARD_LABEL_VALUE) == (sidecar["label"], sidecar["labelValue"])
+    maps = [r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"].startswith("dashboard-")]
+    files = observability.dashboard_files()
+    assert len(maps) == len(files) >= 6
+    for cm in maps:
+        assert cm.inputs["metadata"]["labels"][sidecar["label"]] == sidecar["labelValue"]
+        assert cm.inputs["metadata"]["namespace"] == ep.MONITORING_NAMESPACE
+        [(key, text)] = cm.inputs["data"].items()
+        assert json.loads(text) == json.loads((observability.DASHBOARDS_DIR / key).read_text())
+
+
+def test_adapter_exposes_the_hpa_metric_names(reference):
+    values = releases(stack_plan("demo-dev"))[ep.ADAPTER_RELEASE].inputs["values"]
+    assert values["prometheus"] == {"url": f"http://{ep.PROMETHEUS_HOST}", "port": 9090}
+    names = {r["name"]["as"] for r in values["rules"]["custom"]}
+    assert names == {QUEUE_TIME_METRIC, REQUEST_RATE_METRIC}
+    for rule in values["rules"]["custom"]:
+        query = rule["metricsQuery"].replace("<<.Series>>", rule["name"]["matches"].strip("^$"))
+        assert metric_names(query) <= known_metrics()
+        assert metric_names(rule["seriesQuery"]) <= known_metrics()
+
+
+def test_loki_single_binary_filesystem_by_default():
+    values = releases(stack_plan("demo-dev"))[ep.LOKI_RELEASE].inputs["values"]
+    assert values["deploymentMode"] == "Monolithic"
+    assert values["singleBinary"]["replicas"] == 1
+    assert values["loki"]["storage"] == {"type": "filesystem"}
+    assert values["loki"]["schemaConfig"]["configs"][0]["object_store"] == "filesystem"
+    assert values["loki"]["limits_config"]["retention_period"] == "168h"
+    assert {values[k]["replicas"] for k in ("read", "write", "backend")} == {0}
+    assert values["lokiCanary"]["enabled"] is False and values["test"]["enabled"] is False
+
+
+def test_loki_s3_keeps_credentials_in_a_secret():
+    plan = s3_plan()
+    text = json.dumps(plan.to_json())
+    assert "test-secret-access-key" not in text and "AKIA-test-key-id" not in text
+    values = releases(plan)[ep.LOKI_RELEASE].inputs["values"]
+    assert values["loki"]["storage"]["type"] == "s3"
+    assert values["loki"]["storage"]["s3"]["endpoint"] == "https://s3.example.cloud"
+    assert values["loki"]["storage"]["bucketNames"]["chunks"] == "weights-logs"
+    assert values["singleBinary"]["extraEnvFrom"] == [{"secretRef": {"name": observability.LOKI_S3_SECRET}}]
+    secret = next(r for r in plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == observability.LOKI_S3_SECRET)
+    assert secret.inputs["stringData"] == "[secret]"
+
+
+def test_alloy_daemonset_ships_pod_logs_to_loki():
+    values = releases(stack_plan("demo-dev"))[ep.ALLOY_RELEASE].inputs["values"]
+    assert values["controller"]["type"] == "daemonset"
+    assert values["alloy"]["mounts"]["varlog"] is True
+    config = values["alloy"]["configMap"]["content"]
+    assert f'url = "{ep.LOKI_URL}/loki/api/v1/push"' in config
+    assert 'sys.env("NODE_NAME")' in config and values["alloy"]["extraEnv"][0]["name"] == "NODE_NAME"
+    assert config.count("{") == config.count("}")
+
+
+def test_rules_and_monitors_depend_on_the_operator_crds():
+    plan = stack_plan("demo-dev")
+    kps = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE]
+    [rule] = plan.of_type(RULE)
+    assert kps.urn in rule.depends_on
+    assert rule.inputs["spec"]["groups"] == alerts.rule_groups(stack_settings("demo-dev"))
+    envoy = next(r for r in plan.of_type(POD_MONITOR) if r.inputs["metadata"]["name"] == "envoy-stats")
+    assert kps.urn in envoy.depends_on
+    assert envoy.inputs["spec"]["namespaceSelector"] == {"any": True}
+
+
+def test_urls_are_exported():
+    outputs = stack_plan("demo-dev").outputs
+    assert outputs["urls"] == {
+        "grafana": ep.GRAFANA_URL, "prometheus": ep.PROMETHEUS_URL, "kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL,
+    }
+
+
+def test_disabled_observability_installs_nothing():
+    raw = base_config() | {"observability": {"enabled": False}}
+    plan = render_raw(raw)
+    component = plan.get(OBS, "test-dev-observability")
+    assert plan.children(component) == []
+    assert ep.KUBE_PROMETHEUS_RELEASE not in releases(plan)
+
+
+def test_handle_contract():
+    fields = ObservabilityHandle.__dataclass_fields__
+    assert {"namespace", "crds", "grafana_url", "urls"} <= set(fields)
