@@ -25,6 +25,7 @@ lint: venv
 
 bench: venv
 	$(PY) -m platformctl bench
+	$(PY) -m platformctl.bench_upload
 
 docs: venv
 	$(PY) -m platformctl docs

@@ -540,13 +540,16 @@ def _remote_sizes(s3, props, bucket: str, prefix: str) -> dict[str, int]:
     return sizes
 
 
-def sync_tree(s3, props: dict[str, Any], workers: int = 8) -> dict[str, Any]:
+def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False) -> dict[str, Any]:
     """Upload the files of `source` whose content differs from what the bucket holds under `prefix`.
 
     A file is hashed only when its size or modification time differs from the
     manifest (rsync's quick check); it is sent only when its hash differs from the
-    manifest's or the object is missing or of another size. Files removed locally
-    are removed from the prefix (versioning keeps them until the lifecycle expires them).
+    manifest's, or, with `verify`, when the object is missing or of another size
+    (one listing request per 1000 keys; `pulumi refresh` runs it, see `read`).
+    Files removed locally are removed from the prefix (versioning keeps them until
+    the lifecycle expires them). The manifest is written last, so an interrupted
+    run is redone next time.
     """
     from boto3.s3.transfer import TransferConfig
 
@@ -554,7 +557,7 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8) -> dict[str, Any]:
     files = local_files(props["source"])
     key = manifest_key(prefix)
     old = _read_manifest(s3, props, bucket, key)
-    remote = _remote_sizes(s3, props, bucket, prefix)
+    remote = _remote_sizes(s3, props, bucket, prefix) if verify else None
 
     def hash_of(item) -> str:
         rel, path, st = item
@@ -568,7 +571,8 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8) -> dict[str, Any]:
     new = {rel: {"sha256": h, "size": st.st_size, "mtime_ns": st.st_mtime_ns} for (rel, _, st), h in zip(files, hashes, strict=True)}
     todo = [
         (rel, path, new[rel]) for rel, path, st in files
-        if (old.get(rel) or {}).get("sha256") != new[rel]["sha256"] or remote.get(f"{prefix}/{rel}") != st.st_size
+        if (old.get(rel) or {}).get("sha256") != new[rel]["sha256"]
+        or (remote is not None and remote.get(f"{prefix}/{rel}") != st.st_size)
     ]
     transfer = TransferConfig(multipart_threshold=MULTIPART_BYTES, multipart_chunksize=MULTIPART_BYTES,
                               max_concurrency=workers, use_threads=True)
@@ -582,7 +586,7 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8) -> dict[str, Any]:
     # Large files parallelise inside TransferConfig; small ones across the pool.
     with ThreadPoolExecutor(workers) as pool:
         sent = sum(pool.map(send, todo))
-    gone = sorted(f"{prefix}/{rel}" for rel in old if rel not in new and f"{prefix}/{rel}" in remote)
+    gone = sorted(f"{prefix}/{rel}" for rel in old if rel not in new and (remote is None or f"{prefix}/{rel}" in remote))
     for i in range(0, len(gone), 1000):
         _call(props, f"removing deleted files from {bucket}/{prefix}", s3.delete_objects, Bucket=bucket,
               Delete={"Objects": [{"Key": k} for k in gone[i:i + 1000]], "Quiet": True})
@@ -620,9 +624,23 @@ class UploadProvider(_S3Provider):
         result = sync_tree(client(props), props)
         return CreateResult(f"{props['bucket']}/{props['prefix'].strip('/')}", {**props, **result})
 
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """Refresh: is every object of the manifest still in the bucket, at its size?"""
+        props = {k: _plain(v) for k, v in props.items()}
+        s3, prefix = client(props), props["prefix"].strip("/")
+        manifest = _read_manifest(s3, props, props["bucket"], manifest_key(prefix))
+        remote = _remote_sizes(s3, props, props["bucket"], prefix)
+        drift = not manifest or any(remote.get(f"{prefix}/{rel}") != e.get("size") for rel, e in manifest.items())
+        if not drift:
+            return ReadResult(id_, props)
+        # A changed input makes the next `pulumi up` update, and the update then verifies.
+        inputs = {k: props[k] for k in UPLOAD_INPUTS if k in props} | {"fingerprint": "drifted"}
+        return ReadResult(id_, {**props, "fingerprint": "drifted"}, inputs)
+
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         news = {k: _plain(v) for k, v in news.items()}
-        return UpdateResult({**news, **sync_tree(client(news), news)})
+        verify = olds.get("fingerprint") == "drifted"
+        return UpdateResult({**news, **sync_tree(client(news), news, verify=verify)})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         # Uploaded weights outlive the upload resource: a running version may still read them.

@@ -58,8 +58,8 @@ def _iam_user(endpoint: str, account: str) -> tuple[str, str]:
     return key["AccessKeyId"], key["SecretAccessKey"]
 
 
-def start_server():
-    """Start moto on a free loopback port with authentication on; return (server, S3Server)."""
+def start_server(auth: bool = True):
+    """Start moto on a free loopback port (authentication on unless told); return (server, S3Server)."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -70,7 +70,8 @@ def start_server():
     endpoint = f"http://127.0.0.1:{port}"
     ours = _iam_user(endpoint, OUR_ACCOUNT)
     theirs = _iam_user(endpoint, OTHER_ACCOUNT)
-    set_auth(endpoint, "0")
+    if auth:
+        set_auth(endpoint, "0")
     return server, S3Server(endpoint, *ours, *theirs)
 
 
@@ -82,9 +83,9 @@ def set_auth(endpoint: str, free_requests: str) -> None:
 
 
 @contextlib.contextmanager
-def running_server():
+def running_server(auth: bool = True):
     """A started server for the duration of the block (a test module's fixture wraps this)."""
-    server, info = start_server()
+    server, info = start_server(auth)
     try:
         yield info
     finally:

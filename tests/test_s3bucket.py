@@ -251,6 +251,22 @@ def test_upload_provider_second_run_adds_no_object_version(s3_server, tree):
     assert versions(s3_server, bucket) == before and updated.outs["uploadedFiles"] == 0
 
 
+def test_refresh_finds_objects_removed_behind_our_back_and_the_update_restores_them(s3_server, tree):
+    bucket = name("drift")
+    BucketProvider().create(bucket_props(s3_server, bucket))
+    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3bucket.fingerprint(str(tree)))
+    p = UploadProvider()
+    created = p.create(props)
+    assert p.read(created.id, created.outs).inputs is None  # in sync: inputs unchanged
+    s3_server.client().delete_object(Bucket=bucket, Key="m/resnet/config.pbtxt")
+    refreshed = p.read(created.id, created.outs)
+    assert refreshed.inputs["fingerprint"] == "drifted"
+    assert p.diff(created.id, refreshed.outs, props).changes is True
+    repaired = p.update(created.id, refreshed.outs, props)
+    assert repaired.outs["uploadedFiles"] == 1
+    assert s3_server.client().head_object(Bucket=bucket, Key="m/resnet/config.pbtxt")["ContentLength"] > 0
+
+
 def test_upload_of_a_missing_directory_is_a_clear_error(s3_server, tmp_path):
     missing = str(tmp_path / "nope")
     props = s3_server.props(bucket=name("miss"), source=missing, prefix="m")
