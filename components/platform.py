@@ -15,6 +15,8 @@ from .cluster import Cluster
 from .coldstart import ColdStart
 from .config import Settings
 from .gpu import GpuOperator
+from .mesh import Mesh
+from .observability import Observability
 
 
 class InferencePlatform(pulumi.ComponentResource):
@@ -34,7 +36,12 @@ class InferencePlatform(pulumi.ComponentResource):
         )
         self.cold_start = ColdStart(f"{name}-coldstart", settings, cluster, opts=child) if settings.gpu_groups else None
         # Mesh (mesh.py)
+        self.mesh = Mesh(f"{name}-mesh", settings, cluster, opts=child).handle
         # Observability (observability.py)
+        self.observability = Observability(f"{name}-observability", settings, cluster, self.mesh, opts=child).handle
+        self.outputs["urls"] = self.observability.urls
+        if self.observability.grafana_admin_password is not None:
+            self.outputs["grafanaAdminPassword"] = self.observability.grafana_admin_password
         # Inference namespaces (namespaces.py)
         # Weight caches (weights.py)
         # Triton services (triton.py)
