@@ -17,6 +17,7 @@ from .config import Settings
 from .gpu import GpuOperator
 from .mesh import Mesh
 from .observability import Observability
+from .weights import WeightCaches
 
 
 class InferencePlatform(pulumi.ComponentResource):
@@ -44,5 +45,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self.outputs["grafanaAdminPassword"] = self.observability.grafana_admin_password
         # Inference namespaces (namespaces.py)
         # Weight caches (weights.py)
+        # Inference namespaces are not built before this point yet: nothing to wait for.
+        self.weights = WeightCaches(f"{name}-weights", settings, cluster, {}, opts=child)
         # Triton services (triton.py)
         self.register_outputs({"kubeconfig": self.kubeconfig} if self.kubeconfig is not None else {})
