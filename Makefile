@@ -16,6 +16,7 @@ venv: $(VENV)/.installed
 
 plan: venv
 	$(PY) -m platformctl plan $(STACK)
+	$(PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
 test: venv
 	$(PY) -m pytest

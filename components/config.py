@@ -644,6 +644,25 @@ class Service(Model):
         return self.namespace or self.name
 
 
+# --------------------------------------------------------------------------- policies
+
+
+class PolicySettings(Model):
+    enforcement: dict[str, Literal["mandatory", "advisory", "disabled"]] = {}
+    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list (`policies/catalog.py`)."""
+
+    @field_validator("enforcement")
+    @classmethod
+    def _known_policies(cls, v: dict[str, str]) -> dict[str, str]:
+        # The catalog imports nothing, so the program needs no Policy SDK for this check.
+        from policies.catalog import POLICY_NAMES
+
+        unknown = sorted(set(v) - set(POLICY_NAMES))
+        if unknown:
+            raise ValueError(f"unknown policy {', '.join(unknown)}; policies: {', '.join(POLICY_NAMES)}")
+        return v
+
+
 # --------------------------------------------------------------------------- the stack
 
 
@@ -668,6 +687,8 @@ class Settings(Model):
     """Caches of model weights."""
     services: list[Service] = []
     """Triton inference services."""
+    policies: PolicySettings = PolicySettings()
+    """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None
     """Secret. kubeconfig of an existing cluster (set with `pulumi config set --secret kubeconfig "$(cat kubeconfig)"`)."""
     s3_access_key_id: Optional[SecretStr] = None

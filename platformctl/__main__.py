@@ -1,4 +1,4 @@
-"""python -m platformctl plan STACK | diff A B | docs [--check] | bench"""
+"""python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench"""
 
 from __future__ import annotations
 
@@ -53,6 +53,43 @@ def cmd_docs(args) -> int:
     return 0
 
 
+def _stack_file(args) -> Path:
+    stack_file = Path(args.stack_file) if args.stack_file else stack_path(args.stack)
+    if not stack_file.exists():
+        raise FileNotFoundError(f"no stack file {stack_file}")
+    return stack_file
+
+
+def _policy_inputs(args):
+    """Settings from the stack file (or --stack-file), the plan rendered now or read from --plan."""
+    from .policy import load_settings
+
+    stack_file = _stack_file(args)
+    settings = load_settings(stack_file)
+    if getattr(args, "plan", None):
+        return settings, load_plan_json(Path(args.plan))
+    return settings, render_stack(args.stack, stack_file).to_json()
+
+
+def cmd_policy(args) -> int:
+    from .policy import exit_code, format_report, policy_config, run_policies
+
+    settings, plan_json = _policy_inputs(args)
+    violations = run_policies(plan_json, policy_config(settings))
+    print(f"policy pack over stack {args.stack}:")
+    print(format_report(violations))
+    return exit_code(violations)
+
+
+def cmd_policy_config(args) -> int:
+    import json
+
+    from .policy import load_settings, policy_config
+
+    print(json.dumps(policy_config(load_settings(_stack_file(args))), indent=2, sort_keys=True))
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench
 
@@ -73,6 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("docs", help="regenerate the README configuration reference")
     r.add_argument("--check", action="store_true", help="fail when the README is out of date")
     r.set_defaults(func=cmd_docs)
+    pol = sub.add_parser("policy", help="run the policy pack over a stack's offline plan; exit 1 on a mandatory violation")
+    pol.add_argument("stack")
+    pol.add_argument("--plan", help="a saved plan directory or resources.json instead of rendering the stack now")
+    pol.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
+    pol.set_defaults(func=cmd_policy)
+    pc = sub.add_parser("policy-config", help="print the policy-pack config of a stack (for --policy-pack-config)")
+    pc.add_argument("stack")
+    pc.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
+    pc.set_defaults(func=cmd_policy_config)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200])
     b.set_defaults(func=cmd_bench)
@@ -81,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ConfigError as err:
         print(err.one_line(), file=sys.stderr)
+        return 2
+    except FileNotFoundError as err:
+        print(err, file=sys.stderr)
         return 2
 
 

@@ -66,7 +66,17 @@ class Resource:
             "deleteBeforeReplace": self.delete_before_replace,
             "ignoreChanges": self.ignore_changes,
             "inputs": self.inputs,
+            **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
         }
+
+    @property
+    def rendered_name(self) -> Optional[str]:
+        """A Kubernetes object's metadata.name as applied (auto-names exist only in the outputs);
+        kept in resources.json so offline policies can resolve references by name."""
+        if not self.type.startswith("kubernetes:") or self.type.startswith("kubernetes:helm.sh"):
+            return None
+        name = (self.outputs.get("metadata") or {}).get("name")
+        return name if isinstance(name, str) and name != SECRET else None
 
 
 @dataclass
