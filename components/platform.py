@@ -2,7 +2,7 @@
 
 This is the only module that knows the order in which parts are built:
 cluster -> (kubernetes Provider) -> GPU stack -> mesh -> observability ->
-weight caches -> Triton services.
+inference namespaces -> weight caches -> Triton services.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from .coldstart import ColdStart
 from .config import Settings
 from .gpu import GpuOperator
 from .mesh import Mesh
+from .namespaces import InferenceNamespaces
 from .observability import Observability
+from .triton import TritonContext, TritonService
 from .weights import WeightCaches
 
 
@@ -31,6 +33,8 @@ class InferencePlatform(pulumi.ComponentResource):
         self.cluster = Cluster(f"{name}-cluster", settings, opts=child)
         cluster = self.cluster.handle
         self.kubeconfig = cluster.kubeconfig
+        if self.kubeconfig is not None:
+            self.outputs["kubeconfig"] = self.kubeconfig
         # GPU stack (gpu.py, coldstart.py)
         self.gpu_operator = (
             GpuOperator(f"{name}-gpu", settings, cluster, opts=child) if settings.gpu_operator.enabled else None
@@ -44,8 +48,29 @@ class InferencePlatform(pulumi.ComponentResource):
         if self.observability.grafana_admin_password is not None:
             self.outputs["grafanaAdminPassword"] = self.observability.grafana_admin_password
         # Inference namespaces (namespaces.py)
+        self.namespaces = InferenceNamespaces(
+            f"{name}-namespaces", settings, cluster.provider, self.mesh.crds, opts=child
+        )
         # Weight caches (weights.py)
-        # Inference namespaces are not built before this point yet: nothing to wait for.
-        self.weights = WeightCaches(f"{name}-weights", settings, cluster, {}, opts=child)
+        self.weights = WeightCaches(f"{name}-weights", settings, cluster, self.namespaces.namespaces, opts=child)
         # Triton services (triton.py)
-        self.register_outputs({"kubeconfig": self.kubeconfig} if self.kubeconfig is not None else {})
+        self.services: dict[str, TritonService] = {}
+        for svc in settings.services:
+            ctx = TritonContext(
+                provider=cluster.provider,
+                namespace=self.namespaces.namespaces[svc.k8s_namespace],
+                gateway=self.mesh.gateway,
+                ingress_namespace=self.mesh.ingress_namespace,
+                ingress_principal=self.mesh.ingress_principal,
+                monitoring_namespace=self.observability.namespace,
+                tls=settings.mesh.tls.enabled,
+                mesh_crds=self.mesh.crds,
+                monitor_crds=self.observability.crds,
+                weights=self.weights.handle,
+            )
+            self.services[svc.name] = TritonService(svc.name, svc, settings, ctx, opts=child)
+        self.outputs["services"] = {
+            svc_name: {"urls": t.urls, "weights": t.weights, "authSecret": t.auth_secret, "credentials": t.credentials}
+            for svc_name, t in self.services.items()
+        }
+        self.register_outputs(self.outputs)

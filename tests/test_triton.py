@@ -1,0 +1,246 @@
+"""TritonService: versions, canary weights, mesh auth, autoscaling, probes."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+import pytest
+
+from components.config import ConfigError, parse_settings
+from components.triton import basic_authorization, virtual_service_spec
+from platformctl.diff import diff_plans
+from tests.conftest import base_config, render_raw, stack_plan
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+HPA = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+
+
+def two_versions(w1: int, w2: int) -> dict:
+    raw = base_config()
+    v1 = raw["services"][0]["versions"][0]
+    raw["services"][0]["versions"] = [dict(v1, weight=w1), dict(copy.deepcopy(v1), name="v2", weight=w2)]
+    return raw
+
+
+def cr(plan, kind: str, name: str):
+    found = [r for r in plan.resources if r.type.endswith(f":{kind}") and r.inputs.get("kind") == kind and r.inputs["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind} {name}: {len(found)}"
+    return found[0]
+
+
+def route_weights(vs) -> dict[str, dict[str, int]]:
+    return {
+        rule["name"]: {d["destination"]["subset"]: d["weight"] for d in rule.get("route", [])}
+        for rule in vs.inputs["spec"]["http"]
+    }
+
+
+def test_demo_dev_splits_90_10():
+    vs = cr(stack_plan("demo-dev"), "VirtualService", "resnet")
+    weights = route_weights(vs)
+    assert weights["http"] == {"v1": 90, "v2": 10}
+    assert weights["grpc"] == {"v1": 90, "v2": 10}
+
+
+def test_weights_summing_to_99_are_refused():
+    with pytest.raises(ConfigError, match=r"services\[0\]\.versions: version weights sum to 99"):
+        render_raw(two_versions(90, 9))
+
+
+def test_changing_only_weights_changes_only_the_virtual_service():
+    before = render_raw(two_versions(90, 10)).to_json()
+    after = render_raw(two_versions(70, 30)).to_json()
+    d = diff_plans(before, after)
+    assert d["added"] == [] and d["removed"] == []
+    assert list(d["changed"]) == ["inference-platform::inference-platform:triton:TritonService$kubernetes:networking.istio.io/v1:VirtualService::svc-virtualservice"]
+    assert all(p.startswith("inputs.spec.http[") and p.endswith("].weight") for p in d["changed"][next(iter(d["changed"]))])
+
+
+def test_promotion_then_removal_touches_only_the_old_version():
+    canary = render_raw(two_versions(80, 20)).to_json()
+    promoted = render_raw(two_versions(0, 100)).to_json()
+    raw = two_versions(0, 100)
+    raw["services"][0]["versions"] = raw["services"][0]["versions"][1:]
+    removed = render_raw(raw).to_json()
+
+    step1 = diff_plans(canary, promoted)
+    assert step1["added"] == [] and step1["removed"] == []
+    # The routes move; the canary alert follows the version that now carries the traffic.
+    assert sorted(k.rsplit("::", 1)[1] for k in step1["changed"]) == ["svc-virtualservice", "test-dev-observability-rules"]
+    # At weight 0 a version keeps its Deployment but loses its routes.
+    vs = next(r for r in promoted["resources"] if r["name"] == "svc-virtualservice")
+    forwarding = [rule for rule in vs["inputs"]["spec"]["http"] if "route" in rule]
+    assert len(forwarding) == 2
+    assert all({d["destination"]["subset"] for d in rule["route"]} == {"v2"} for rule in forwarding)
+
+    step2 = diff_plans(promoted, removed)
+    assert [k.rsplit("::", 1)[1] for k in step2["removed"]] == ["svc-v1", "svc-v1-hpa"]
+    assert step2["added"] == []
+    assert [k.rsplit("::", 1)[1] for k in step2["changed"]] == ["svc-destinationrule"]
+
+
+def test_credentials_never_unredacted():
+    plan = stack_plan("demo-dev")
+    password = next(r for r in plan.resources if r.type == "random:index/randomPassword:RandomPassword").outputs["result"]
+    text = json.dumps(plan.to_json())
+    assert password not in text
+    assert basic_authorization("resnet", password).split()[1] not in text
+    assert plan.outputs["services"]["resnet"]["credentials"] == "[secret]"
+
+
+def test_basic_auth_routes_only_matching_header_and_answers_401():
+    settings = parse_settings(base_config(), "stacks/Pulumi.test-dev.yaml")
+    header = basic_authorization("svc", "pw")
+    assert base64.b64decode(header.split()[1]) == b"svc:pw"
+    spec = virtual_service_spec(settings.services[0], "istio-system/gw", header)
+    forward = [r for r in spec["http"] if "route" in r]
+    assert all(m["headers"]["authorization"] == {"exact": header} for r in forward for m in r["match"])
+    last = spec["http"][-1]
+    assert last["directResponse"]["status"] == 401
+    assert last["headers"]["response"]["set"]["WWW-Authenticate"] == 'Basic realm="svc"'
+    assert "match" not in last
+
+
+def test_auth_secret_holds_generated_credentials():
+    plan = stack_plan("demo-dev")
+    secret = plan.get("kubernetes:core/v1:Secret", "resnet-basic-auth")
+    assert secret.inputs["type"] == "kubernetes.io/basic-auth"
+    assert secret.inputs["stringData"] == "[secret]"
+    assert plan.outputs["services"]["resnet"]["authSecret"] == "resnet-basic-auth"
+    assert plan.outputs["services"]["resnet"]["weights"] == {"v1": 90, "v2": 10}
+    assert plan.outputs["services"]["resnet"]["urls"] == ["http://resnet.demo.example.com"]
+
+
+def test_jwt_mode_renders_request_authentication():
+    raw = base_config()
+    raw["services"][0]["auth"] = {"mode": "jwt", "jwt": {"issuer": "https://idp.example.com", "jwksUri": "https://idp.example.com/jwks"}}
+    plan = render_raw(raw)
+    ra = cr(plan, "RequestAuthentication", "svc")
+    assert ra.inputs["spec"]["jwtRules"] == [{"issuer": "https://idp.example.com", "jwksUri": "https://idp.example.com/jwks"}]
+    ap = cr(plan, "AuthorizationPolicy", "svc")
+    assert ap.inputs["spec"]["rules"][0]["from"][0]["source"]["requestPrincipals"] == ["*"]
+    assert not plan.of_type("kubernetes:core/v1:Secret") or all("basic-auth" not in r.name for r in plan.of_type("kubernetes:core/v1:Secret"))
+    assert "unauthorized" not in route_weights(cr(plan, "VirtualService", "svc"))
+
+
+def test_auth_none_has_no_credentials_or_401():
+    raw = base_config()
+    raw["services"][0]["auth"] = {"mode": "none"}
+    plan = render_raw(raw)
+    assert not [r for r in plan.of_type("random:index/randomPassword:RandomPassword") if r.name.startswith("svc-")]
+    assert plan.outputs["services"]["svc"]["credentials"] is None
+    assert list(route_weights(cr(plan, "VirtualService", "svc"))) == ["grpc", "http"]
+
+
+def test_startup_probe_covers_model_load():
+    raw = base_config()
+    raw["services"][0]["versions"][0] |= {"modelLoadSeconds": 1500, "startupBudgetSeconds": 1800}
+    plan = render_raw(raw)
+    container = plan.get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]["spec"]["containers"][0]
+    probe = container["startupProbe"]
+    assert probe["periodSeconds"] * probe["failureThreshold"] >= 1800 >= 1500
+    assert probe["httpGet"]["path"] == "/v2/health/ready"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+
+
+def test_hpa_scales_on_queue_time_and_deployment_has_no_replicas():
+    raw = base_config()
+    raw["services"][0]["autoscaling"] = {"minReplicas": 2, "maxReplicas": 5, "queueTimeTargetUs": 30000}
+    plan = render_raw(raw)
+    deployment = plan.get(DEPLOYMENT, "svc-v1")
+    assert "replicas" not in deployment.inputs["spec"]
+    hpa = plan.get(HPA, "svc-v1-hpa").inputs["spec"]
+    assert hpa["scaleTargetRef"]["name"] == deployment.outputs["metadata"]["name"]
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (2, 5)
+    assert hpa["metrics"][0]["pods"]["metric"]["name"] == "avg_time_queue_us"
+    assert hpa["metrics"][0]["pods"]["target"]["averageValue"] == "30000"
+    assert plan.get(PDB, "svc-v1-pdb").inputs["spec"]["maxUnavailable"] == 1
+
+
+def test_without_autoscaling_the_deployment_sets_replicas():
+    raw = base_config()
+    raw["services"][0]["autoscaling"] = {"enabled": False}
+    raw["services"][0]["versions"][0]["replicas"] = 3
+    raw["cluster"]["nodeGroups"][1]["maxNodes"] = 3
+    plan = render_raw(raw)
+    assert plan.get(DEPLOYMENT, "svc-v1").inputs["spec"]["replicas"] == 3
+    assert not plan.of_type(HPA)
+    assert plan.get(PDB, "svc-v1-pdb")
+
+
+def test_pod_meets_restricted_profile_and_rolls_without_downtime():
+    spec = stack_plan("demo-dev").get(DEPLOYMENT, "resnet-v1").inputs["spec"]
+    pod = spec["template"]["spec"]
+    c = pod["containers"][0]["securityContext"]
+    assert c["allowPrivilegeEscalation"] is False and c["capabilities"]["drop"] == ["ALL"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Gi"}
+
+
+def test_mirror_copies_traffic_to_shadow_version():
+    raw = two_versions(100, 0)
+    raw["services"][0]["mirror"] = {"version": "v2", "percent": 25}
+    vs = cr(render_raw(raw), "VirtualService", "svc")
+    forwarding = [rule for rule in vs.inputs["spec"]["http"] if "route" in rule]
+    assert len(forwarding) == 2
+    for rule in forwarding:
+        assert rule["mirror"]["subset"] == "v2"
+        assert rule["mirrorPercentage"] == {"value": 25}
+
+
+def test_server_flags_outside_allow_list_refused():
+    raw = base_config()
+    raw["services"][0]["versions"][0]["serverArgs"] = {"model-repository": "/tmp"}
+    with pytest.raises(ConfigError, match=r"serverArgs: Value error, Triton flag 'model-repository' is not allowed|serverArgs: Triton flag 'model-repository' is not allowed"):
+        parse_settings(raw, "stacks/Pulumi.test-dev.yaml")
+
+
+def test_tuning_flags_reach_tritonserver():
+    raw = base_config()
+    raw["services"][0]["versions"][0] |= {
+        "serverArgs": {"log-verbose": "1"},
+        "modelConfigName": "h100-batch",
+        "modelControl": {"mode": "explicit", "load": ["resnet50"]},
+    }
+    args = render_raw(raw).get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--model-control-mode=explicit" in args
+    assert "--load-model=resnet50" in args
+    assert "--model-config-name=h100-batch" in args
+    assert "--log-verbose=1" in args
+
+
+def test_mesh_objects_restrict_callers():
+    plan = stack_plan("demo-dev")
+    ns = plan.get("kubernetes:core/v1:Namespace", "demo-dev-namespaces-resnet")
+    assert ns.inputs["metadata"]["labels"]["istio-injection"] == "enabled"
+    pa = cr(plan, "PeerAuthentication", "resnet")
+    assert pa.inputs["spec"]["mtls"]["mode"] == "STRICT"
+    np_ = plan.get("kubernetes:networking.k8s.io/v1:NetworkPolicy", "resnet-networkpolicy").inputs["spec"]
+    assert np_["policyTypes"] == ["Ingress"]
+    assert {p["port"] for p in np_["ingress"][0]["ports"]} == {8000, 8001}
+    dr = cr(plan, "DestinationRule", "resnet").inputs["spec"]
+    assert [s["name"] for s in dr["subsets"]] == ["v1", "v2"]
+    assert "outlierDetection" in dr["trafficPolicy"]
+
+
+def test_versions_read_weights_from_their_cache():
+    plan = stack_plan("acme-prod")
+    chat = plan.get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"]["spec"]
+    claim = next(v for v in chat["volumes"] if v["name"] == "models")["persistentVolumeClaim"]
+    assert claim == {"claimName": "model-weights", "readOnly": True}
+    assert "--model-repository=/models/llm-chat/v7" in chat["containers"][0]["args"]
+    embed = plan.get(DEPLOYMENT, "embed-v1").inputs["spec"]["template"]["spec"]["containers"][0]
+    assert embed["envFrom"] == [{"secretRef": {"name": "model-weights-s3"}}]
+    # Triton's form for a non-AWS endpoint over HTTPS: s3://https://host:port/bucket/path
+    assert "--model-repository=s3://https://s3.acme-cloud.example:443/acme-prod-model-weights/embed/v1" in embed["args"]
+    # The Deployment waits for the claim and the credentials in its namespace.
+    deps = {plan.by_urn(u).type for u in plan.get(DEPLOYMENT, "embed-v1").depends_on}
+    assert "kubernetes:core/v1:Secret" in deps
