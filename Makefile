@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= demo-dev
 
-.PHONY: venv plan test lint bench docs clean
+.PHONY: venv tools plan test lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +14,15 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
+# promtool and the Prometheus server for the rule and dashboard-query tests (Debian's package).
+tools:
+	@command -v promtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus; }
+
 plan: venv
 	$(PY) -m platformctl plan $(STACK)
 	$(PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
-test: venv
+test: venv tools
 	$(PY) -m pytest
 
 lint: venv
