@@ -718,8 +718,11 @@ def format_path(path: Path) -> str:
     for i, part in enumerate(path):
         if isinstance(part, int):
             text += f"[{part}]"
-        else:
+        elif re.fullmatch(r"[A-Za-z0-9_/.-]+", str(part)):
             text += ("." if i else "") + str(part)
+        else:
+            # A key from the stack file with spaces, quotes or newlines: quoted and escaped.
+            text += f"[{json.dumps(str(part))}]"
     return text
 
 
@@ -732,7 +735,8 @@ class ConfigError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        parts = [f"{format_path(p)}: {msg}" for p, msg in self.problems]
+        # Messages may echo input; the offline plan promises exactly one line.
+        parts = [f"{format_path(p)}: {msg}".replace("\n", "\\n") for p, msg in self.problems]
         return f"{self.stack_file}: invalid configuration: " + "; ".join(parts)
 
     @property

@@ -137,3 +137,12 @@ def test_weight_zero_version_is_valid():
     raw["services"][0]["versions"] = [v, dict(v, name="v2", weight=0)]
     s = parse(raw)
     assert [x.weight for x in s.services[0].versions] == [100, 0]
+
+
+def test_odd_keys_are_quoted_and_the_error_stays_one_line():
+    raw = base_config()
+    raw["cluster"]["bad\nkey"] = 1
+    with pytest.raises(ConfigError) as info:
+        parse(raw)
+    assert info.value.paths == ['inference-platform:cluster["bad\\nkey"]']
+    assert "\n" not in info.value.one_line()
