@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .cluster import ClusterHandle
-from .common import resource_opts, standard_labels
+from .common import namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import gpu_scheduling, placeholder_request
 
@@ -95,11 +95,8 @@ class ColdStart(pulumi.ComponentResource):
         super().__init__("inference-platform:coldstart:ColdStart", name, None, opts)
         cs = settings.cold_start
         k8s_opts = resource_opts(self, provider=cluster.provider)
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": NAMESPACE, "labels": standard_labels("gpu-coldstart", **{
-                "pod-security.kubernetes.io/enforce": "restricted"})},
-            opts=k8s_opts,
+        self.namespace = namespace(
+            f"{name}-namespace", NAMESPACE, k8s_opts, app="gpu-coldstart", pod_security="restricted"
         )
         in_namespace = resource_opts(self, provider=cluster.provider, depends_on=[self.namespace])
         self.priority_class = k8s.scheduling.v1.PriorityClass(

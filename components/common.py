@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 PART_OF = "inference-platform"
 
@@ -35,3 +36,21 @@ def standard_labels(name: str, **extra: str) -> dict[str, str]:
         "app.kubernetes.io/managed-by": "pulumi",
         **extra,
     }
+
+
+def namespace(
+    logical_name: str,
+    name: str,
+    opts: pulumi.ResourceOptions,
+    *,
+    app: Optional[str] = None,
+    pod_security: Optional[str] = None,
+    labels: Optional[dict[str, str]] = None,
+) -> k8s.core.v1.Namespace:
+    """A namespace with the standard labels and, when given, an enforced Pod Security level."""
+    extra = dict(labels or {})
+    if pod_security:
+        extra["pod-security.kubernetes.io/enforce"] = pod_security
+    return k8s.core.v1.Namespace(
+        logical_name, metadata={"name": name, "labels": standard_labels(app or name, **extra)}, opts=opts
+    )

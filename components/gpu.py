@@ -16,7 +16,7 @@ import yaml
 
 from . import versions
 from .cluster import ClusterHandle
-from .common import resource_opts, standard_labels
+from .common import namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
 
@@ -107,11 +107,8 @@ class GpuOperator(pulumi.ComponentResource):
         super().__init__("inference-platform:gpu:GpuOperator", name, None, opts)
         k8s_opts = resource_opts(self, provider=cluster.provider)
         # The operator's daemonsets load kernel modules and touch devices: privileged.
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": NAMESPACE, "labels": standard_labels("gpu-operator", **{
-                "pod-security.kubernetes.io/enforce": "privileged"})},
-            opts=k8s_opts,
+        self.namespace = namespace(
+            f"{name}-namespace", NAMESPACE, k8s_opts, app="gpu-operator", pod_security="privileged"
         )
         in_namespace = resource_opts(self, provider=cluster.provider, depends_on=[self.namespace])
         configs: list[pulumi.Resource] = []

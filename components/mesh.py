@@ -19,8 +19,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from . import common, versions
 from . import endpoints as ep
-from . import versions
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
 from .config import Settings
@@ -217,11 +217,7 @@ class Mesh(pulumi.ComponentResource):
         def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
             return resource_opts(self, provider=provider, depends_on=deps)
 
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": ep.ISTIO_NAMESPACE, "labels": standard_labels("istio")},
-            opts=opts_(),
-        )
+        namespace = common.namespace(f"{name}-namespace", ep.ISTIO_NAMESPACE, opts_(), app="istio")
 
         def release(role: str, chart: versions.Chart, release_name: str, values: dict, *deps) -> k8s.helm.v3.Release:
             return k8s.helm.v3.Release(

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from . import alerts, versions
+from . import alerts, common, versions
 from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
@@ -318,11 +318,7 @@ class Observability(pulumi.ComponentResource):
                 "labels": standard_labels(component, **labels),
             }
 
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": ep.MONITORING_NAMESPACE, "labels": standard_labels("monitoring")},
-            opts=opts_(),
-        )
+        namespace = common.namespace(f"{name}-namespace", ep.MONITORING_NAMESPACE, opts_(), app="monitoring")
 
         password = random.RandomPassword(
             f"{name}-grafana-admin-password", length=24, special=False, opts=pulumi.ResourceOptions(parent=self)
