@@ -24,7 +24,10 @@ def _key(resource: dict[str, Any]) -> str:
 
 def _strip_stack(value: Any, stack: str) -> Any:
     if isinstance(value, str):
-        return value.replace(f"urn:pulumi:{stack}::", "urn:pulumi:STACK::")
+        # The stack's name appears in every URN and in the root Stack resource's own name.
+        return value.replace(f"urn:pulumi:{stack}::", "urn:pulumi:STACK::").replace(
+            f"pulumi:pulumi:Stack::inference-platform-{stack}", "pulumi:pulumi:Stack::inference-platform-STACK"
+        )
     if isinstance(value, list):
         return [_strip_stack(v, stack) for v in value]
     if isinstance(value, dict):

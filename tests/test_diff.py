@@ -27,3 +27,11 @@ def test_diff_lists_added_removed_changed_across_stacks():
     assert d["added"] == ["inference-platform::kubernetes:core/v1:Service::new"]
     assert d["removed"] == ["inference-platform::kubernetes:core/v1:Service::gone"]
     assert d["changed"] == {"inference-platform::kubernetes:core/v1:Service::x": ["inputs.port"]}
+
+
+def test_two_stacks_of_the_same_customer_compare_without_stack_noise():
+    from platformctl.diff import _strip_stack
+
+    a = "urn:pulumi:a-dev::inference-platform::pulumi:pulumi:Stack::inference-platform-a-dev"
+    b = "urn:pulumi:b-dev::inference-platform::pulumi:pulumi:Stack::inference-platform-b-dev"
+    assert _strip_stack(a, "a-dev") == _strip_stack(b, "b-dev")

@@ -244,3 +244,21 @@ def test_versions_read_weights_from_their_cache():
     # The Deployment waits for the claim and the credentials in its namespace.
     deps = {plan.by_urn(u).type for u in plan.get(DEPLOYMENT, "embed-v1").depends_on}
     assert "kubernetes:core/v1:Secret" in deps
+
+
+def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    edited = ROOT / "stacks" / "Pulumi.zz-weights.yaml"
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    edited.write_text(text.replace("weight: 90", "weight: 70").replace("weight: 10", "weight: 30"))
+    try:
+        out = subprocess.run([sys.executable, "-m", "platformctl", "diff", "demo-dev", "zz-weights"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    finally:
+        edited.unlink()
+    assert out.strip().endswith("0 added, 0 removed, 1 changed")
+    assert "~ inference-platform::inference-platform:triton:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
