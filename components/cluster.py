@@ -1,5 +1,6 @@
-"""The Kubernetes cluster: an OpenStack Magnum cluster with its node groups, or an
-existing cluster; either way, the kubernetes Provider every other part uses."""
+"""The Kubernetes cluster: an OpenStack Magnum cluster with its node groups (and the
+autoscaler of the extra groups, autoscaler.py), or an existing cluster; either way,
+the kubernetes Provider every other part uses."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_openstack as openstack
 
+from .autoscaler import NodeGroupAutoscaler
 from .common import resource_opts
 from .config import NodeGroup, Settings
 
@@ -68,8 +70,11 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("inference-platform:cluster:Cluster", name, None, opts)
         cfg = settings.cluster
         protect = settings.production
+        magnum: Optional[openstack.containerinfra.Cluster] = None
+        node_groups: list[openstack.containerinfra.NodeGroup] = []
         if cfg.mode == "magnum":
-            kubeconfig = self._magnum(name, settings, protect)
+            magnum, node_groups = self._magnum(name, settings, protect)
+            kubeconfig = pulumi.Output.secret(magnum.kubeconfig["raw_config"])
             context = None
             subnet = cfg.magnum.subnet_cidr
         else:
@@ -84,12 +89,18 @@ class Cluster(pulumi.ComponentResource):
             context=context,
             opts=resource_opts(self),
         )
+        if magnum is not None and len(cfg.node_groups) > 1:
+            # Magnum's own autoscaler sizes only the default group; this one the others.
+            NodeGroupAutoscaler(f"{name}-autoscaler", cfg.node_groups[1:], magnum.id, self.provider,
+                                depends_on=node_groups, opts=pulumi.ResourceOptions(parent=self))
         self.handle = ClusterHandle(
             provider=self.provider, kubeconfig=kubeconfig, node_groups=tuple(cfg.node_groups), subnet_cidr=subnet
         )
         self.register_outputs({"kubeconfig": kubeconfig} if kubeconfig is not None else {})
 
-    def _magnum(self, name: str, settings: Settings, protect: bool) -> pulumi.Output:
+    def _magnum(
+        self, name: str, settings: Settings, protect: bool
+    ) -> tuple[openstack.containerinfra.Cluster, list[openstack.containerinfra.NodeGroup]]:
         m = settings.cluster.magnum
         groups = settings.cluster.node_groups
         if m.template_id:
@@ -114,10 +125,12 @@ class Cluster(pulumi.ComponentResource):
             template_id = template.id
         # The first group is Magnum's default worker group; the others are NodeGroups.
         # Autoscaling: the cluster labels turn on the cluster-autoscaler Magnum deploys,
-        # which sizes the default group (--nodes=min:max:default-worker). NodeGroups are
-        # scaled between min_node_count and max_node_count by a cluster-autoscaler run with
-        # --node-group-auto-discovery=magnum:role=<role> (role = the group's name); the
-        # Magnum provider cannot scale a group up from zero.
+        # which sizes only the default group (--nodes=min:max:default-worker). The
+        # NodeGroups are scaled between min_node_count and max_node_count by our own
+        # cluster-autoscaler (autoscaler.py), which finds them with
+        # --node-group-auto-discovery=magnum:role=<roles> (role = the group's name) and
+        # reuses the Secrets Magnum creates for its autoscaler. The Magnum provider's node
+        # template has no GPUs, so a GPU group cannot scale up from zero.
         default, extra = groups[0], groups[1:]
         cluster = openstack.containerinfra.Cluster(
             f"{name}-magnum",
@@ -137,7 +150,7 @@ class Cluster(pulumi.ComponentResource):
             },
             opts=resource_opts(self, protect=protect),
         )
-        for group in extra:
+        node_groups = [
             openstack.containerinfra.NodeGroup(
                 f"{name}-{group.name}",
                 cluster_id=cluster.id,
@@ -151,4 +164,6 @@ class Cluster(pulumi.ComponentResource):
                 labels={"kubelet_options": _kubelet_options(group)},
                 opts=resource_opts(self, protect=protect),
             )
-        return pulumi.Output.secret(cluster.kubeconfig["raw_config"])
+            for group in extra
+        ]
+        return cluster, node_groups

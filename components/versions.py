@@ -62,3 +62,8 @@ BUSYBOX_IMAGE = "busybox:1.37.0"
 ISTIO_HUB = "docker.io/istio"
 JAEGER_IMAGE_TAG = "2.19.0"  # appVersion of jaeger chart 4.11.1
 KIALI_IMAGE_TAG = "v2.29.0"  # same release as the kiali-server chart
+
+# Cluster autoscaler for the extra Magnum node groups: the release line of the
+# cluster's Kubernetes minor (MagnumCluster.kubernetes_version v1.34), as upstream
+# advises; images listed in the cluster-autoscaler-1.34.5 release notes.
+CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5"

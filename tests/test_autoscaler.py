@@ -1,0 +1,173 @@
+"""The cluster autoscaler of the extra Magnum node groups: what it manages, how it
+stays apart from Magnum's own autoscaler, its RBAC, and where it is absent."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from components import autoscaler, versions
+from components.coldstart import PLACEHOLDER_PRIORITY
+from components.config import MagnumCluster
+from platformctl.gpu_report import stack_settings
+from platformctl.plan import manifest
+from policies.rules.security import restricted_problems
+from tests import conformance
+from tests.conftest import base_config, render_raw, stack_plan
+
+COMPONENT = "inference-platform:autoscaler:NodeGroupAutoscaler"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
+# cluster-autoscaler's defaults, which Magnum's autoscaler keeps (enable-auto-scaling.sh).
+MAGNUM_LEASE = "cluster-autoscaler"
+MAGNUM_STATUS = "cluster-autoscaler-status"
+# cluster-autoscaler 1.34 --expendable-pods-priority-cutoff default.
+EXPENDABLE_CUTOFF = -10
+
+
+def parts(plan):
+    """The autoscaler component's children, by type."""
+    (component,) = plan.of_type(COMPONENT)
+    children = plan.children(component)
+    return {t: [r for r in children if r.type == t] for t in (DEPLOYMENT, SERVICE_ACCOUNT, CLUSTER_ROLE, BINDING)}
+
+
+def args_of(deployment) -> list[str]:
+    (container,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    return container["args"]
+
+
+def flag(args: list[str], name: str) -> list[str]:
+    return [a.split("=", 1)[1] for a in args if a.startswith(f"--{name}=")]
+
+
+def magnum(*groups: dict) -> dict:
+    raw = base_config()
+    raw["cluster"]["mode"] = "magnum"
+    raw["cluster"]["nodeGroups"] = [dict(g, flavor="f1") for g in groups]
+    return raw
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return parts(stack_plan("acme-prod"))
+
+
+def test_manages_exactly_the_extra_groups(prod):
+    settings = stack_settings("acme-prod")
+    extra = [g.name for g in settings.cluster.node_groups[1:]]
+    assert extra == ["gpu-h100", "gpu-l4"]
+    (deployment,) = prod[DEPLOYMENT]
+    args = args_of(deployment)
+    assert flag(args, "node-group-auto-discovery") == ["magnum:role=gpu-h100,gpu-l4"]
+    assert flag(args, "nodes") == []  # the default group stays with Magnum's autoscaler
+    assert flag(args, "cloud-provider") == ["magnum"]
+    assert flag(args, "cloud-config") == ["/config/cloud-config"]
+    # Each discovered role is a NodeGroup's role.
+    roles = {ng.inputs["role"] for ng in stack_plan("acme-prod").of_type(NODE_GROUP)}
+    assert roles == set(extra)
+
+
+def test_cluster_name_is_the_magnum_cluster_id(prod):
+    node_groups = stack_plan("acme-prod").of_type(NODE_GROUP)
+    cluster_ids = {ng.inputs["clusterId"] for ng in node_groups}
+    assert len(cluster_ids) == 1
+    assert flag(args_of(prod[DEPLOYMENT][0]), "cluster-name") == [cluster_ids.pop()]
+
+
+def test_lease_and_status_differ_from_magnums(prod):
+    args = args_of(prod[DEPLOYMENT][0])
+    (lease,) = flag(args, "leader-elect-resource-name")
+    (status,) = flag(args, "status-config-map-name")
+    assert lease != MAGNUM_LEASE and status != MAGNUM_STATUS
+    assert flag(args, "leader-elect") in ([], ["true"])
+    rules = prod[CLUSTER_ROLE][0].inputs["rules"]
+    named = {(tuple(r["resources"]), tuple(r["resourceNames"])) for r in rules if "resourceNames" in r}
+    assert named == {(("leases",), (lease,)), (("configmaps",), (status,))}
+
+
+def test_expander_and_scale_down(prod):
+    args = args_of(prod[DEPLOYMENT][0])
+    assert flag(args, "expander") == ["least-waste"]
+    assert flag(args, "scale-down-unneeded-time") == ["10m"]
+    # Triton pods mount an emptyDir; the default would pin every serving GPU node.
+    assert flag(args, "skip-nodes-with-local-storage") == ["false"]
+    # Spare-capacity placeholders must still trigger scale-up: not below the cutoff.
+    assert flag(args, "expendable-pods-priority-cutoff") == []
+    assert PLACEHOLDER_PRIORITY >= EXPENDABLE_CUTOFF
+
+
+def test_rbac_binds_the_deployments_service_account(prod):
+    pod = prod[DEPLOYMENT][0].inputs["spec"]["template"]["spec"]
+    (sa,), (role,), (binding,) = prod[SERVICE_ACCOUNT], prod[CLUSTER_ROLE], prod[BINDING]
+    assert pod["serviceAccountName"] == sa.inputs["metadata"]["name"]
+    assert sa.inputs["metadata"]["namespace"] == "kube-system"
+    assert binding.inputs["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.inputs["metadata"]["name"]}
+    assert binding.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": sa.inputs["metadata"]["name"], "namespace": "kube-system"}]
+    # Not Magnum's objects (cluster-autoscaler-account / -role / -rolebinding).
+    assert not {sa.inputs["metadata"]["name"], role.inputs["metadata"]["name"]} & {
+        "cluster-autoscaler-account", "cluster-autoscaler-role"}
+    assert {sa.urn, role.urn} <= set(binding.depends_on)
+
+
+def test_deployment_reuses_magnums_secrets_and_runs_restricted(prod):
+    deployment = prod[DEPLOYMENT][0]
+    meta = deployment.inputs["metadata"]
+    assert meta["namespace"] == "kube-system" and "name" not in meta
+    pod = deployment.inputs["spec"]["template"]["spec"]
+    assert {v["secret"]["secretName"] for v in pod["volumes"]} == {"cluster-autoscaler-cloud-config", "ca-bundle"}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    # The cloud config names ca-file=/etc/kubernetes/ca-bundle.crt.
+    assert mounts == {"cluster-autoscaler-cloud-config": "/config", "ca-bundle": "/etc/kubernetes"}
+    assert pod["containers"][0]["image"] == versions.CLUSTER_AUTOSCALER_IMAGE
+    assert restricted_problems(pod) == []
+    assert pod["containers"][0]["resources"]["requests"]
+
+
+def test_deployment_waits_for_the_node_groups(prod):
+    node_groups = {ng.urn for ng in stack_plan("acme-prod").of_type(NODE_GROUP)}
+    assert node_groups <= set(prod[DEPLOYMENT][0].depends_on)
+
+
+def test_objects_validate(prod):
+    for resources in prod.values():
+        for r in resources:
+            conformance.validate_core(manifest(r))
+
+
+def _minor(version: str) -> str:
+    return version.lstrip("v").split(".")[1]
+
+
+def test_image_matches_the_kubernetes_minor():
+    tag = versions.CLUSTER_AUTOSCALER_IMAGE.rsplit(":", 1)[1]
+    assert re.fullmatch(r"v1\.\d+\.\d+", tag)
+    assert _minor(tag) == _minor(MagnumCluster().kubernetes_version)
+    assert _minor(tag) == _minor(stack_settings("acme-prod").cluster.magnum.kubernetes_version)
+
+
+def test_discovery_follows_configuration_order():
+    raw = magnum({"name": "cpu"}, {"name": "gpu", "gpu": {"model": "A100-80GB"}}, {"name": "batch", "maxNodes": 3})
+    (deployment,) = parts(render_raw(raw))[DEPLOYMENT]
+    assert flag(args_of(deployment), "node-group-auto-discovery") == ["magnum:role=gpu,batch"]
+
+
+def test_none_for_an_existing_cluster():
+    plan = stack_plan("demo-dev")
+    assert stack_settings("demo-dev").cluster.mode == "existing"
+    assert not plan.of_type(COMPONENT)
+    assert not [r for r in plan.of_type(CLUSTER_ROLE) if r.inputs["metadata"]["name"] == autoscaler.NAME]
+
+
+def test_none_for_a_single_magnum_group():
+    raw = magnum({"name": "cpu", "maxNodes": 3}) | {"services": []}
+    plan = render_raw(raw)
+    assert plan.of_type("openstack:containerinfra/cluster:Cluster")
+    assert not plan.of_type(COMPONENT)
+    assert not plan.of_type(NODE_GROUP)
