@@ -414,6 +414,17 @@ class WeightUpload(Model):
     """Key prefix in the bucket."""
 
 
+class S3Mount(Model):
+    enabled: bool = False
+    """Install the csi-s3 driver (GeeseFS) and expose the bucket as the claim `model-weights-s3-mount` in each namespace that reads from S3, for readers that want a POSIX path (mount it readOnly; Triton keeps its `s3://` URL)."""
+    prefix: str = Field(default="", pattern=r"^([A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)*)?$")
+    """Key prefix to mount instead of the whole bucket, e.g. `models`."""
+    mount_options: str = Field(default="--memory-limit 1000 --dir-mode 0555 --file-mode 0444", pattern=r"^[-A-Za-z0-9_.,= ]*$")
+    """GeeseFS options of the mount (`--memory-limit` is MB of node memory per mounted volume)."""
+    storage_size: str = Field(default="1Ti", pattern=QUANTITY)
+    """Nominal capacity of the PersistentVolumes (S3 has no size; binding needs one)."""
+
+
 class S3Cache(Model):
     endpoint: str = Field(pattern=r"^https?://[^/\s]+$")
     """S3-compatible endpoint URL, e.g. https://s3.example.cloud (credentials: secret keys `inference-platform:s3AccessKeyId` and `s3SecretAccessKey`)."""
@@ -429,6 +440,8 @@ class S3Cache(Model):
     """Allow deleting a non-empty bucket."""
     uploads: list[WeightUpload] = []
     """Local model repositories uploaded to the bucket on every `pulumi up` (content-hashed; unchanged files are skipped)."""
+    mount: S3Mount = S3Mount()
+    """Optional mount of the bucket as a file system (csi-s3); off by default."""
 
 
 class WeightCacheSettings(Model):

@@ -13,6 +13,8 @@ deleting a claim or a PV never touches the data on the share.
 S3. The bucket is a dynamic resource (s3bucket.py); every namespace that reads
 from it gets the Secret `model-weights-s3` with the AWS_* variables Triton reads.
 Configured uploads sync local model repositories into the bucket by content hash.
+With `weightCaches.s3.mount.enabled`, s3mount.py also exposes the bucket as a
+file-system claim for readers other than Triton, which keeps its `s3://` URL.
 
 Production stacks protect the share, bucket, PVs and claims, and retain the share
 and bucket on delete (deleting them would lose the weights).
@@ -33,6 +35,8 @@ from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
 from .config import ConfigError, FileShareCache, Settings
 from .s3bucket import S3Bucket, WeightUpload
+from .s3mount import CLAIM_NAME as S3_MOUNT_CLAIM_NAME
+from .s3mount import S3BucketMount
 
 CLAIM_NAME = "model-weights"
 S3_SECRET_NAME = "model-weights-s3"
@@ -115,6 +119,9 @@ class WeightsHandle:
     claims: Mapping[str, pulumi.Resource] = field(default_factory=dict)
     s3_secrets: Mapping[str, pulumi.Resource] = field(default_factory=dict)
     uploads: tuple[pulumi.Resource, ...] = ()
+    # csi-s3 claims for readers other than Triton (empty unless weightCaches.s3.mount.enabled).
+    s3_mount_claim_name: str = S3_MOUNT_CLAIM_NAME
+    s3_mount_claims: Mapping[str, pulumi.Resource] = field(default_factory=dict)
 
     def model_repository_url(self, cache: str, path: str) -> str:
         """The `--model-repository` value for a version's repository in `cache`."""
@@ -162,6 +169,7 @@ class WeightCaches(pulumi.ComponentResource):
         claims: dict[str, pulumi.Resource] = {}
         secrets: dict[str, pulumi.Resource] = {}
         uploads: list[pulumi.Resource] = []
+        mount_claims: Mapping[str, pulumi.Resource] = {}
         outputs: dict[str, Any] = {}
         if caches.file_share is not None:
             server, path = self._file_share(caches.file_share, cluster)
@@ -173,6 +181,8 @@ class WeightCaches(pulumi.ComponentResource):
             for ns in namespaces_using(settings, "s3"):
                 secrets[ns] = self._s3_secret(ns, settings)
             outputs["bucket"] = bucket.bucket
+            if caches.s3.mount.enabled:
+                mount_claims = self._mount(settings, bucket)
         self.handle = WeightsHandle(
             s3_endpoint=caches.s3.endpoint if caches.s3 else None,
             s3_bucket=caches.s3.bucket if caches.s3 else None,
@@ -180,6 +190,7 @@ class WeightCaches(pulumi.ComponentResource):
             claims=claims,
             s3_secrets=secrets,
             uploads=tuple(uploads),
+            s3_mount_claims=mount_claims,
         )
         self.register_outputs(outputs)
 
@@ -287,6 +298,12 @@ class WeightCaches(pulumi.ComponentResource):
             for up in cfg.uploads
         ]
         return bucket, uploads
+
+    def _mount(self, settings: Settings, bucket: S3Bucket) -> Mapping[str, pulumi.Resource]:
+        namespaces = {ns: self._namespaces.get(ns) for ns in namespaces_using(settings, "s3")}
+        mount = S3BucketMount(f"{self._name}-s3-mount", settings, self._provider, bucket.bucket,
+                              self._credentials(settings), namespaces, opts=pulumi.ResourceOptions(parent=self))
+        return mount.handle.claims
 
     def _s3_secret(self, ns: str, settings: Settings) -> pulumi.Resource:
         key_id, secret = self._credentials(settings)
