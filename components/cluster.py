@@ -18,6 +18,8 @@ from .config import NodeGroup, Settings
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GROUP_LABEL = "inference-platform/node-group"
 GPU_MODEL_LABEL = "inference-platform/gpu-model"
+# cluster-autoscaler cloudprovider/magnum: GPULabel.
+MAGNUM_GPU_LABEL = "magnum.openstack.org/gpu"
 
 
 def node_labels(group: NodeGroup) -> dict[str, str]:
@@ -57,7 +59,12 @@ def _kubelet_options(group: NodeGroup) -> str:
     # arguments on every node of the group (configure-kubernetes-minion.sh), next to
     # its own magnum.openstack.org/{role,nodegroup} labels; the cluster's labels also
     # reach the control plane, hence a CPU group first (gpu_profiles.check_gpu_settings).
-    labels = ",".join(f"{k}={v}" for k, v in sorted(node_labels(group).items()))
+    labels = dict(node_labels(group))
+    if group.gpu is not None:
+        # The Magnum cluster-autoscaler counts a node carrying this label as not ready
+        # until it advertises GPUs, so it does not add a second node while drivers install.
+        labels[MAGNUM_GPU_LABEL] = "true"
+    labels = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     taints = ",".join(f"{t['key']}{'=' + t['value'] if t['value'] else ''}:{t['effect']}" for t in node_taints(group))
     options = f"--node-labels={labels}"
     return options + (f" --register-with-taints={taints}" if taints else "")

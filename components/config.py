@@ -43,6 +43,8 @@ GpuModel = Literal[
     "A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB",
     "A30-24GB", "L40S-48GB", "L4-24GB", "T4-16GB",
 ]
+# Node group roles Magnum gives its own groups (extra NodeGroups use their name as role).
+MAGNUM_RESERVED_ROLES = frozenset({"worker", "master", "default-worker", "default-master"})
 MIG_CAPABLE: frozenset[str] = frozenset(
     {"A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB", "A30-24GB"}
 )
@@ -784,6 +786,10 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
         if g.name in seen:
             problems.append((("cluster", "nodeGroups", i, "name"), f"duplicate node group name {g.name!r}; names must be unique"))
         seen.add(g.name)
+        if s.cluster.mode == "magnum" and i > 0 and g.name in MAGNUM_RESERVED_ROLES:
+            problems.append((("cluster", "nodeGroups", i, "name"),
+                             f"{g.name!r} is a role Magnum gives its own node groups; the platform's autoscaler "
+                             f"discovers extra groups by role, so choose another name (not {', '.join(sorted(MAGNUM_RESERVED_ROLES))})"))
         if s.cluster.mode == "magnum" and g.is_gpu and g.min_nodes == 0:
             problems.append((("cluster", "nodeGroups", i, "minNodes"),
                              "the Magnum cluster autoscaler cannot scale a group up from zero; "

@@ -171,3 +171,14 @@ def test_none_for_a_single_magnum_group():
     assert plan.of_type("openstack:containerinfra/cluster:Cluster")
     assert not plan.of_type(COMPONENT)
     assert not plan.of_type(NODE_GROUP)
+
+
+def test_magnum_gpu_nodes_carry_the_autoscaler_gpu_label():
+    from components.cluster import MAGNUM_GPU_LABEL
+
+    plan = stack_plan("acme-prod")
+    for group in ("gpu-h100", "gpu-l4"):
+        options = plan.get("openstack:containerinfra/nodeGroup:NodeGroup", f"acme-prod-cluster-{group}").inputs["labels"]["kubelet_options"]
+        assert f"{MAGNUM_GPU_LABEL}=true" in options
+    cpu = plan.get("openstack:containerinfra/cluster:Cluster", "acme-prod-cluster-magnum").inputs["labels"]["kubelet_options"]
+    assert MAGNUM_GPU_LABEL not in cpu

@@ -82,6 +82,7 @@ BAD = [
     ("gpu-quota-exceeded", [("cluster.gpuQuota", 1)], "inference-platform:cluster.gpuQuota", ["2 GPUs, over the quota of 1"]),
     ("bad-memory-quantity", [(f"{V0}.resources", {"memory": "16 GB"})], "inference-platform:services[0].versions[0].resources.memory", ["pattern"]),
     ("magnum-gpu-min-zero", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.minNodes", 0)], "inference-platform:cluster.nodeGroups[1].minNodes", ["cannot scale a group up from zero", "minNodes: 1"]),
+    ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[1].name", ["role Magnum gives its own node groups"]),
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
 ]
