@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .versions import Chart
+
 PART_OF = "inference-platform"
 
 
@@ -53,4 +55,25 @@ def namespace(
         extra["pod-security.kubernetes.io/enforce"] = pod_security
     return k8s.core.v1.Namespace(
         logical_name, metadata={"name": name, "labels": standard_labels(app or name, **extra)}, opts=opts
+    )
+
+
+def helm_release(
+    logical_name: str,
+    release_name: str,
+    chart: Chart,
+    namespace_name: str,
+    values: dict,
+    opts: pulumi.ResourceOptions,
+) -> k8s.helm.v3.Release:
+    """A Helm release of a pinned chart (versions.py) under a fixed release name."""
+    return k8s.helm.v3.Release(
+        logical_name,
+        name=release_name,
+        chart=chart.name,
+        version=chart.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        namespace=namespace_name,
+        values=values,
+        opts=opts,
     )

@@ -16,7 +16,7 @@ import yaml
 
 from . import versions
 from .cluster import ClusterHandle
-from .common import namespace, resource_opts, standard_labels
+from .common import helm_release, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
 
@@ -120,15 +120,9 @@ class GpuOperator(pulumi.ComponentResource):
             configs.append(self._config_map(
                 f"{name}-device-plugin", DEVICE_PLUGIN_CONFIG_MAP, {k: _yaml(v) for k, v in plugin.items()}, in_namespace))
         chart = versions.GPU_OPERATOR
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name="gpu-operator",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-            namespace=NAMESPACE,
-            values=gpu_operator_values(settings),
-            opts=resource_opts(self, provider=cluster.provider, depends_on=[self.namespace, *configs]),
+        self.release = helm_release(
+            f"{name}-release", "gpu-operator", chart, NAMESPACE, gpu_operator_values(settings),
+            resource_opts(self, provider=cluster.provider, depends_on=[self.namespace, *configs]),
         )
         self.register_outputs({"release": self.release.name, "namespace": NAMESPACE})
 

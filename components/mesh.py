@@ -220,15 +220,8 @@ class Mesh(pulumi.ComponentResource):
         namespace = common.namespace(f"{name}-namespace", ep.ISTIO_NAMESPACE, opts_(), app="istio")
 
         def release(role: str, chart: versions.Chart, release_name: str, values: dict, *deps) -> k8s.helm.v3.Release:
-            return k8s.helm.v3.Release(
-                f"{name}-{role}",
-                name=release_name,
-                chart=chart.name,
-                version=chart.version,
-                repository_opts={"repo": chart.repository},
-                namespace=ep.ISTIO_NAMESPACE,
-                values=values,
-                opts=opts_(namespace, *deps),
+            return common.helm_release(
+                f"{name}-{role}", release_name, chart, ep.ISTIO_NAMESPACE, values, opts_(namespace, *deps)
             )
 
         base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})

@@ -332,15 +332,8 @@ class Observability(pulumi.ComponentResource):
         )
 
         def release(role: str, chart: versions.Chart, release_name: str, values: Any, *deps) -> k8s.helm.v3.Release:
-            return k8s.helm.v3.Release(
-                f"{name}-{role}",
-                name=release_name,
-                chart=chart.name,
-                version=chart.version,
-                repository_opts={"repo": chart.repository},
-                namespace=ep.MONITORING_NAMESPACE,
-                values=values,
-                opts=opts_(namespace, *deps),
+            return common.helm_release(
+                f"{name}-{role}", release_name, chart, ep.MONITORING_NAMESPACE, values, opts_(namespace, *deps)
             )
 
         stack = release(

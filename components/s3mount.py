@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from . import versions
+from . import common, versions
 from .cluster import node_taints
 from .common import resource_opts, standard_labels
 from .config import S3Cache, Settings
@@ -123,12 +123,7 @@ class S3BucketMount(pulumi.ComponentResource):
         cfg = settings.weight_caches.s3
         self._name, self._provider, self._prod = name, provider, settings.production
         # The node plugin mounts FUSE on the host: privileged, in this namespace only.
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": NAMESPACE, "labels": standard_labels(
-                "csi-s3", **{"pod-security.kubernetes.io/enforce": "privileged"})},
-            opts=self._opts(),
-        )
+        namespace = common.namespace(f"{name}-namespace", NAMESPACE, self._opts(), app="csi-s3", pod_security="privileged")
         self.secret = k8s.core.v1.Secret(
             f"{name}-secret",
             metadata={"name": SECRET_NAME, "namespace": NAMESPACE, "labels": standard_labels(SECRET_NAME)},
@@ -137,15 +132,9 @@ class S3BucketMount(pulumi.ComponentResource):
             opts=self._opts(depends_on=[namespace]),
         )
         chart = versions.CSI_S3
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name="csi-s3",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-            namespace=NAMESPACE,
-            values=csi_s3_values(settings),
-            opts=self._opts(depends_on=[namespace, self.secret]),
+        self.release = common.helm_release(
+            f"{name}-release", "csi-s3", chart, NAMESPACE, csi_s3_values(settings),
+            self._opts(depends_on=[namespace, self.secret]),
         )
         # Retain: a volume provisioned through this class keeps its bucket when its claim goes.
         self.storage_class = k8s.storage.v1.StorageClass(
