@@ -322,6 +322,15 @@ class GatewayTls(Model):
         return self
 
 
+class KialiOpenId(Model):
+    issuer_uri: str = Field(pattern=r"^https://")
+    """The identity provider's issuer URL (Kiali reads its discovery document)."""
+    client_id: str = Field(min_length=1)
+    """Kiali's client id at the identity provider. The client secret goes into the Secret `kiali` (key `oidc-secret`) in istio-system, created by the identity-provider owner."""
+    username_claim: str = "sub"
+    """Token claim shown as the user name."""
+
+
 class MeshSettings(Model):
     enabled: bool = True
     """Install Istio (base, istiod, ingress gateway)."""
@@ -337,6 +346,16 @@ class MeshSettings(Model):
     """Volume size for persistent Jaeger storage."""
     kiali_auth: Literal["token", "openid", "anonymous"] = "token"
     """Kiali login strategy; `anonymous` is refused in production stacks."""
+    kiali_openid: Optional[KialiOpenId] = None
+    """Identity provider of Kiali's `openid` strategy (required with it)."""
+
+    @model_validator(mode="after")
+    def _openid_settings(self) -> "MeshSettings":
+        if self.kiali_auth == "openid" and self.kiali_openid is None:
+            raise ValueError("kialiAuth 'openid' needs kialiOpenid.issuerUri and kialiOpenid.clientId")
+        if self.kiali_auth != "openid" and self.kiali_openid is not None:
+            raise ValueError(f"kialiOpenid applies to kialiAuth 'openid' only, kialiAuth is '{self.kiali_auth}'")
+        return self
 
 
 class AlertThresholds(Model):

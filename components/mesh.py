@@ -162,9 +162,18 @@ def jaeger_values(settings: Settings) -> dict[str, Any]:
     return values
 
 
+def kiali_auth(settings: Settings) -> dict[str, Any]:
+    auth: dict[str, Any] = {"strategy": settings.mesh.kiali_auth}
+    oidc = settings.mesh.kiali_openid
+    if oidc is not None:
+        # The client secret stays out of values: Kiali reads it from the Secret `kiali` (oidc-secret).
+        auth["openid"] = {"issuer_uri": oidc.issuer_uri, "client_id": oidc.client_id, "username_claim": oidc.username_claim}
+    return auth
+
+
 def kiali_values(settings: Settings) -> dict[str, Any]:
     return {
-        "auth": {"strategy": settings.mesh.kiali_auth},
+        "auth": kiali_auth(settings),
         "deployment": {"image_version": versions.KIALI_IMAGE_TAG},
         "external_services": {
             "prometheus": {"url": ep.PROMETHEUS_URL},

@@ -209,3 +209,20 @@ def test_disabled_mesh_installs_nothing():
 
 def test_reference_present():
     assert reference_dir() is not None, "../shared/reference is required in CI"
+
+
+def test_kiali_openid_wires_the_identity_provider():
+    from components.config import ConfigError, parse_settings
+    from components.mesh import kiali_values
+    from tests.conftest import base_config
+
+    raw = base_config()
+    raw["mesh"] = {"kialiAuth": "openid", "kialiOpenid": {"issuerUri": "https://idp.example.com/realms/ops", "clientId": "kiali"}}
+    auth = kiali_values(parse_settings(raw, "stacks/Pulumi.test-dev.yaml"))["auth"]
+    assert auth == {
+        "strategy": "openid",
+        "openid": {"issuer_uri": "https://idp.example.com/realms/ops", "client_id": "kiali", "username_claim": "sub"},
+    }
+    raw["mesh"] = {"kialiAuth": "openid"}
+    with pytest.raises(ConfigError, match=r"inference-platform:mesh: kialiAuth 'openid' needs kialiOpenid"):
+        parse_settings(raw, "stacks/Pulumi.test-dev.yaml")
