@@ -27,6 +27,7 @@ from . import alerts, common, versions
 from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
+from .s3bucket import S3Bucket
 from .config import Settings
 from .mesh import MeshHandle
 from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
@@ -200,7 +201,7 @@ def loki_values(settings: Settings) -> dict[str, Any]:
 
 
 def loki_bucket(settings: Settings) -> str:
-    """Loki's bucket on the S3 weight cache's endpoint (created outside the platform)."""
+    """Loki's bucket on the S3 weight cache's endpoint."""
     return f"{settings.weight_caches.s3.bucket}-logs"
 
 
@@ -347,6 +348,20 @@ class Observability(pulumi.ComponentResource):
 
         loki_deps: list[pulumi.Resource] = []
         if settings.observability.loki_storage == "s3":
+            s3 = settings.weight_caches.s3
+            loki_deps.append(
+                S3Bucket(
+                    f"{name}-loki-bucket",
+                    bucket=loki_bucket(settings),
+                    endpoint=s3.endpoint,
+                    region=s3.region,
+                    access_key_id=pulumi.Output.secret(settings.s3_access_key_id.get_secret_value()),
+                    secret_access_key=pulumi.Output.secret(settings.s3_secret_access_key.get_secret_value()),
+                    # Loki deletes chunks itself (retention); old versions would only pile up.
+                    versioning=False,
+                    opts=resource_opts(self, protect=settings.production, retain_on_delete=settings.production),
+                )
+            )
             loki_deps.append(
                 k8s.core.v1.Secret(
                     f"{name}-loki-s3",

@@ -202,3 +202,20 @@ def test_disabled_observability_installs_nothing():
 def test_handle_contract():
     fields = ObservabilityHandle.__dataclass_fields__
     assert {"namespace", "crds", "grafana_url", "urls"} <= set(fields)
+
+
+def test_loki_s3_bucket_is_created_before_loki():
+    plan = s3_plan()
+    bucket = plan.get("pulumi-python:dynamic/s3:Bucket", "test-dev-observability-loki-bucket")
+    assert bucket.inputs["bucket"] == "weights-logs"
+    assert bucket.inputs["versioning"] is False
+    assert bucket.inputs["endpoint"] == "https://s3.example.cloud"
+    assert bucket.inputs["secretAccessKey"] == "[secret]"
+    assert bucket.urn in releases(plan)[ep.LOKI_RELEASE].depends_on
+
+
+def test_loki_bucket_is_protected_in_production():
+    raw = base_config() | S3_RAW | {"production": True}
+    plan = render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
+    bucket = plan.get("pulumi-python:dynamic/s3:Bucket", "test-dev-observability-loki-bucket")
+    assert bucket.protect and bucket.retain_on_delete
