@@ -27,10 +27,10 @@ from . import alerts, common, versions
 from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
-from .s3bucket import S3Bucket
 from .config import Settings
 from .mesh import MeshHandle
 from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from .s3bucket import S3Bucket
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
 # The sidecar label as kube-prometheus-stack configures it for its Grafana.
