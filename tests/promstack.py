@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -29,17 +28,12 @@ import yaml
 from components import alerts
 from components.config import Settings
 from tests.metric_catalogue import catalogue
+from tests.netutil import free_port
 
 SCRAPE_SECONDS = 1
 DCGM_NAMESPACE = "gpu-operator"
 PLACEHOLDER_NAMESPACE = "gpu-coldstart"
 ISTIO_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, "+Inf")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)

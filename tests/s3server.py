@@ -10,21 +10,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import socket
 import urllib.request
 from dataclasses import dataclass
 
 import boto3
 
+from tests.netutil import free_port
+
 OUR_ACCOUNT = "123456789012"
 OTHER_ACCOUNT = "210987654321"
 ADMIN_POLICY = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
