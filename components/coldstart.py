@@ -140,11 +140,6 @@ class ColdStart(pulumi.ComponentResource):
 
 # --------------------------------------------------------------------------- estimate
 
-# Building the kernel module on the node, added to driverInstall when drivers are
-# compiled rather than precompiled (an assumption, shown in the estimate).
-COMPILE_EXTRA_SECONDS = 300
-
-
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -177,8 +172,9 @@ def _driver_stage(settings: Settings) -> Stage:
     if mode == "preinstalled":
         return Stage("driver install", 0, "removed: driver in the node image")
     if mode == "compiled":
-        return Stage("driver install", seconds + COMPILE_EXTRA_SECONDS,
-                     f"compiled on the node: +{COMPILE_EXTRA_SECONDS}s assumed; precompiled drivers remove it")
+        extra = settings.cold_start.stage_seconds.driver_compile
+        return Stage("driver install", seconds + extra,
+                     f"compiled on the node: +{extra}s (stageSeconds.driverCompile); precompiled drivers remove it")
     return Stage("driver install", seconds, "precompiled driver")
 
 

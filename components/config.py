@@ -281,6 +281,8 @@ class StageSeconds(Model):
     """Seconds for a new VM to boot and join the cluster."""
     driver_install: int = Field(default=180, ge=0)
     """Seconds for the GPU operator to prepare a node (precompiled drivers)."""
+    driver_compile: int = Field(default=300, ge=0)
+    """Extra seconds to build the driver's kernel module on the node (driver mode `compiled`)."""
     image_pull: int = Field(default=360, ge=0)
     """Seconds to pull and extract a Triton image (about 360 for 20 GB gzip layers, 150 with zstd)."""
     weight_fetch: int = Field(default=210, ge=0)

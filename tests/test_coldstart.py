@@ -8,7 +8,7 @@ import pytest
 
 from components import versions
 from components.cluster import GROUP_LABEL
-from components.coldstart import COMPILE_EXTRA_SECONDS, PRIORITY_CLASS, cold_start_estimate
+from components.coldstart import PRIORITY_CLASS, cold_start_estimate
 from components.config import parse_settings
 from platformctl.plan import manifest
 from tests import conformance
@@ -136,11 +136,11 @@ def test_estimate_with_pre_pull_and_precompiled_drivers():
 def test_estimate_follows_the_settings():
     raw = two_images() | {
         "gpuOperator": {"driver": {"mode": "compiled", "branch": "595"}},
-        "coldStart": {"imagePrePull": False, "stageSeconds": {"imagePull": 150, "nodeBoot": 90}},
+        "coldStart": {"imagePrePull": False, "stageSeconds": {"imagePull": 150, "nodeBoot": 90, "driverCompile": 240}},
     }
     raw["services"][0]["versions"][1] |= {"modelLoadSeconds": 600}
     e, new, spare = estimate(raw)
-    assert new["driver install"] == 180 + COMPILE_EXTRA_SECONDS
+    assert new["driver install"] == 180 + 240
     assert new["image pull"] == 150 and new["node boot"] == 90 and new["model load"] == 600
     assert spare["image pull"] == 150
     assert e.spare_slots == 0
