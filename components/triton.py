@@ -26,9 +26,9 @@ from .common import resource_opts, standard_labels
 from .config import Autoscaling, NodeGroup, Service, Settings, Version
 from .gpu_profiles import gpu_scheduling
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT
+from .weights import WeightsHandle
 
 HTTP_PORT, GRPC_PORT = 8000, 8001
-MODELS_MOUNT = "/models"
 # The tritonserver images run as the triton-server user (uid 1000).
 TRITON_UID = 1000
 PROBE_PERIOD_SECONDS = 10
@@ -47,9 +47,9 @@ class TritonContext:
     ingress_principal: str
     monitoring_namespace: str
     tls: bool
+    weights: WeightsHandle
     mesh_crds: Optional[pulumi.Resource] = None
     monitor_crds: Optional[pulumi.Resource] = None
-    weights: Optional[object] = None
 
 
 # --------------------------------------------------------------------------- plain builders
@@ -137,6 +137,7 @@ def deployment_spec(
     s3_secret: Optional[str],
     claim: Optional[str],
     autoscaled: bool,
+    mount_path: str,
 ) -> dict:
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
@@ -145,7 +146,7 @@ def deployment_spec(
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if claim:
         volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
-        mounts.append({"name": "models", "mountPath": MODELS_MOUNT, "readOnly": True})
+        mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
     container = {
         "name": "triton",
         "image": version.image,
@@ -460,8 +461,8 @@ class TritonService(pulumi.ComponentResource):
         scaling = version.autoscaling or service.autoscaling
         weights = ctx.weights
         repo = version.model_repository
-        repository = weights.model_repository_url(repo.cache, repo.path) if weights else f"{MODELS_MOUNT}/{repo.path}"
-        deps = weights.depends_on(service.k8s_namespace) if weights else []
+        repository = weights.model_repository_url(repo.cache, repo.path)
+        deps = weights.depends_on(service.k8s_namespace)
         deployment = k8s.apps.v1.Deployment(
             f"{name}-{version.name}",
             metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
@@ -471,9 +472,10 @@ class TritonService(pulumi.ComponentResource):
                 group,
                 sa.metadata["name"],
                 repository,
-                s3_secret=weights.s3_secret_name if weights and repo.cache == "s3" else None,
-                claim=weights.claim_name if weights and repo.cache == "fileShare" else None,
+                s3_secret=weights.s3_secret_name if repo.cache == "s3" else None,
+                claim=weights.claim_name if repo.cache == "fileShare" else None,
                 autoscaled=scaling.enabled,
+                mount_path=weights.mount_path,
             ),
             opts=opts_(*deps),
         )
