@@ -228,9 +228,8 @@ class RecordingMonitor(MockMonitor):
                 name=request.name,
                 parent=request.parent or None,
                 custom=bool(request.custom),
-                provider=request.provider.split("::" + request.provider.rsplit("::", 1)[-1])[0]
-                if request.provider
-                else None,
+                # A provider reference is "<urn>::<id>"; the plan records the URN.
+                provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
                 depends_on=sorted(set(request.dependencies)),
                 protect=bool(request.protect),
                 retain_on_delete=bool(request.retainOnDelete),
