@@ -13,13 +13,14 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from . import endpoints as ep
 from . import versions
 from .cluster import ClusterHandle
 from .common import namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import gpu_scheduling, placeholder_request
 
-NAMESPACE = "gpu-coldstart"
+NAMESPACE = ep.COLDSTART_NAMESPACE
 PRIORITY_CLASS = "gpu-placeholder"
 # Below every default (0), so any real pod preempts a placeholder.
 PLACEHOLDER_PRIORITY = -10

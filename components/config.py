@@ -15,11 +15,15 @@ allowed.
 from __future__ import annotations
 
 import json
+import os
 import re
-from typing import Any, Literal, Optional, Union
+from pathlib import Path as FsPath
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -30,14 +34,76 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from . import grammar
+from .endpoints import PLATFORM_NAMESPACES
+
 NAMESPACE = "inference-platform"
 
-DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-# A Kubernetes quantity such as 500m, 4, 16Gi, 1.5.
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
-HOSTNAME = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$"
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+
+def _checked(check, *args) -> AfterValidator:
+    return AfterValidator(lambda v: check(v, *args))
+
+
+def _path_float(value: Any) -> Any:
+    # `pulumi config set --path key 0.5` (no --type) stores the decimal as a string; that
+    # form, and only it, is read as a number.
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+\.[0-9]+", value):
+        return float(value)
+    return value
+
+
+def _top_level_bool(value: Any) -> Any:
+    # Pulumi passes every top-level value as a string; `pulumi config set production true` writes "true".
+    return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
+
+
+def _labels(labels: dict[str, str]) -> dict[str, str]:
+    for k, v in labels.items():
+        grammar.qualified_key(k)
+        grammar.label_value(v)
+    return labels
+
+
+# Directories an upload must never walk: the file system's root and the system's own trees.
+SYSTEM_DIRECTORIES = frozenset(FsPath(p) for p in (
+    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/media", "/mnt", "/opt", "/proc",
+    "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var",
+))
+
+
+def upload_source(value: str) -> str:
+    """An upload source: an existing, readable directory (relative to the project, where
+    `pulumi up` runs), neither a system directory nor inside /proc, /sys or /dev."""
+    if not value or grammar.CONTROL.search(value):
+        raise ValueError(f"{value!r} is not a directory path")
+    path = FsPath(value).expanduser()
+    resolved = path.resolve()
+    if resolved in SYSTEM_DIRECTORIES or resolved == FsPath.home().resolve() or resolved.parts[1:2] in (("proc",), ("sys",), ("dev",)):
+        raise ValueError(f"{value!r} is the system directory {resolved}; upload a model-repository directory")
+    if not resolved.is_dir():
+        raise ValueError(f"{value!r} is not an existing directory (relative paths start at the project directory)")
+    try:
+        next(iter(os.scandir(resolved)), None)
+    except OSError as err:
+        raise ValueError(f"{value!r} cannot be read: {err.strerror}") from None
+    return value
+
+
+# String types named by the grammar of where they go (see grammar.py for what each allows).
+DnsLabel = Annotated[str, AfterValidator(grammar.dns_label)]
+ShortName = Annotated[str, _checked(grammar.dns_label, 40)]
+Subdomain = Annotated[str, AfterValidator(grammar.dns_subdomain)]
+Host = Annotated[str, AfterValidator(grammar.hostname)]
+HostOrIp = Annotated[str, AfterValidator(grammar.host_or_ip)]
+Text = Annotated[str, AfterValidator(grammar.text)]
+Quantity = Annotated[str, AfterValidator(grammar.positive_quantity)]
+Image = Annotated[str, AfterValidator(grammar.image_reference)]
+RelativePath = Annotated[str, AfterValidator(grammar.relative_path)]
+Cidr = Annotated[str, AfterValidator(grammar.cidr)]
+HttpsUrl = Annotated[str, AfterValidator(grammar.url)]
+# Numbers: finite (ConfigDict allow_inf_nan=False), strict, plus the decimal-string form of `--path`.
+Number = Annotated[float, BeforeValidator(_path_float)]
+Labels = Annotated[dict[str, str], AfterValidator(_labels)]
 
 GpuModel = Literal[
     "A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB",
@@ -60,6 +126,8 @@ class Model(BaseModel):
         extra="forbid",
         use_attribute_docstrings=True,
         validate_default=True,
+        strict=True,
+        allow_inf_nan=False,
     )
 
     @model_validator(mode="before")
@@ -67,6 +135,10 @@ class Model(BaseModel):
     def _refuse_unknown_keys(cls, data: Any) -> Any:
         # pydantic's own message for extra keys names no alternatives; this one does.
         if isinstance(data, dict):
+            for key, value in data.items():
+                if value is None:
+                    raise PydanticCustomError(
+                        "null_value", "null is not a value; remove the key {key!r} to use its default", {"key": str(key)})
             known = {f.alias or n for n, f in cls.model_fields.items()} | set(cls.model_fields)
             for key in data:
                 if key not in known:
@@ -83,9 +155,9 @@ class Model(BaseModel):
 
 
 class Taint(Model):
-    key: str = Field(pattern=LABEL_KEY)
+    key: Annotated[str, AfterValidator(grammar.qualified_key)]
     """Taint key."""
-    value: str = Field(default="", pattern=LABEL_VALUE)
+    value: Annotated[str, AfterValidator(grammar.label_value)] = ""
     """Taint value (may be empty)."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
     """Taint effect."""
@@ -142,11 +214,11 @@ class GpuSpec(Model):
 
 
 class NodeGroup(Model):
-    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    name: ShortName
     """Group name (DNS label); services place versions on GPU groups by this name."""
-    flavor: Optional[str] = None
-    """OpenStack flavor of the group's nodes (Magnum clusters: required)."""
-    image: Optional[str] = None
+    flavor: Optional[Text] = None
+    """OpenStack flavor of the group's nodes (Magnum clusters: required for every group after the first, which defaults to the template's flavor)."""
+    image: Optional[Text] = None
     """Magnum only: Glance image of the group's nodes (default: the cluster template's image)."""
     min_nodes: int = Field(default=1, ge=0, le=1000)
     """Fewest nodes the cluster autoscaler keeps."""
@@ -154,22 +226,12 @@ class NodeGroup(Model):
     """Most nodes the cluster autoscaler may create."""
     initial_nodes: Optional[int] = Field(default=None, ge=0, le=1000)
     """Nodes at creation (default: minNodes)."""
-    labels: dict[str, str] = {}
+    labels: Labels = {}
     """Extra Kubernetes node labels."""
     taints: list[Taint] = []
     """Extra Kubernetes node taints (GPU groups get `nvidia.com/gpu=present:NoSchedule` in addition)."""
     gpu: Optional[GpuSpec] = None
     """GPUs of the group's nodes; absent for a CPU group."""
-
-    @field_validator("labels")
-    @classmethod
-    def _valid_labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        for k, v in labels.items():
-            if not re.match(LABEL_KEY, k):
-                raise ValueError(f"label key {k!r} is not a valid Kubernetes label key")
-            if not re.match(LABEL_VALUE, v):
-                raise ValueError(f"label value {v!r} of {k!r} is not a valid Kubernetes label value (63 characters of [A-Za-z0-9-_.])")
-        return labels
 
     @model_validator(mode="after")
     def _sizes_ordered(self) -> "NodeGroup":
@@ -191,35 +253,35 @@ class NodeGroup(Model):
 
 
 class ExistingCluster(Model):
-    context: Optional[str] = None
+    context: Optional[Text] = None
     """kubeconfig context to use. The kubeconfig itself comes from the secret key `inference-platform:kubeconfig`, or else the ambient one (KUBECONFIG or ~/.kube/config)."""
 
 
 class MagnumTemplate(Model):
-    image: str = "fedora-coreos-40"
+    image: Text = "fedora-coreos-40"
     """Glance image of the cluster's nodes."""
-    external_network_id: str = "public"
+    external_network_id: Text = "public"
     """External network for floating IPs and load balancers."""
-    master_flavor: str = "m1.large"
+    master_flavor: Text = "m1.large"
     """Flavor of control-plane nodes."""
-    flavor: str = "m1.large"
+    flavor: Text = "m1.large"
     """Default flavor of worker nodes."""
     docker_volume_size: int = Field(default=100, ge=10, le=2000)
     """Container storage volume per node, GB (Triton images are large)."""
     network_driver: Literal["calico", "flannel", "cilium"] = "calico"
     """Kubernetes network driver (calico supports NetworkPolicy)."""
-    dns_nameserver: str = "8.8.8.8"
+    dns_nameserver: Annotated[str, AfterValidator(grammar.ip_address)] = "8.8.8.8"
     """DNS nameserver of the cluster network."""
     master_lb_enabled: bool = True
     """Put a load balancer in front of the API servers."""
     floating_ip_enabled: bool = False
     """Give every node a floating IP."""
-    labels: dict[str, str] = {}
-    """Extra Magnum labels, merged over the platform's own (autoscaling and version labels)."""
+    labels: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")], Text] = {}
+    """Extra Magnum labels, merged over the platform's own (autoscaling and version labels); keys of lowercase letters, digits and `_`."""
 
 
 class MagnumCluster(Model):
-    template_id: Optional[str] = None
+    template_id: Optional[Text] = None
     """Use this existing ClusterTemplate instead of creating one from `template`."""
     template: MagnumTemplate = MagnumTemplate()
     """ClusterTemplate to create when templateId is not set."""
@@ -227,13 +289,13 @@ class MagnumCluster(Model):
     """Kubernetes version label (kube_tag) of the cluster."""
     master_count: int = Field(default=1, ge=1, le=7)
     """Control-plane nodes (1, 3 or 5 in practice; 3 for production)."""
-    keypair: Optional[str] = None
+    keypair: Optional[Text] = None
     """Nova keypair for node access."""
-    fixed_network: Optional[str] = None
+    fixed_network: Optional[Text] = None
     """Existing network for the cluster (default: Magnum creates one)."""
-    fixed_subnet: Optional[str] = None
+    fixed_subnet: Optional[Text] = None
     """Existing subnet for the cluster."""
-    subnet_cidr: str = "10.0.0.0/24"
+    subnet_cidr: Cidr = "10.0.0.0/24"
     """CIDR of the cluster's node subnet, allowed to mount the file share."""
 
     @field_validator("master_count")
@@ -277,17 +339,17 @@ class GpuOperatorSettings(Model):
 
 
 class StageSeconds(Model):
-    node_boot: int = Field(default=120, ge=0)
+    node_boot: int = Field(default=120, ge=0, le=7200)
     """Seconds for a new VM to boot and join the cluster."""
-    driver_install: int = Field(default=180, ge=0)
+    driver_install: int = Field(default=180, ge=0, le=7200)
     """Seconds for the GPU operator to prepare a node (precompiled drivers)."""
-    driver_compile: int = Field(default=300, ge=0)
+    driver_compile: int = Field(default=300, ge=0, le=7200)
     """Extra seconds to build the driver's kernel module on the node (driver mode `compiled`)."""
-    image_pull: int = Field(default=360, ge=0)
+    image_pull: int = Field(default=360, ge=0, le=7200)
     """Seconds to pull and extract a Triton image (about 360 for 20 GB gzip layers, 150 with zstd)."""
-    weight_fetch: int = Field(default=210, ge=0)
+    weight_fetch: int = Field(default=210, ge=0, le=7200)
     """Seconds to fetch weights when they are not read from a cache."""
-    model_load: int = Field(default=420, ge=0)
+    model_load: int = Field(default=420, ge=0, le=7200)
     """Seconds for Triton to load the model."""
 
 
@@ -314,7 +376,7 @@ class ColdStartSettings(Model):
 class GatewayTls(Model):
     enabled: bool = False
     """Serve HTTPS on the ingress gateway."""
-    secret_name: Optional[str] = Field(default=None, pattern=DNS_LABEL)
+    secret_name: Optional[Subdomain] = None
     """Kubernetes TLS Secret (in istio-system) holding the certificate; required when enabled."""
 
     @model_validator(mode="after")
@@ -325,26 +387,27 @@ class GatewayTls(Model):
 
 
 class KialiOpenId(Model):
-    issuer_uri: str = Field(pattern=r"^https://")
+    issuer_uri: HttpsUrl
     """The identity provider's issuer URL (Kiali reads its discovery document)."""
-    client_id: str = Field(min_length=1)
+    client_id: Text
     """Kiali's client id at the identity provider. The client secret goes into the Secret `kiali` (key `oidc-secret`) in istio-system, created by the identity-provider owner."""
-    username_claim: str = "sub"
+    username_claim: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]{0,62}$")] = "sub"
     """Token claim shown as the user name."""
 
 
 class MeshSettings(Model):
     enabled: bool = True
     """Install Istio (base, istiod, ingress gateway)."""
-    gateway_annotations: dict[str, str] = {}
+    gateway_annotations: dict[Annotated[str, _checked(grammar.qualified_key, "annotation key")],
+                              Annotated[str, AfterValidator(grammar.annotation_value)]] = {}
     """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
     tls: GatewayTls = GatewayTls()
     """TLS of the customer Gateway."""
-    tracing_sampling_percent: float = Field(default=1.0, ge=0.0, le=100.0)
+    tracing_sampling_percent: Number = Field(default=1.0, ge=0.0, le=100.0)
     """Percent of requests traced to Jaeger."""
     jaeger_storage: Literal["memory", "persistent"] = "memory"
     """Jaeger trace storage."""
-    jaeger_storage_size: str = Field(default="10Gi", pattern=QUANTITY)
+    jaeger_storage_size: Quantity = "10Gi"
     """Volume size for persistent Jaeger storage."""
     kiali_auth: Literal["token", "openid", "anonymous"] = "token"
     """Kiali login strategy; `anonymous` is refused in production stacks."""
@@ -361,28 +424,28 @@ class MeshSettings(Model):
 
 
 class AlertThresholds(Model):
-    queue_time_ms: float = Field(default=100.0, gt=0)
-    """Average Triton queue time above which the queue-time alert fires, milliseconds."""
-    failure_ratio: float = Field(default=0.05, gt=0, lt=1)
-    """Share of failed inference requests above which the failure alert fires."""
-    gpu_memory_ratio: float = Field(default=0.95, gt=0, le=1)
+    queue_time_ms: Number = Field(default=100.0, ge=0.001, le=600000)
+    """Average Triton queue time above which the queue-time alert fires, milliseconds (0.001-600000)."""
+    failure_ratio: Number = Field(default=0.05, ge=0.0001, lt=1)
+    """Share of failed inference requests above which the failure alert fires (0.0001 to below 1)."""
+    gpu_memory_ratio: Number = Field(default=0.95, ge=0.01, le=1)
     """GPU framebuffer use above which the GPU memory alert fires."""
 
 
 class ObservabilitySettings(Model):
     enabled: bool = True
     """Install kube-prometheus-stack, prometheus-adapter, Loki, Alloy and Grafana."""
-    prometheus_retention: str = Field(default="15d", pattern=r"^[0-9]+(h|d|w|y)$")
+    prometheus_retention: str = Field(default="15d", pattern=r"^[1-9][0-9]{0,5}(h|d|w|y)$")
     """How long Prometheus keeps samples."""
-    prometheus_storage_size: str = Field(default="50Gi", pattern=QUANTITY)
+    prometheus_storage_size: Quantity = "50Gi"
     """Prometheus volume size."""
-    storage_class: Optional[str] = None
+    storage_class: Optional[Subdomain] = None
     """StorageClass of observability volumes (default: the cluster default)."""
     loki_storage: Literal["filesystem", "s3"] = "filesystem"
     """Loki chunk storage: a volume, or the S3 weight cache's endpoint."""
-    loki_storage_size: str = Field(default="20Gi", pattern=QUANTITY)
+    loki_storage_size: Quantity = "20Gi"
     """Loki volume size (filesystem storage)."""
-    loki_retention: str = Field(default="168h", pattern=r"^[0-9]+(h|d|w)$")
+    loki_retention: str = Field(default="168h", pattern=r"^[1-9][0-9]{0,5}(h|d|w)$")
     """How long Loki keeps logs."""
     alerts: AlertThresholds = AlertThresholds()
     """Alert thresholds."""
@@ -396,30 +459,18 @@ class FileShareCache(Model):
     """`manila`: create an OpenStack Manila NFS share; `existing`: mount an NFS export that exists."""
     size_gb: int = Field(default=500, ge=1, le=100000)
     """Share size, GB (manila)."""
-    share_type: Optional[str] = None
+    share_type: Optional[Text] = None
     """Manila share type (default: the cloud's default)."""
-    share_network_id: Optional[str] = None
+    share_network_id: Optional[Text] = None
     """Manila share network (needed by drivers that manage share servers)."""
-    access_cidrs: list[str] = []
+    access_cidrs: list[Cidr] = []
     """Client CIDRs allowed to mount the share (default: the cluster's subnet)."""
-    server: Optional[str] = None
-    """NFS server (existing)."""
-    path: Optional[str] = None
-    """NFS export path (existing)."""
-    storage_size: str = Field(default="500Gi", pattern=QUANTITY)
+    server: Optional[HostOrIp] = None
+    """NFS server (existing): a host name or an IP address."""
+    path: Optional[Annotated[str, AfterValidator(grammar.absolute_path)]] = None
+    """NFS export path (existing), absolute."""
+    storage_size: Quantity = "500Gi"
     """Capacity of the PersistentVolumes that expose the share."""
-
-    @field_validator("access_cidrs")
-    @classmethod
-    def _cidrs(cls, v: list[str]) -> list[str]:
-        import ipaddress
-
-        for cidr in v:
-            try:
-                ipaddress.ip_network(cidr)
-            except ValueError:
-                raise ValueError(f"{cidr!r} is not a CIDR such as 10.0.0.0/24") from None
-        return v
 
     @model_validator(mode="after")
     def _existing_needs_export(self) -> "FileShareCache":
@@ -431,30 +482,30 @@ class FileShareCache(Model):
 
 
 class WeightUpload(Model):
-    source: str
-    """Local model-repository directory (relative to the project) to upload."""
-    prefix: str = Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]*$")
+    source: Annotated[str, AfterValidator(upload_source)]
+    """Local model-repository directory (relative to the project) to upload: an existing, readable directory, not a system directory."""
+    prefix: RelativePath
     """Key prefix in the bucket."""
 
 
 class S3Mount(Model):
     enabled: bool = False
     """Install the csi-s3 driver (GeeseFS) and expose the bucket as the claim `model-weights-s3-mount` in each namespace that reads from S3, for readers that want a POSIX path (mount it readOnly; Triton keeps its `s3://` URL)."""
-    prefix: str = Field(default="", pattern=r"^([A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)*)?$")
+    prefix: Annotated[str, AfterValidator(lambda v: v and grammar.relative_path(v))] = ""
     """Key prefix to mount instead of the whole bucket, e.g. `models`."""
     mount_options: str = Field(default="--memory-limit 1000 --dir-mode 0555 --file-mode 0444", pattern=r"^[-A-Za-z0-9_.,= ]*$")
     """GeeseFS options of the mount (`--memory-limit` is MB of node memory per mounted volume)."""
-    storage_size: str = Field(default="1Ti", pattern=QUANTITY)
+    storage_size: Quantity = "1Ti"
     """Nominal capacity of the PersistentVolumes (S3 has no size; binding needs one)."""
 
 
 class S3Cache(Model):
-    endpoint: str = Field(pattern=r"^https?://[^/\s]+$")
+    endpoint: Annotated[str, _checked(grammar.url, ("https", "http"), False)]
     """S3-compatible endpoint URL, e.g. https://s3.example.cloud (credentials: secret keys `inference-platform:s3AccessKeyId` and `s3SecretAccessKey`)."""
-    region: str = "us-east-1"
+    region: Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")] = "us-east-1"
     """Region name the endpoint expects."""
-    bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-    """Bucket name."""
+    bucket: Annotated[str, AfterValidator(grammar.bucket_name)]
+    """Bucket name (S3 naming rules; with lokiStorage `s3`, `<bucket>-logs` must be one too)."""
     versioning: bool = True
     """Keep object versions."""
     noncurrent_days: int = Field(default=30, ge=1, le=3650)
@@ -478,19 +529,19 @@ class WeightCacheSettings(Model):
 
 
 class JwtAuth(Model):
-    issuer: str
+    issuer: Text
     """Token issuer (`iss`)."""
-    jwks_uri: str = Field(pattern=r"^https://")
+    jwks_uri: HttpsUrl
     """URL of the issuer's JSON Web Key Set."""
-    audiences: list[str] = []
+    audiences: list[Text] = []
     """Accepted audiences (`aud`); empty accepts any."""
 
 
 class AuthSettings(Model):
     mode: Literal["basic", "jwt", "none"] = "basic"
     """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only)."""
-    realm: Optional[str] = None
-    """Basic Auth realm (default: the service name)."""
+    realm: Optional[Annotated[str, AfterValidator(grammar.header_token)]] = None
+    """Basic Auth realm (default: the service name): 1-64 printable ASCII characters without `"` or `\\`."""
     jwt: Optional[JwtAuth] = None
     """Identity provider, for mode `jwt`."""
 
@@ -510,7 +561,7 @@ class Autoscaling(Model):
     """Fewest replicas per version."""
     max_replicas: int = Field(default=3, ge=1, le=1000)
     """Most replicas per version."""
-    queue_time_target_us: int = Field(default=50000, ge=100)
+    queue_time_target_us: int = Field(default=50000, ge=100, le=600_000_000)
     """Target per-pod average queue time, microseconds."""
     scale_down_stabilization_seconds: int = Field(default=300, ge=0, le=3600)
     """How long load must stay low before replicas are removed."""
@@ -525,28 +576,28 @@ class Autoscaling(Model):
 class Retries(Model):
     attempts: int = Field(default=2, ge=0, le=10)
     """Retries per request (0 disables)."""
-    per_try_timeout_seconds: float = Field(default=30, gt=0)
-    """Timeout of each try."""
-    retry_on: str = "connect-failure,refused-stream,unavailable,reset,503"
+    per_try_timeout_seconds: Number = Field(default=30, ge=0.001, le=3600)
+    """Timeout of each try, seconds (0.001-3600)."""
+    retry_on: Annotated[str, AfterValidator(grammar.retry_conditions)] = "connect-failure,refused-stream,unavailable,reset,503"
     """Envoy retry conditions."""
 
 
 class Mirror(Model):
-    version: str
+    version: DnsLabel
     """Version that receives a copy of live traffic (its responses are discarded)."""
-    percent: float = Field(default=100.0, gt=0, le=100)
+    percent: Number = Field(default=100.0, ge=0.0001, le=100)
     """Share of requests copied."""
 
 
 class ModelRepository(Model):
     cache: Literal["fileShare", "s3"]
     """Weight cache holding the model repository."""
-    path: str = Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]*$")
-    """Path inside the file share, or key prefix inside the bucket."""
+    path: RelativePath
+    """Path inside the file share, or key prefix inside the bucket (relative, no `..`)."""
 
 
 class GpuRequest(Model):
-    group: str
+    group: DnsLabel
     """GPU node group the version runs on."""
     count: int = Field(default=1, ge=1, le=16)
     """GPUs (or GPU slices / shares) per replica."""
@@ -555,24 +606,31 @@ class GpuRequest(Model):
 
 
 class Resources(Model):
-    cpu: str = Field(default="4", pattern=QUANTITY)
+    cpu: Quantity = "4"
     """CPU request per replica."""
-    memory: str = Field(default="16Gi", pattern=QUANTITY)
+    memory: Quantity = "16Gi"
     """Memory request per replica."""
-    cpu_limit: Optional[str] = Field(default=None, pattern=QUANTITY)
-    """CPU limit (default: no CPU limit, avoiding throttling)."""
-    memory_limit: Optional[str] = Field(default=None, pattern=QUANTITY)
-    """Memory limit (default: the memory request)."""
-    shm_size: str = Field(default="1Gi", pattern=QUANTITY)
+    cpu_limit: Optional[Quantity] = None
+    """CPU limit (default: no CPU limit, avoiding throttling); at least the request."""
+    memory_limit: Optional[Quantity] = None
+    """Memory limit (default: the memory request); at least the request."""
+    shm_size: Quantity = "1Gi"
     """Size of the memory-backed /dev/shm."""
+
+    @model_validator(mode="after")
+    def _limits_cover_requests(self) -> "Resources":
+        for limit, request, key in ((self.cpu_limit, self.cpu, "cpuLimit"), (self.memory_limit, self.memory, "memoryLimit")):
+            if limit is not None and grammar.quantity(limit) < grammar.quantity(request):
+                raise ValueError(f"{key} {limit} is below the request {request}; allowed: a limit at least the request")
+        return self
 
 
 class ModelControl(Model):
     mode: Literal["none", "poll", "explicit"] = "none"
     """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`."""
-    load: list[str] = []
-    """Models to load, mode `explicit` only."""
-    poll_seconds: int = Field(default=30, ge=1)
+    load: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")]] = []
+    """Models to load, mode `explicit` only (model directory names)."""
+    poll_seconds: int = Field(default=30, ge=1, le=86400)
     """Repository poll interval, mode `poll`."""
 
     @model_validator(mode="after")
@@ -599,12 +657,47 @@ TRITON_SERVER_FLAGS = frozenset({
     "cuda-memory-pool-byte-size", "min-supported-compute-capability",
     "buffer-management-thread-count", "host-policy",
 })
+# Value grammar per flag (Triton's command-line parser): integers, booleans, choices; any
+# other flag takes one printable token.
+_TRITON_INT_FLAGS = frozenset({
+    "log-verbose", "exit-timeout-secs", "model-load-thread-count", "model-load-retry-count", "http-thread-count",
+    "grpc-infer-allocation-pool-size", "grpc-keepalive-time", "grpc-keepalive-timeout", "metrics-interval-ms",
+    "pinned-memory-pool-byte-size", "buffer-management-thread-count",
+})
+_TRITON_BOOL_FLAGS = frozenset({"log-info", "log-warning", "log-error", "exit-on-error", "strict-readiness"})
+_TRITON_CHOICES = {
+    "log-format": ("default", "ISO8601"),
+    "grpc-infer-response-compression-level": ("none", "low", "medium", "high"),
+    "rate-limit": ("execution_count", "off"),
+}
+
+
+def triton_flag_problem(flag: str, value: str) -> Optional[str]:
+    """Why a serverArgs entry is refused, or None."""
+    if flag not in TRITON_SERVER_FLAGS:
+        return f"Triton flag {flag!r} is not allowed here; allowed: {', '.join(sorted(TRITON_SERVER_FLAGS))}"
+    if flag in _TRITON_INT_FLAGS and not re.fullmatch(r"[0-9]{1,12}", value):
+        return f"--{flag} takes a non-negative integer, not {value!r}"
+    if flag in _TRITON_BOOL_FLAGS and value not in ("true", "false"):
+        return f"--{flag} takes true or false, not {value!r}"
+    if flag in _TRITON_CHOICES and value not in _TRITON_CHOICES[flag]:
+        return f"--{flag} takes one of {', '.join(_TRITON_CHOICES[flag])}, not {value!r}"
+    if not re.fullmatch(r"[!-~]{1,1024}", value) or value.startswith("-"):
+        return f"--{flag} value {value!r} must be one token of printable ASCII (no spaces, not starting with '-')"
+    return None
+
+
+def _flag_values_as_text(args: Any) -> Any:
+    # `pulumi config set --path ...serverArgs.log-verbose 1` stores the integer 1.
+    if isinstance(args, dict):
+        return {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in args.items()}
+    return args
 
 
 class Version(Model):
-    name: str = Field(pattern=DNS_LABEL, max_length=20)
+    name: Annotated[str, _checked(grammar.dns_label, 20)]
     """Version name (DNS label): the pods' `version` label and the Istio subset."""
-    image: str = Field(pattern=r"^[^\s]+$")
+    image: Image
     """Triton container image, with a pinned tag or digest."""
     weight: int = Field(ge=0, le=100)
     """Percent of the service's traffic (weights of a service sum to 100; 0 keeps the version deployed without traffic)."""
@@ -620,9 +713,9 @@ class Version(Model):
     """Expected model load time; the startup probe allows at least this."""
     startup_budget_seconds: int = Field(default=900, ge=30, le=7200)
     """How long the startup probe waits for readiness before restarting the pod."""
-    server_args: dict[str, str] = {}
-    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS)."""
-    model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]*$")
+    server_args: Annotated[dict[str, str], BeforeValidator(_flag_values_as_text)] = {}
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token)."""
+    model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")
     """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
     replicas: int = Field(default=1, ge=0, le=1000)
     """Fixed replica count, used only when autoscaling is disabled."""
@@ -632,9 +725,10 @@ class Version(Model):
     @field_validator("server_args")
     @classmethod
     def _allowed_flags(cls, args: dict[str, str]) -> dict[str, str]:
-        for flag in args:
-            if flag not in TRITON_SERVER_FLAGS:
-                raise ValueError(f"Triton flag {flag!r} is not allowed here; allowed: {', '.join(sorted(TRITON_SERVER_FLAGS))}")
+        for flag, value in args.items():
+            problem = triton_flag_problem(flag, value)
+            if problem:
+                raise ValueError(problem)
         return args
 
     @model_validator(mode="after")
@@ -648,32 +742,24 @@ class Version(Model):
 
 
 class Service(Model):
-    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    name: ShortName
     """Service name (DNS label): the Kubernetes Service and, by default, the namespace."""
-    namespace: Optional[str] = Field(default=None, pattern=DNS_LABEL, max_length=63)
-    """Namespace (default: the service name); services may share one."""
-    hosts: list[str] = Field(min_length=1)
+    namespace: Optional[DnsLabel] = None
+    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (see README)."""
+    hosts: list[Host] = Field(min_length=1)
     """Host names served through the customer Gateway (no wildcards)."""
     auth: AuthSettings = AuthSettings()
     """Client authentication at the mesh."""
     autoscaling: Autoscaling = Autoscaling()
     """Autoscaling of every version (a version may override)."""
-    timeout_seconds: float = Field(default=60, gt=0, le=3600)
-    """Request timeout at the mesh."""
+    timeout_seconds: Number = Field(default=60, ge=0.001, le=3600)
+    """Request timeout at the mesh, seconds (0.001-3600)."""
     retries: Retries = Retries()
     """Retries at the mesh."""
     mirror: Optional[Mirror] = None
     """Copy a share of live traffic to a shadow version."""
     versions: list[Version] = Field(min_length=1)
     """Deployed versions; weights sum to 100."""
-
-    @field_validator("hosts")
-    @classmethod
-    def _no_wildcards(cls, hosts: list[str]) -> list[str]:
-        for h in hosts:
-            if not re.match(HOSTNAME, h) or h.startswith("*"):
-                raise ValueError(f"{h!r} is not a host name such as models.example.com (wildcards are not allowed)")
-        return hosts
 
     @property
     def k8s_namespace(self) -> str:
@@ -703,11 +789,11 @@ class PolicySettings(Model):
 
 
 class Settings(Model):
-    customer: str = Field(pattern=DNS_LABEL, max_length=30)
+    customer: Annotated[str, _checked(grammar.dns_label, 30)]
     """Customer name (DNS label)."""
-    environment: str = Field(pattern=DNS_LABEL, max_length=20)
+    environment: Annotated[str, _checked(grammar.dns_label, 20)]
     """Environment name (DNS label), e.g. dev or prod."""
-    production: bool = False
+    production: Annotated[bool, BeforeValidator(_top_level_bool)] = False
     """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused."""
     cluster: ClusterSettings
     """The Kubernetes cluster and its node groups."""
@@ -796,6 +882,11 @@ def _pydantic_problems(err: ValidationError) -> list[tuple[Path, str]]:
 # --------------------------------------------------------------------------- cross checks
 
 
+def loki_bucket_name(bucket: str) -> str:
+    """Loki's bucket on the S3 weight cache's endpoint."""
+    return f"{bucket}-logs"
+
+
 def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     """What one part of the settings says about another; plain function, testable alone."""
     problems: list[tuple[Path, str]] = []
@@ -811,6 +902,9 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             problems.append((("cluster", "nodeGroups", i, "name"),
                              f"{g.name!r} is a role Magnum gives its own node groups; the platform's autoscaler "
                              f"discovers extra groups by role, so choose another name (not {', '.join(sorted(MAGNUM_RESERVED_ROLES))})"))
+        if s.cluster.mode == "magnum" and i > 0 and g.flavor is None:
+            problems.append((("cluster", "nodeGroups", i, "flavor"),
+                             f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
         if s.cluster.mode == "magnum" and g.is_gpu and g.min_nodes == 0:
             problems.append((("cluster", "nodeGroups", i, "minNodes"),
                              "the Magnum cluster autoscaler cannot scale a group up from zero; "
@@ -829,6 +923,12 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
         problems.append((("mesh", "kialiAuth"), "anonymous Kiali is not allowed in a production stack; allowed: token, openid"))
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is None:
         problems.append((("observability", "lokiStorage"), "lokiStorage 's3' needs weightCaches.s3 (its endpoint and credentials)"))
+    if s.observability.loki_storage == "s3" and s.weight_caches.s3 is not None:
+        logs_bucket = loki_bucket_name(s.weight_caches.s3.bucket)
+        try:
+            grammar.bucket_name(logs_bucket)
+        except ValueError as err:
+            problems.append((("weightCaches", "s3", "bucket"), f"Loki's bucket derived from it: {err}"))
     if s.weight_caches.s3 is not None:
         for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
             if value is None:
@@ -845,6 +945,11 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             if host in hosts and hosts[host] != si:
                 problems.append((base + ("hosts", hi), f"host {host!r} is already served by services[{hosts[host]}]"))
             hosts.setdefault(host, si)
+        if svc.k8s_namespace in PLATFORM_NAMESPACES or svc.k8s_namespace == "default" or svc.k8s_namespace.startswith("kube-"):
+            key = "namespace" if svc.namespace else "name"
+            problems.append((base + (key,), f"namespace {svc.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
+                             f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
+                             + ("" if svc.namespace else " (set namespace to place the service elsewhere)")))
         if svc.auth.mode == "none" and s.production:
             problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
 

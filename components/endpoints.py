@@ -7,6 +7,14 @@ and Grafana points back at Jaeger (mesh), without either part waiting on the oth
 
 ISTIO_NAMESPACE = "istio-system"
 MONITORING_NAMESPACE = "monitoring"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+COLDSTART_NAMESPACE = "gpu-coldstart"
+CSI_S3_NAMESPACE = "csi-s3"
+# Every namespace the platform creates or installs into; inference services may not use one.
+PLATFORM_NAMESPACES = frozenset({
+    ISTIO_NAMESPACE, MONITORING_NAMESPACE, GPU_OPERATOR_NAMESPACE, COLDSTART_NAMESPACE, CSI_S3_NAMESPACE,
+    "kube-system",
+})
 
 # Release names; the charts derive their Service names from them.
 ISTIO_BASE_RELEASE = "istio-base"

@@ -14,13 +14,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from . import endpoints as ep
 from . import versions
 from .cluster import ClusterHandle
 from .common import helm_release, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
 
-NAMESPACE = "gpu-operator"
+NAMESPACE = ep.GPU_OPERATOR_NAMESPACE
 MIG_CONFIG_MAP = "mig-parted-config"
 DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
 # The MIG manager applies this to GPU nodes without a nvidia.com/mig.config label.

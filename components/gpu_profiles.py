@@ -348,6 +348,15 @@ def check_gpu_settings(settings: Settings) -> list[tuple[Path, str]]:
             if s.mode == "mps" and v.gpu.count > 1:
                 problems.append((vpath + ("count",), f"group {group.name!r} shares GPUs with MPS, where a pod may ask "
                                  "for one share only; use count: 1"))
+                continue
+            if problems:
+                continue
+            # A pod's GPU units come from one node: more than a node offers never schedules.
+            resource = placement(group, v).resource_name
+            per_node = slots_per_node(group).get(resource, 0)
+            if v.gpu.count > per_node:
+                problems.append((vpath + ("count",), f"a replica asks for {v.gpu.count} x {resource}, but one node of "
+                                 f"group {group.name!r} offers {per_node}; allowed: count 1-{per_node}"))
     if problems:
         return problems
 

@@ -27,7 +27,7 @@ from . import alerts, common, versions
 from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
-from .config import Settings
+from .config import Settings, loki_bucket_name
 from .mesh import MeshHandle
 from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from .s3bucket import S3Bucket
@@ -202,7 +202,7 @@ def loki_values(settings: Settings) -> dict[str, Any]:
 
 def loki_bucket(settings: Settings) -> str:
     """Loki's bucket on the S3 weight cache's endpoint."""
-    return f"{settings.weight_caches.s3.bucket}-logs"
+    return loki_bucket_name(settings.weight_caches.s3.bucket)
 
 
 def alloy_config() -> str:

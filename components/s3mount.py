@@ -28,11 +28,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from . import common, versions
+from . import endpoints as ep
 from .cluster import node_taints
 from .common import resource_opts, standard_labels
 from .config import S3Cache, Settings
 
-NAMESPACE = "csi-s3"
+NAMESPACE = ep.CSI_S3_NAMESPACE
 DRIVER = "ru.yandex.s3.csi"
 CLAIM_NAME = "model-weights-s3-mount"
 SECRET_NAME = "csi-s3-weights"

@@ -25,11 +25,24 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def _type_text(annotation: Any) -> str:
+    """A type as users read it: constraints (Annotated metadata) left to the description."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_text(args[0])
+    if origin is typing.Union:
+        inner = [a for a in args if a is not type(None)]
+        text = _type_text(inner[0]) if len(inner) == 1 else f"Union[{', '.join(_type_text(a) for a in inner)}]"
+        return f"Optional[{text}]" if len(inner) < len(args) else text
+    if origin is typing.Literal:
+        return repr(annotation).replace("typing.", "")
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_type_text(a) for a in args)}]"
+    return annotation.__name__ if isinstance(annotation, type) else repr(annotation)
+
+
 def _type_name(annotation: Any) -> str:
-    text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
-    for noise in ("typing.", "components.config.", "pydantic.types."):
-        text = text.replace(noise, "")
-    return text.replace("|", "\\|")
+    return _type_text(annotation).replace("|", "\\|")
 
 
 def _default(field) -> str:

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pulumi
-import yaml
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
+
+from .stackfile import read_stack_config
 
 PROJECT = "inference-platform"
 ROOT = Path(__file__).resolve().parent.parent
@@ -326,10 +327,9 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
 
 def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
     """A stack file's config as the engine would pass it; secure values become a marked placeholder."""
-    doc = yaml.safe_load(stack_file.read_text()) or {}
     config: dict[str, str] = {}
     secret_keys: list[str] = []
-    for key, value in (doc.get("config") or {}).items():
+    for key, value in read_stack_config(stack_file, _shown(stack_file)).items():
         if ":" not in key:
             key = f"{PROJECT}:{key}"
         value, secret = _replace_secure(value)
@@ -337,6 +337,14 @@ def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
         if secret:
             secret_keys.append(key)
     return config, secret_keys
+
+
+def _shown(stack_file: Path) -> str:
+    """The stack file as errors name it: relative to the project where it lies inside."""
+    try:
+        return str(stack_file.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(stack_file)
 
 
 def stack_path(stack: str) -> Path:

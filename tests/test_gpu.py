@@ -3,14 +3,12 @@ and the GPU scheduling contract of every example stack."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import yaml
 
-from components import versions
+from components import grammar, versions
 from components.cluster import GROUP_LABEL, node_labels, node_taints
-from components.config import LABEL_KEY, LABEL_VALUE, ConfigError, Settings, parse_settings
+from components.config import ConfigError, Settings, parse_settings
 from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP, gpu_operator_values
 from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
 from platformctl.gpu_report import stack_settings
@@ -181,7 +179,9 @@ def test_gpu_nodes_carry_the_config_they_select():
     assert "nvidia.com/device-plugin.config" not in labels["mixa"]
     for g in s.gpu_groups:
         assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in node_taints(g)
-        assert all(re.match(LABEL_KEY, k) and re.match(LABEL_VALUE, v) for k, v in labels[g.name].items())
+        for k, v in labels[g.name].items():
+            grammar.qualified_key(k)
+            grammar.label_value(v)
 
 
 def test_magnum_kubelet_options_register_labels_and_taints():
@@ -204,6 +204,7 @@ def test_magnum_refuses_a_gpu_default_group():
     raw = base_config()
     raw["cluster"]["mode"] = "magnum"
     raw["cluster"]["nodeGroups"].reverse()
+    raw["cluster"]["nodeGroups"][1]["flavor"] = "m1.large"
     with pytest.raises(ConfigError) as err:
         parse(raw)
     assert err.value.paths == ["inference-platform:cluster.nodeGroups[0].gpu"]

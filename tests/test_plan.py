@@ -79,6 +79,7 @@ def test_production_protects_the_cluster():
     for r in plan.of_type("openstack:containerinfra/cluster:Cluster") + plan.of_type("openstack:containerinfra/nodeGroup:NodeGroup"):
         assert r.protect, r.name
     raw = base_config() | {"cluster": dict(base_config()["cluster"], mode="magnum")}
+    raw["cluster"]["nodeGroups"][1]["flavor"] = "g1.a100"
     dev = render_raw(raw)
     assert not any(r.protect for r in dev.resources)
 

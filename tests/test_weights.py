@@ -122,15 +122,19 @@ def test_uploads_render_with_a_fingerprint(tmp_path):
     raw = base_config() | {
         "weightCaches": {"fileShare": base_config()["weightCaches"]["fileShare"], "s3": {
             "endpoint": "http://minio.local:9000", "bucket": "weights",
-            "uploads": [{"source": str(tmp_path), "prefix": "svc/v1"}, {"source": str(tmp_path / "gone"), "prefix": "x"}],
+            "uploads": [{"source": str(tmp_path), "prefix": "svc/v1"}],
         }},
         "s3AccessKeyId": "id", "s3SecretAccessKey": "key",
     }
     plan = render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
-    up, gone = sorted(plan.of_type(UPLOAD), key=lambda r: r.inputs["prefix"])
-    assert len(up.inputs["fingerprint"]) == 64 and gone.inputs["fingerprint"] == "missing"
+    (up,) = plan.of_type(UPLOAD)
+    assert len(up.inputs["fingerprint"]) == 64
     (bucket,) = plan.of_type(BUCKET)
     assert bucket.urn in up.depends_on
+    # A source that is not there is refused when the stack is parsed, before anything is declared.
+    raw["weightCaches"]["s3"]["uploads"].append({"source": str(tmp_path / "gone"), "prefix": "x"})
+    with pytest.raises(ConfigError, match=r"uploads\[1\]\.source: .* is not an existing directory"):
+        render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
 
 
 def test_manila_without_a_known_subnet_needs_access_cidrs():

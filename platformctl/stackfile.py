@@ -1,0 +1,223 @@
+"""The one loader of stack files: strict, bounded YAML into the config the engine passes.
+
+A stack file is read the way Pulumi's own CLI reads it (YAML 1.2 core scalars:
+`yes`, `on` and `2024-01-01` are strings, not a boolean or a date), and more
+strictly: one document, a mapping at the top, string keys only, no duplicate keys,
+no explicit tags, no null values, and bounded size, nesting depth and alias
+expansion, so a hostile file is refused in milliseconds. Every failure is a
+``StackFileError`` that prints as one line, `file:line:col: what is wrong`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from components.config import ConfigError
+
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 32
+# Nodes after alias expansion; a 1,000-service stack has about 60,000.
+MAX_NODES = 500_000
+# Top-level keys of a Pulumi stack file (pkg/workspace ProjectStack).
+STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
+_CONFIG_KEY = re.compile(r"([A-Za-z0-9_.-]+:)?[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+STR, INT, FLOAT, BOOL, NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
+
+
+class StackFileError(ConfigError):
+    """A stack file that is not a well-formed, bounded YAML mapping."""
+
+    def __init__(self, stack_file: str, message: str, mark: Optional[yaml.Mark] = None, line_col: tuple[int, int] = ()):
+        if mark is not None:
+            line_col = (mark.line + 1, mark.column + 1)
+        self.location = ":".join([stack_file, *map(str, line_col)])
+        self.message = message
+        super().__init__(stack_file, [])
+
+    def one_line(self) -> str:
+        return f"{self.location}: {self.message}".replace("\n", "\\n").replace("\r", "\\r")
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """YAML 1.2 core schema, as Pulumi's Go YAML library resolves plain scalars."""
+
+
+_CoreResolver.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    (BOOL, r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    (INT, r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (FLOAT, r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+     "-+.0123456789"),
+    (NULL, r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+):
+    _CoreResolver.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _CoreResolver):
+    def __init__(self, text: str):
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _CoreResolver.__init__(self)
+
+
+def _scalar(node: ScalarNode, stack_file: str) -> Any:
+    value = node.value
+    if node.tag == STR:
+        return value
+    if node.tag == BOOL:
+        return value.lower() == "true"
+    if node.tag == INT:
+        return int(value, 0) if value[:2] in ("0o", "0x") else int(value)
+    if node.tag == FLOAT:
+        number = float(value.lower().replace(".inf", "inf").replace(".nan", "nan"))
+        return number
+    raise StackFileError(stack_file, "null is not a value; remove the key to use its default", node.start_mark)
+
+
+class _Builder:
+    """Checks the composed node graph, then builds plain Python values from it."""
+
+    def __init__(self, stack_file: str):
+        self.stack_file = stack_file
+        self.sizes: dict[int, int] = {}
+
+    def fail(self, message: str, node: Node) -> StackFileError:
+        return StackFileError(self.stack_file, message, node.start_mark)
+
+    def expanded_size(self, node: Node, depth: int = 0) -> int:
+        """Nodes after alias expansion, memoised per node so a bomb costs its own size to measure."""
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", node)
+        known = self.sizes.get(id(node))
+        if known is not None:
+            return known
+        self.sizes[id(node)] = MAX_NODES + 1  # a cycle through an alias counts as too large
+        if isinstance(node, ScalarNode):
+            size = 1
+        elif isinstance(node, SequenceNode):
+            size = 1 + sum(self.expanded_size(n, depth + 1) for n in node.value)
+        else:
+            size = 1 + sum(self.expanded_size(k, depth + 1) + self.expanded_size(v, depth + 1) for k, v in node.value)
+        if size > MAX_NODES:
+            raise self.fail(f"the document expands to more than {MAX_NODES} values (aliases)", node)
+        self.sizes[id(node)] = size
+        return size
+
+    def build(self, node: Node) -> Any:
+        if isinstance(node, ScalarNode):
+            return _scalar(node, self.stack_file)
+        if isinstance(node, SequenceNode):
+            return [self.build(n) for n in node.value]
+        if node.tag == "tag:yaml.org,2002:merge" or not isinstance(node, MappingNode):
+            raise self.fail("unsupported YAML node", node)
+        out: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise self.fail("YAML merge keys (<<) are not allowed; write the keys out", key_node)
+            if not isinstance(key_node, ScalarNode) or key_node.tag != STR:
+                raise self.fail(f"mapping keys must be strings, not {_kind(key_node)}", key_node)
+            key = key_node.value
+            if key in first_line:
+                raise self.fail(f"duplicate key {key!r} (first at line {first_line[key]}); each key may appear once",
+                                key_node)
+            first_line[key] = key_node.start_mark.line + 1
+            out[key] = self.build(value_node)
+        return out
+
+
+def _kind(node: Node) -> str:
+    if isinstance(node, ScalarNode):
+        return {INT: "an integer", FLOAT: "a number", BOOL: "a boolean", NULL: "null"}.get(node.tag, "a non-string")
+    return "a mapping" if isinstance(node, MappingNode) else "a sequence"
+
+
+def _check_events(loader: _Loader, stack_file: str) -> None:
+    """Depth, tags and document count from the event stream, before anything is composed
+    (composition recurses, so depth must be bounded first)."""
+    depth, documents = 0, 0
+    while loader.check_event():
+        event = loader.get_event()
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise StackFileError(stack_file, "more than one YAML document; a stack file is one mapping",
+                                     event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag is not None and not (isinstance(event, yaml.ScalarEvent) and tag == "!"):
+            raise StackFileError(stack_file, f"explicit YAML tag {tag!r} is not allowed; "
+                                 "allowed: plain scalars, mappings and sequences", event.start_mark)
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise StackFileError(stack_file, f"nesting deeper than {MAX_DEPTH} levels", event.start_mark)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def _text(data: bytes, stack_file: str) -> str:
+    if len(data) > MAX_BYTES:
+        raise StackFileError(stack_file, f"file is {len(data)} bytes; a stack file may have at most {MAX_BYTES}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise StackFileError(stack_file, f"not UTF-8 text (byte {err.start}); stack files are UTF-8") from None
+    bad = re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text)
+    if bad:
+        line = text.count("\n", 0, bad.start()) + 1
+        column = bad.start() - text.rfind("\n", 0, bad.start())
+        raise StackFileError(stack_file, f"control character {bad.group()!r}; only tab and line breaks are allowed",
+                             line_col=(line, column))
+    return text
+
+
+def parse_stack_text(data: bytes, stack_file: str) -> dict[str, Any]:
+    """The whole stack file as a plain mapping, or StackFileError."""
+    text = _text(data, stack_file)
+    try:
+        _check_events(_Loader(text), stack_file)
+        root = _Loader(text).get_single_node()
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        problem = " ".join(p for p in (err.context, err.problem) if p)
+        raise StackFileError(stack_file, f"YAML syntax error: {problem}", mark) from None
+    except yaml.YAMLError as err:
+        raise StackFileError(stack_file, f"YAML error: {err}") from None
+    if root is None:
+        return {}
+    if not isinstance(root, MappingNode):
+        raise StackFileError(stack_file, f"the document is {_kind(root)}; a stack file is a mapping with a `config:` key",
+                             root.start_mark)
+    builder = _Builder(stack_file)
+    builder.expanded_size(root)
+    doc = builder.build(root)
+    for key_node, _ in root.value:
+        if key_node.value not in STACK_FILE_KEYS:
+            raise builder.fail(f"unknown top-level key {key_node.value!r}; allowed: {', '.join(STACK_FILE_KEYS)}",
+                               key_node)
+    return doc
+
+
+def read_stack_config(stack_file: Path, shown_as: Optional[str] = None) -> dict[str, Any]:
+    """The `config:` mapping of a stack file, keys as written (`ns:key` or bare `key`)."""
+    name = shown_as or str(stack_file)
+    try:
+        data = stack_file.read_bytes()
+    except OSError as err:
+        raise StackFileError(name, f"cannot read the stack file: {err.strerror}") from None
+    doc = parse_stack_text(data, name)
+    config = doc.get("config", {})
+    if not isinstance(config, dict):
+        raise StackFileError(name, "`config` must be a mapping of `inference-platform:<key>: value`")
+    for key in config:
+        if not _CONFIG_KEY.fullmatch(key):
+            raise StackFileError(name, f"config key {key!r} is not of the form `<namespace>:<key>`")
+    return config
