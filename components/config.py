@@ -356,18 +356,11 @@ class StageSeconds(Model):
 class ColdStartSettings(Model):
     image_pre_pull: bool = True
     """Pre-pull every Triton image on the GPU groups it runs on, overlapping pulls with driver installation."""
-    spare_slots: dict[str, int] = {}
-    """Per GPU group, GPU slots held free by low-priority placeholder pods so a new replica starts at once."""
+    spare_slots: dict[str, Annotated[int, Field(ge=0, le=64)]] = {}
+    """Per GPU group, GPU slots held free by low-priority placeholder pods so a new replica starts at once (0-64 each)."""
     stage_seconds: StageSeconds = StageSeconds()
     """Stage durations used for the plan's cold-start estimate."""
 
-    @field_validator("spare_slots")
-    @classmethod
-    def _non_negative(cls, v: dict[str, int]) -> dict[str, int]:
-        for group, slots in v.items():
-            if slots < 0 or slots > 64:
-                raise ValueError(f"spareSlots of {group!r} is {slots}; allowed: 0-64")
-        return v
 
 
 # --------------------------------------------------------------------------- mesh and observability
@@ -866,6 +859,26 @@ class ConfigError(Exception):
         return [format_path(p) for p, _ in self.problems]
 
 
+# Strict type errors, with what the stack file should say instead.
+_TYPE_ERRORS = {
+    "bool_type": " (write true or false, unquoted)",
+    "int_type": " (write a whole number, unquoted)",
+    "float_type": " (write a number, unquoted)",
+    "string_type": " (write text; quote it if it looks like a number or boolean)",
+    "dict_type": "", "list_type": "", "model_type": " (write a mapping of keys)",
+    "literal_error": "", "int_from_float": "",
+}
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "the boolean", int: "the integer", float: "the number", str: "the string",
+            list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+    if isinstance(value, (list, dict)):
+        return kind
+    text = json.dumps(value) if isinstance(value, str) else repr(value).lower() if isinstance(value, bool) else repr(value)
+    return f"{kind} {text[:60]}"
+
+
 def _pydantic_problems(err: ValidationError) -> list[tuple[Path, str]]:
     problems = []
     for e in err.errors(include_url=False):
@@ -873,6 +886,8 @@ def _pydantic_problems(err: ValidationError) -> list[tuple[Path, str]]:
         if e["type"] == "unknown_key":
             loc += (e["ctx"]["key"],)
         msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] in _TYPE_ERRORS and not (loc and loc[0] in SECRET_KEYS):
+            msg = f"{msg}, not {_describe(e['input'])}" + _TYPE_ERRORS[e["type"]]
         if e["type"] == "missing":
             msg = "required key is missing"
         problems.append((loc, msg))

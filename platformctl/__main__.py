@@ -24,13 +24,13 @@ def _plan_json(arg: str) -> dict:
 
 
 def cmd_plan(args) -> int:
-    if not stack_path(args.stack).exists():
-        print(f"no stack file {stack_path(args.stack).relative_to(ROOT)}", file=sys.stderr)
-        return 2
-    plan = render_stack(args.stack)
+    stack_file = _stack_file(args)
+    # Validated here first, so errors name the file actually read.
+    settings = stack_settings(stack_file)
+    plan = render_stack(args.stack, stack_file)
     out = write_plan(plan, Path(args.out or ROOT / "build" / args.stack))
     print(tree(plan))
-    print(gpu_report(stack_settings(args.stack)))
+    print(gpu_report(settings))
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     return 0
 
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("plan", help="render a stack offline into build/STACK")
     p.add_argument("stack")
     p.add_argument("--out", help="output directory (default build/STACK)")
+    p.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     p.set_defaults(func=cmd_plan)
     d = sub.add_parser("diff", help="compare two plans: stack names or saved plan directories")
     d.add_argument("a")

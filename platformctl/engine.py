@@ -329,7 +329,7 @@ def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
     """A stack file's config as the engine would pass it; secure values become a marked placeholder."""
     config: dict[str, str] = {}
     secret_keys: list[str] = []
-    for key, value in read_stack_config(stack_file, _shown(stack_file)).items():
+    for key, value in read_stack_config(stack_file, shown_path(stack_file)).items():
         if ":" not in key:
             key = f"{PROJECT}:{key}"
         value, secret = _replace_secure(value)
@@ -339,7 +339,7 @@ def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
     return config, secret_keys
 
 
-def _shown(stack_file: Path) -> str:
+def shown_path(stack_file: Path) -> str:
     """The stack file as errors name it: relative to the project where it lies inside."""
     try:
         return str(stack_file.resolve().relative_to(ROOT))

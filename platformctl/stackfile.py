@@ -75,6 +75,10 @@ def _scalar(node: ScalarNode, stack_file: str) -> Any:
     if node.tag == BOOL:
         return value.lower() == "true"
     if node.tag == INT:
+        if re.fullmatch(r"[-+]?0[0-9]+", value):
+            # YAML readers disagree (Go's reads 0755 as octal 493): refuse rather than guess.
+            raise StackFileError(stack_file, f"ambiguous number {value} (a leading zero reads as octal in some "
+                                 "YAML readers); write it without the zero, or quote it", node.start_mark)
         return int(value, 0) if value[:2] in ("0o", "0x") else int(value)
     if node.tag == FLOAT:
         number = float(value.lower().replace(".inf", "inf").replace(".nan", "nan"))
@@ -116,13 +120,9 @@ class _Builder:
             return _scalar(node, self.stack_file)
         if isinstance(node, SequenceNode):
             return [self.build(n) for n in node.value]
-        if node.tag == "tag:yaml.org,2002:merge" or not isinstance(node, MappingNode):
-            raise self.fail("unsupported YAML node", node)
         out: dict[str, Any] = {}
         first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise self.fail("YAML merge keys (<<) are not allowed; write the keys out", key_node)
             if not isinstance(key_node, ScalarNode) or key_node.tag != STR:
                 raise self.fail(f"mapping keys must be strings, not {_kind(key_node)}", key_node)
             key = key_node.value
@@ -136,7 +136,7 @@ class _Builder:
 
 def _kind(node: Node) -> str:
     if isinstance(node, ScalarNode):
-        return {INT: "an integer", FLOAT: "a number", BOOL: "a boolean", NULL: "null"}.get(node.tag, "a non-string")
+        return {STR: "a string", INT: "an integer", FLOAT: "a number", BOOL: "a boolean", NULL: "null"}[node.tag]
     return "a mapping" if isinstance(node, MappingNode) else "a sequence"
 
 
@@ -153,7 +153,8 @@ def _check_events(loader: _Loader, stack_file: str) -> None:
                                      event.start_mark)
         tag = getattr(event, "tag", None)
         if tag is not None and not (isinstance(event, yaml.ScalarEvent) and tag == "!"):
-            raise StackFileError(stack_file, f"explicit YAML tag {tag!r} is not allowed; "
+            shown = tag.replace("tag:yaml.org,2002:", "!!")
+            raise StackFileError(stack_file, f"explicit YAML tag {shown!r} is not allowed; "
                                  "allowed: plain scalars, mappings and sequences", event.start_mark)
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1

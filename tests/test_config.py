@@ -147,3 +147,68 @@ def test_odd_keys_are_quoted_and_the_error_stays_one_line():
         parse(raw)
     assert info.value.paths == ['inference-platform:cluster["bad\\nkey"]']
     assert "\n" not in info.value.one_line()
+
+
+# --------------------------------------------------------------------------- forms Pulumi's CLI writes
+
+# (what `pulumi config set` writes into the stack file, accepted?) per pkg/resource/config:
+# top-level values are always strings; with --path, "true"/"false" become booleans and
+# integers (no leading zero) become integers, anything else stays a string; --type sets the type.
+PULUMI_FORMS = [
+    ("set production true", "  inference-platform:production: \"true\"\n", True),
+    ("set --type bool production true", "  inference-platform:production: true\n", True),
+    ("set production yes", "  inference-platform:production: \"yes\"\n", False),
+    ("set production True (hand-written string)", "  inference-platform:production: \"True\"\n", False),
+]
+PATH_FORMS = [
+    ("--path weight 90", ("services", 0, "versions", 0, "weight"), 90, True),
+    ("--path --type string weight 90", ("services", 0, "versions", 0, "weight"), "90", False),
+    ("--path timeoutSeconds 0.5 (a decimal stays a string)", ("services", 0, "timeoutSeconds"), "0.5", True),
+    ("--path --type float timeoutSeconds 0.5", ("services", 0, "timeoutSeconds"), 0.5, True),
+    ("--path --type int timeoutSeconds 30", ("services", 0, "timeoutSeconds"), 30, True),
+    ("--path --type string timeoutSeconds fast", ("services", 0, "timeoutSeconds"), "fast", False),
+    ("--path minReplicas 0.5 (a decimal string is not an integer)", ("services", 0, "autoscaling", "minReplicas"), "0.5", False),
+    ("--path mesh.enabled false", ("mesh", "enabled"), False, True),
+    ("--path --type string mesh.enabled false", ("mesh", "enabled"), "false", False),
+    ("--path serverArgs.log-verbose 1", ("services", 0, "versions", 0, "serverArgs", "log-verbose"), 1, True),
+    ("--path serverArgs.log-verbose true", ("services", 0, "versions", 0, "serverArgs", "log-verbose"), True, False),
+]
+
+
+def _settings_of(tmp_path, text: str):
+    from platformctl.gpu_report import stack_settings
+
+    path = tmp_path / "Pulumi.forms.yaml"
+    path.write_text(text)
+    return stack_settings(path)
+
+
+@pytest.mark.parametrize("form,line,accepted", PULUMI_FORMS, ids=[f[0] for f in PULUMI_FORMS])
+def test_top_level_forms_pulumi_writes(tmp_path, form, line, accepted):
+    from tests.hostile_corpus import ROOT as root
+
+    demo = (root / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    text = demo.replace("  inference-platform:production: false\n", line)
+    if accepted:
+        assert _settings_of(tmp_path, text).production is ("true" in line)
+    else:
+        with pytest.raises(ConfigError, match=r"inference-platform:production: Input should be a valid boolean"):
+            _settings_of(tmp_path, text)
+
+
+@pytest.mark.parametrize("form,path,value,accepted", PATH_FORMS, ids=[f[0] for f in PATH_FORMS])
+def test_path_forms_pulumi_writes(tmp_path, form, path, value, accepted):
+    from tests.hostile_corpus import dump, example, key_path
+
+    doc = example("demo-dev")
+    node = doc["config"]
+    keys = (f"inference-platform:{path[0]}",) + path[1:]
+    for k in keys[:-1]:
+        node = node[k] if isinstance(node, list) else node.setdefault(k, {})
+    node[keys[-1]] = value
+    if accepted:
+        _settings_of(tmp_path, dump(doc).decode())
+    else:
+        with pytest.raises(ConfigError) as err:
+            _settings_of(tmp_path, dump(doc).decode())
+        assert key_path(path) in err.value.one_line() or key_path(path[:-1]) in err.value.one_line()
