@@ -55,6 +55,12 @@ class TritonContext:
 # --------------------------------------------------------------------------- plain builders
 
 
+
+def envoy_duration(seconds: float) -> str:
+    """A protobuf duration Istio accepts, exact to the millisecond (never `1e-05s`)."""
+    millis = round(seconds * 1000)
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
 def pod_labels(service: Service, version: Version) -> dict[str, str]:
     return standard_labels(service.name, app=service.name, version=version.name)
 
@@ -247,11 +253,11 @@ def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
     rule["route"] = [
         {"destination": _destination(service, v.name, port), "weight": v.weight} for v in service.versions if v.weight > 0
     ]
-    rule["timeout"] = f"{service.timeout_seconds:g}s"
+    rule["timeout"] = envoy_duration(service.timeout_seconds)
     rule["retries"] = (
         {
             "attempts": service.retries.attempts,
-            "perTryTimeout": f"{service.retries.per_try_timeout_seconds:g}s",
+            "perTryTimeout": envoy_duration(service.retries.per_try_timeout_seconds),
             "retryOn": service.retries.retry_on,
         }
         if service.retries.attempts

@@ -262,3 +262,13 @@ def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
         edited.unlink()
     assert out.strip().endswith("0 added, 0 removed, 1 changed")
     assert "~ inference-platform::inference-platform:triton:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
+
+
+def test_route_durations_are_exact_protobuf_durations():
+    raw = base_config()
+    raw["services"][0]["timeoutSeconds"] = 0.25
+    raw["services"][0]["retries"] = {"perTryTimeoutSeconds": 1234.5678}
+    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
+    for route in spec["http"]:
+        assert route["timeout"] == "250ms"
+        assert route["retries"]["perTryTimeout"] == "1234568ms"
