@@ -26,6 +26,8 @@ from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 
+from .stack_names import check_stack_name
+
 PROJECT = "inference-platform"
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
@@ -277,8 +279,12 @@ def _few_collections():
 
 
 def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
+    from .objects import check_unique_objects  # it reads Plans; imported here to avoid a cycle
+
     with _few_collections():
-        return _render(stack, config, secret_keys, program)
+        plan = _render(stack, config, secret_keys, program)
+    check_unique_objects(plan)
+    return plan
 
 
 def _render(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
@@ -340,7 +346,8 @@ def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
 
 
 def stack_path(stack: str) -> Path:
-    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    """stacks/Pulumi.STACK.yaml; raises InvalidStackName for a name that could leave stacks/."""
+    return ROOT / "stacks" / f"Pulumi.{check_stack_name(stack)}.yaml"
 
 
 def render_stack(stack: str, stack_file: Optional[Path] = None) -> Plan:
