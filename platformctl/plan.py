@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -103,16 +104,28 @@ def manifest_files(plan: Plan) -> dict[str, dict[str, Any]]:
 
 def plan_dir_replaceable(out_dir: Path) -> None:
     """Raise PlanDirRefused unless out_dir is absent, an empty directory or a plan directory."""
-    if not os.path.lexists(out_dir):
-        return
-    if out_dir.is_symlink() or not out_dir.is_dir():
-        raise PlanDirRefused(f"{out_dir} exists and is not a directory; refusing to replace it")
-    if (out_dir / MARKER).is_file() or not any(out_dir.iterdir()):
-        return
+    try:
+        if not stat.S_ISDIR(os.lstat(out_dir).st_mode):  # a symbolic link counts as not a directory
+            raise PlanDirRefused(f"{out_dir} exists and is not a directory; refusing to replace it")
+        # One listing decides both, so a concurrent swap cannot fall between two looks.
+        with os.scandir(out_dir) as listing:
+            entries = {e.name: e.is_file(follow_symlinks=False) for e in listing}
+        if not entries or entries.get(MARKER):
+            return
+    except FileNotFoundError:
+        return  # absent, or moved aside meanwhile by a concurrent plan
     raise PlanDirRefused(
         f"{out_dir} exists and is not a plan written by platformctl (no {MARKER}); "
         "refusing to replace it: remove it or choose another --out"
     )
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as err:
+        err.filename = err.filename or str(path)  # write(2) errors (disk full) carry no path
+        raise
 
 
 def write_plan(plan: Plan, out_dir: Path) -> Path:
@@ -122,12 +135,12 @@ def write_plan(plan: Plan, out_dir: Path) -> Path:
     resources = json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
 
     def fill(tmp: Path) -> None:
-        (tmp / MARKER).write_text(f"plan of stack {plan.stack} by python -m platformctl; replaced by the next plan\n")
-        (tmp / "resources.json").write_text(resources)
+        _write(tmp / MARKER, f"plan of stack {plan.stack} by python -m platformctl; replaced by the next plan\n")
+        _write(tmp / "resources.json", resources)
         manifests = tmp / "manifests"
         manifests.mkdir()
         for name, doc in files.items():
-            (manifests / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+            _write(manifests / name, yaml.safe_dump(doc, sort_keys=False))
 
     plan_dir_replaceable(out_dir)
     return replace_dir(out_dir, fill, plan_dir_replaceable)
