@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -22,22 +22,33 @@ _ATTEMPTS = 100
 _TARGET_NOT_EMPTY = (errno.ENOTEMPTY, errno.EEXIST)
 
 
-def _default_mode(directory: bool) -> int:
-    # mkstemp/mkdtemp create 0600/0700; a plan or README is as readable as any new file.
-    umask = os.umask(0)
-    os.umask(umask)
-    return (0o777 if directory else 0o666) & ~umask
+def _fresh_name(path: Path, suffix: str) -> Path:
+    return path.parent / f".{path.name}.{secrets.token_hex(6)}{suffix}"
+
+
+def _fresh_dir(path: Path, suffix: str) -> Path:
+    """A new empty hidden directory beside path. Unlike mkdtemp (0700) its mode follows
+    the umask, as any new directory's does."""
+    for _ in range(_ATTEMPTS):
+        tmp = _fresh_name(path, suffix)
+        try:
+            tmp.mkdir()
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
 
 
 def write_text(path: Path, text: str) -> None:
     """Replace a file's content atomically (keeping its permission bits)."""
     path = Path(path)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else _default_mode(directory=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = _fresh_name(path, ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        os.chmod(tmp, mode)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -57,9 +68,8 @@ def replace_dir(target: Path, fill: Callable[[Path], None], check_replaceable: C
     if not target.name:
         raise IsADirectoryError(errno.EISDIR, "cannot replace a file system root", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp = _fresh_dir(target, ".tmp")
     try:
-        os.chmod(tmp, _default_mode(directory=True))
         fill(tmp)
         _move_in(tmp, target, check_replaceable)
     except BaseException:
@@ -80,7 +90,7 @@ def _move_in(new: Path, target: Path, check_replaceable: Callable[[Path], None])
         # Move the old copy aside onto a reserved empty directory (rename replaces it),
         # move ours in, then delete the old one. A reader sees the old copy, then
         # briefly nothing, then ours: never a partial or mixed directory.
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+        old = _fresh_dir(target, ".old")
         try:
             os.rename(target, old)
         except FileNotFoundError:

@@ -9,6 +9,7 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 from platformctl.__main__ import main
-from platformctl.atomic import replace_dir
+from platformctl.atomic import replace_dir, write_text
 from platformctl.engine import Plan, Resource
 from platformctl.objects import DuplicateObjectError, check_unique_objects
 from platformctl.plan import HELM_RELEASE, MARKER, is_k8s_object, manifest_files, plan_dir_replaceable
@@ -165,6 +166,8 @@ def test_out_refuses_what_the_tool_did_not_write(tmp_path, saved_plan, stack_fil
 
 
 def test_out_replaces_a_previous_plan(tmp_path, saved_plan, stack_files):
+    umask = os.umask(0o022)
+    os.umask(umask)
     out = tmp_path / "race"
     shutil.copytree(saved_plan, out)
     (tmp_path / "empty").mkdir()
@@ -173,6 +176,7 @@ def test_out_replaces_a_previous_plan(tmp_path, saved_plan, stack_files):
         assert result.returncode == 0, result.stderr
         data = assert_complete_plan(target)
         assert "race-b" in json.dumps(data) and "race-a" not in json.dumps(data)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o777 & ~umask  # as readable as any new directory
     assert_no_temporaries(tmp_path, "race", "empty")
 
 
@@ -313,6 +317,15 @@ def test_racing_replacements_end_with_one_whole_copy(tmp_path):
         contents = {p.read_text() for p in target.iterdir()}
         assert len(contents) == 1 and len(list(target.iterdir())) == 21
         assert_no_temporaries(tmp_path, "plan")
+
+
+def test_write_text_replaces_a_file_whole_and_keeps_its_mode(tmp_path):
+    path = tmp_path / "README.md"
+    path.write_text("old")
+    path.chmod(0o640)
+    write_text(path, "new")
+    assert path.read_text() == "new" and stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert_no_temporaries(tmp_path, "README.md")
 
 
 def _k8s(urn_name: str, api_version: str, kind: str, name: str | None, namespace: str | None = None, rendered: str | None = None):
