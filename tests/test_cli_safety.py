@@ -72,7 +72,7 @@ def stack_files(tmp_path_factory) -> list[Path]:
     d = tmp_path_factory.mktemp("stacks")
     files = []
     for service in ("race-a", "race-b", "race-c"):
-        f = d / f"Pulumi.race-{service}.yaml"
+        f = d / f"Pulumi.{service}.yaml"
         f.write_text(tiny_stack(service))
         files.append(f)
     return files
