@@ -1,34 +1,62 @@
-"""python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench"""
+"""python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
+
+Bad input (stack file, stack name, plan file, output directory) prints one line and
+exits 2; a file system error prints one line naming the path and exits 1. Neither
+leaves anything half-written.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
 from components.config import ConfigError
 
 from . import docs
-from .diff import diff_plans, format_diff, load_plan_json
-from .engine import ROOT, render_stack, stack_path
+from .atomic import write_text
+from .diff import NotAPlan, diff_plans, format_diff, load_plan_json
+from .engine import ROOT, render_stack, shown_path, stack_path
+from .errors import UsageError
 from .gpu_report import gpu_report, stack_settings
-from .plan import tree, write_plan
+from .plan import MARKER, plan_dir_replaceable, tree, write_plan
+from .stack_names import RULE, InvalidStackName, check_stack_name, shown
+
+
+def _existing_stack_file(path: Path) -> Path:
+    if not path.is_file():
+        raise UsageError(f"no stack file {shown_path(path)}")
+    return path
 
 
 def _plan_json(arg: str) -> dict:
-    """A stack name (rendered now) or a saved plan directory / resources.json."""
+    """A saved plan directory / resources.json, or a stack name (rendered now)."""
     path = Path(arg)
-    if path.exists():
+    if os.path.lexists(path):
         return load_plan_json(path)
-    return render_stack(arg).to_json()
+    try:
+        check_stack_name(arg)
+    except InvalidStackName:
+        raise NotAPlan(f"{shown(arg)} is neither a saved plan (no such file or directory) nor a stack name ({RULE})") from None
+    stack_file = stack_path(arg)
+    if not stack_file.is_file():
+        raise NotAPlan(f"{shown(arg)} is neither a saved plan (no such file or directory) nor a stack (no stack file {shown_path(stack_file)})")
+    return render_stack(arg, stack_file).to_json()
 
 
 def cmd_plan(args) -> int:
     stack_file = _stack_file(args)
+    out = Path(args.out) if args.out else ROOT / "build" / args.stack
+    plan_dir_replaceable(out)  # refuse now rather than after rendering
     # Validated here first, so errors name the file actually read.
     settings = stack_settings(stack_file)
     plan = render_stack(args.stack, stack_file)
-    out = write_plan(plan, Path(args.out or ROOT / "build" / args.stack))
+    try:
+        write_plan(plan, out)
+    except OSError as err:
+        return _fail(f"cannot write the plan to {out}: {os_error_line(err)}", 1)
     print(tree(plan))
     print(gpu_report(settings))
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
@@ -49,15 +77,12 @@ def cmd_docs(args) -> int:
             print("README.md configuration reference is out of date: run python -m platformctl docs", file=sys.stderr)
             return 1
         return 0
-    readme.write_text(updated)
+    write_text(readme, updated)
     return 0
 
 
 def _stack_file(args) -> Path:
-    stack_file = Path(args.stack_file) if args.stack_file else stack_path(args.stack)
-    if not stack_file.exists():
-        raise FileNotFoundError(f"no stack file {stack_file}")
-    return stack_file
+    return _existing_stack_file(Path(args.stack_file) if args.stack_file else stack_path(args.stack))
 
 
 def _policy_inputs(args):
@@ -101,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="render a stack offline into build/STACK")
     p.add_argument("stack")
-    p.add_argument("--out", help="output directory (default build/STACK)")
+    p.add_argument("--out", help=f"output directory (default build/STACK); replaced only if absent, empty or a plan ({MARKER})")
     p.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     p.set_defaults(func=cmd_plan)
     d = sub.add_parser("diff", help="compare two plans: stack names or saved plan directories")
@@ -125,14 +150,35 @@ def main(argv: list[str] | None = None) -> int:
     b.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "stack", None) is not None:
+            check_stack_name(args.stack)
         return args.func(args)
     except ConfigError as err:
-        print(err.one_line(), file=sys.stderr)
-        return 2
-    except FileNotFoundError as err:
-        print(err, file=sys.stderr)
-        return 2
+        return _fail(err.one_line(), 2)
+    except UsageError as err:
+        return _fail(str(err), 2)
+    except OSError as err:
+        return _fail(os_error_line(err), 1)
+    except KeyboardInterrupt:
+        return 130
+
+
+def os_error_line(err: OSError) -> str:
+    paths = " -> ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
+    reason = err.strerror or str(err)
+    return f"{paths}: {reason}" if paths else reason
+
+
+def _fail(message: str, code: int) -> int:
+    # One line, whatever the message echoes (file names and stack names may hold newlines).
+    print(message.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+    return code
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds, so a plan being written removes its temporary copy
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     sys.exit(main())

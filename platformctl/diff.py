@@ -6,14 +6,44 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .errors import UsageError
+
 COMPARED = ("inputs", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges")
 
 
+class NotAPlan(UsageError):
+    pass
+
+
 def load_plan_json(path: Path) -> dict[str, Any]:
-    """A saved plan: a plan directory or its resources.json."""
-    if path.is_dir():
-        path = path / "resources.json"
-    return json.loads(path.read_text())
+    """A saved plan: a plan directory or its resources.json; raises NotAPlan for anything else."""
+    file = path / "resources.json" if path.is_dir() else path
+    if not file.is_file():  # also keeps devices and FIFOs from being read
+        raise NotAPlan(f"{path} is not a plan: {'no resources.json in the directory' if path.is_dir() else 'not a regular file'}")
+    try:
+        data = json.loads(file.read_bytes())
+    except (ValueError, RecursionError) as err:  # ValueError covers bad JSON and bad UTF-8
+        raise NotAPlan(f"{file} is not a plan: not JSON: {err}") from None
+    problem = plan_shape_problem(data)
+    if problem:
+        raise NotAPlan(f"{file} is not a plan: {problem}")
+    return data
+
+
+def plan_shape_problem(data: Any) -> str | None:
+    """What keeps a JSON value from being a plan (resources.json) that diff and policy can read."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if not isinstance(data.get("stack"), str):
+        return "no stack name"
+    if not isinstance(data.get("resources"), list):
+        return "no resources list"
+    for i, r in enumerate(data["resources"]):
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("urn", "type", "name")):
+            return f"resources[{i}] has no urn, type and name"
+        if not all(isinstance(r.get(k), t) for k, t in (("inputs", dict), ("outputs", dict), ("dependsOn", list)) if r.get(k) is not None):
+            return f"resources[{i}] has inputs, outputs or dependsOn of the wrong type"
+    return None
 
 
 def _key(resource: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 
+from .stack_names import check_stack_name
 from .stackfile import read_stack_config
 
 PROJECT = "inference-platform"
@@ -278,8 +279,12 @@ def _few_collections():
 
 
 def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
+    from .objects import check_unique_objects  # it reads Plans; imported here to avoid a cycle
+
     with _few_collections():
-        return _render(stack, config, secret_keys, program)
+        plan = _render(stack, config, secret_keys, program)
+    check_unique_objects(plan)
+    return plan
 
 
 def _render(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
@@ -348,7 +353,8 @@ def shown_path(stack_file: Path) -> str:
 
 
 def stack_path(stack: str) -> Path:
-    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    """stacks/Pulumi.STACK.yaml; raises InvalidStackName for a name that could leave stacks/."""
+    return ROOT / "stacks" / f"Pulumi.{check_stack_name(stack)}.yaml"
 
 
 def render_stack(stack: str, stack_file: Optional[Path] = None) -> Plan:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
-import shutil
+import stat
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .atomic import replace_dir
 from .engine import Plan, Resource
+from .errors import UsageError
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 # Kubernetes object inputs that are not part of the manifest itself.
@@ -44,26 +48,102 @@ def helm_release(r: Resource) -> dict[str, Any]:
     }
 
 
-def _file_name(*parts: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p)) + ".yaml"
+# Longest file name stem we write; Kubernetes names alone may reach 253 characters.
+_MAX_STEM = 200
+# Written into every plan directory: the mark that the directory may be replaced.
+MARKER = ".platformctl-plan"
 
 
-def write_plan(plan: Plan, out_dir: Path) -> Path:
-    """build/STACK/resources.json and build/STACK/manifests/ (one object or release per file)."""
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    manifests = out_dir / "manifests"
-    manifests.mkdir(parents=True)
-    (out_dir / "resources.json").write_text(json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n")
+class PlanDirRefused(UsageError):
+    pass
+
+
+def _file_stem(*parts: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p))
+    if len(stem) > _MAX_STEM:
+        stem = f"{stem[:_MAX_STEM - 11]}-{_short_hash(stem)}"
+    return stem
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def manifest_files(plan: Plan) -> dict[str, dict[str, Any]]:
+    """File name -> document, one per Kubernetes object or Helm release.
+
+    Names read `<kind>-<namespace>-<name>.yaml` (`helm-<name>.yaml`). Sanitising and
+    joining can map two resources to one name (and case-insensitive file systems fold
+    case); every resource in such a group gets a suffix hashed from its URN without
+    the stack, so names are unique, stable across stacks and independent of order.
+    """
+    entries: list[tuple[str, str, dict[str, Any]]] = []
     for r in plan.resources:
         if is_k8s_object(r):
             doc = manifest(r)
-            name = _file_name(doc["kind"].lower(), doc["metadata"].get("namespace", ""), doc["metadata"]["name"])
-            (manifests / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+            meta = doc["metadata"]
+            stem = _file_stem(str(doc["kind"]).lower(), str(meta.get("namespace") or ""), str(meta["name"]))
         elif r.type == HELM_RELEASE:
-            rel = helm_release(r)
-            (manifests / _file_name("helm", r.name)).write_text(yaml.safe_dump(rel, sort_keys=False))
-    return out_dir
+            doc, stem = helm_release(r), _file_stem("helm", r.name)
+        else:
+            continue
+        entries.append((r.urn, stem, doc))
+    shared = Counter(stem.casefold() for _, stem, _ in entries)
+    files: dict[str, dict[str, Any]] = {}
+    taken: dict[str, str] = {}
+    for urn, stem, doc in entries:
+        if shared[stem.casefold()] > 1:
+            stem = f"{stem}-{_short_hash(urn.split('::', 1)[-1])}"
+        name = f"{stem}.yaml"
+        if name.casefold() in taken:
+            raise ValueError(f"manifest file name {name} of {urn} is also that of {taken[name.casefold()]}")
+        taken[name.casefold()] = urn
+        files[name] = doc
+    return files
+
+
+def plan_dir_replaceable(out_dir: Path) -> None:
+    """Raise PlanDirRefused unless out_dir is absent, an empty directory or a plan directory."""
+    try:
+        if not stat.S_ISDIR(os.lstat(out_dir).st_mode):  # a symbolic link counts as not a directory
+            raise PlanDirRefused(f"{out_dir} exists and is not a directory; refusing to replace it")
+        # One listing decides both, so a concurrent swap cannot fall between two looks.
+        with os.scandir(out_dir) as listing:
+            entries = {e.name: e.is_file(follow_symlinks=False) for e in listing}
+        if not entries or entries.get(MARKER):
+            return
+    except FileNotFoundError:
+        return  # absent, or moved aside meanwhile by a concurrent plan
+    raise PlanDirRefused(
+        f"{out_dir} exists and is not a plan written by platformctl (no {MARKER}); "
+        "refusing to replace it: remove it or choose another --out"
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as err:
+        err.filename = err.filename or str(path)  # write(2) errors (disk full) carry no path
+        raise
+
+
+def write_plan(plan: Plan, out_dir: Path) -> Path:
+    """out_dir/resources.json and out_dir/manifests/ (one object or release per file),
+    replacing a previous plan in out_dir atomically; never a directory the tool did not write."""
+    files = manifest_files(plan)
+    resources = json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+
+    def fill(tmp: Path) -> None:
+        _write(tmp / MARKER, f"plan of stack {plan.stack} by python -m platformctl; replaced by the next plan\n")
+        _write(tmp / "resources.json", resources)
+        manifests = tmp / "manifests"
+        manifests.mkdir()
+        for name, doc in files.items():
+            _write(manifests / name, yaml.safe_dump(doc, sort_keys=False))
+
+    plan_dir_replaceable(out_dir)
+    return replace_dir(out_dir, fill, plan_dir_replaceable)
 
 
 def tree(plan: Plan) -> str:
