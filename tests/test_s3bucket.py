@@ -217,7 +217,7 @@ def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, t
     client, calls = counting_client(props)
     first = sync_tree(client, props)
     assert first["fileCount"] == 5 and first["uploadedFiles"] == 5
-    assert calls["PutObject"] == 5  # four small files and the manifest
+    assert calls["PutObject"] == 6  # four small files, the manifest marking them pending, the complete manifest
     assert calls["CreateMultipartUpload"] == 1 and calls["UploadPart"] == 3  # 12 MiB in 5 MiB parts
     head = s3_server.client().head_object(Bucket=bucket, Key="models/v1/bert/1/big.bin")
     assert head["ContentLength"] == 12 * 1024 * 1024 and len(head["Metadata"]["sha256"]) == 64
@@ -232,7 +232,7 @@ def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, t
     client, calls = counting_client(props)
     changed = sync_tree(client, props)
     assert changed["uploadedFiles"] == 1 and changed["deletedFiles"] == 1
-    assert calls["PutObject"] == 2 and calls["UploadPart"] == 0  # the changed file and the manifest
+    assert calls["PutObject"] == 3 and calls["UploadPart"] == 0  # the changed file and the manifest, twice
     keys = {o["Key"] for o in s3_server.client().list_objects_v2(Bucket=bucket, Prefix="models/v1/")["Contents"]}
     assert "models/v1/bert/config.pbtxt" not in keys and "models/v1/resnet/config.pbtxt" in keys
 
