@@ -968,11 +968,10 @@ def _hash_source(files: list[LocalFile], old: Manifest, workers: int) -> dict[st
 
 
 def _held(target: _Target, rels: list[str], local: dict[str, dict[str, Any]], listing: dict[str, int], workers: int) -> set[str]:
-    """Of `rels`, those whose object already holds the local content (listed at that size, sha256 recorded)."""
+    """Of `rels`, those whose object already holds the local content (listed at that size, then `holds`)."""
     candidates = [rel for rel in rels if listing.get(target.key(rel)) == local[rel]["size"]]
     heads = _parallel(lambda rel: _head(target, rel), candidates, workers)
-    return {rel for rel, head in zip(candidates, heads, strict=True)
-            if head is not None and (head.get("Metadata") or {}).get("sha256") == local[rel]["sha256"]}
+    return {rel for rel, head in zip(candidates, heads, strict=True) if head is not None and holds(head, local[rel])}
 
 
 def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False) -> dict[str, Any]:
@@ -1016,7 +1015,7 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False)
                         "run `pulumi up` again to finish") from None
     _delete(target, gone)
     files_now = {**local, **sent}
-    if files_now != old.files or old.pending or not old.found:
+    if touched or files_now != old.files or old.pending or not old.found:
         _write_manifest(target, files_now)
     return {
         **_content_outputs(files_now),

@@ -15,15 +15,10 @@ import pytest
 from components import s3bucket
 from components.s3bucket import BucketProvider, S3Error, UploadProvider, sync_tree
 from tests.conftest import ROOT, stack_plan
-from tests.s3server import running_server
+
+pytest_plugins = ["tests.s3server"]
 
 BUCKET_TYPE = "pulumi-python:dynamic/s3:Bucket"
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    with running_server() as server:
-        yield server
 
 
 def name(tag: str) -> str:
