@@ -15,7 +15,14 @@ of side effects at import time.
   ``forceDestroy``.
 - ``UploadProvider``: syncs a local model repository to a key prefix by content
   hash (sha256, kept in object metadata and in a manifest object outside the
-  prefix): unchanged files are not sent, large files go in multipart.
+  prefix): unchanged files are not sent, large files go in multipart. It never
+  loses data: the source is listed and hashed completely before the bucket is
+  touched; the manifest only claims what the bucket holds (keys being changed are
+  marked pending first); every object records the sha256 of exactly the bytes it
+  received, and a file that changes while it is sent is sent again once or fails
+  the update; deletions come last, only for keys the manifest recorded. `up`
+  trusts the manifest; refresh verifies every object's content and reports a
+  missing object or bucket as drift. See ``sync_tree`` and ``audit``.
 """
 
 from __future__ import annotations
@@ -498,7 +505,7 @@ class LocalFile:
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
-    # Every write, rename or utime sets ctime, and nobody can set it back: an equal identity means equal content.
+    # Every write, rename or utime sets ctime, which no user can set back: an unchanged identity is an unchanged file.
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
@@ -555,7 +562,7 @@ def local_files(source: str) -> list[LocalFile]:
     root = Path(source).resolve()
     try:
         root_is_dir = stat.S_ISDIR(os.stat(root).st_mode)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         root_is_dir = False
     except OSError as err:
         raise _unreadable("read the weight upload source", root, err) from None
@@ -612,6 +619,7 @@ def _open_regular(path: Path):
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise _not_a_file(path, st.st_mode)
+            os.set_blocking(fd, True)
             yield f, st
         except OSError as err:
             raise _unreadable("read", path, err) from None
@@ -716,10 +724,13 @@ def _read_manifest(target: _Target) -> Manifest:
         raise explain(err, f"reading the upload manifest {target.manifest}", target.props["endpoint"]) from None
     try:
         data = json.loads(body)
-        return Manifest(dict(data["files"]), frozenset(data.get("pending", ())), True)
+        files, pending = dict(data["files"]), frozenset(data.get("pending", ()))
+        if all(isinstance(e.get("sha256"), str) and isinstance(e.get("size"), int) for e in files.values()):
+            return Manifest(files, pending, True)
     except (ValueError, KeyError, TypeError, AttributeError):
-        # Unreadable: it claims nothing, so every file is checked against the bucket itself.
-        return Manifest()
+        pass
+    # Unreadable: it claims nothing, so every file is checked against the bucket itself.
+    return Manifest()
 
 
 def _write_manifest(target: _Target, files: dict[str, dict[str, Any]], pending: frozenset[str] = frozenset()) -> None:
@@ -898,13 +909,17 @@ def _send_large(target: _Target, f: LocalFile, sha: Optional[str], workers: int)
     """Multipart, declaring `sha` (hashed before); completed only when the bytes sent hash to it."""
     key = target.key(f.rel)
     for _ in range(2):
-        sha = sha or hash_file(f.path)[0]
+        if sha is None:
+            sha, st = hash_file(f.path)
+            if st.st_size < MULTIPART_BYTES:
+                return _send_small(target, f)  # rewritten smaller: one PUT
         started = target.call(f"starting the upload of {f.path} to {target.bucket}/{key}", target.s3.create_multipart_upload,
                               Bucket=target.bucket, Key=key, Metadata={"sha256": sha})
         try:
             sent, before, parts = _send_parts(target, f, started["UploadId"], workers)
             if sent != sha or before.st_size < MULTIPART_BYTES:
                 # Changed since it was hashed: the object would not hold what its metadata says.
+                # (Below the threshold the parts could be too small; the next attempt sends it in one PUT.)
                 _abort_quietly(target, key, started["UploadId"])
                 sha = None
                 continue

@@ -270,3 +270,24 @@ def test_upload_of_a_missing_directory_is_a_clear_error(s3_server, tmp_path):
     failures = UploadProvider().check({}, props).failures
     assert [f.property for f in failures] == ["source"]
     assert s3bucket.fingerprint(missing) == "missing"
+
+
+@pytest.mark.parametrize("head, held", [
+    ({"ContentLength": 3, "Metadata": {"sha256": "a" * 64}, "ETag": '"0"'}, True),
+    ({"ContentLength": 3, "Metadata": {"sha256": "b" * 64}, "ETag": f'"{"c" * 32}"'}, False),  # the recorded sha256 decides
+    ({"ContentLength": 4, "Metadata": {"sha256": "a" * 64}}, False),
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}"'}, True),  # no sha256: a plain-MD5 ETag
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"d" * 32}"'}, False),
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}-2"'}, False),  # multipart: not an MD5 of the content
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}"', "ServerSideEncryption": "aws:kms"}, False),
+], ids=["sha256", "other-sha256", "other-size", "md5-etag", "other-md5", "multipart-etag", "kms-etag"])
+def test_an_object_holds_the_content_its_sha256_or_plain_md5_etag_shows(head, held):
+    assert s3bucket.holds(head, {"sha256": "a" * 64, "size": 3, "md5": "c" * 32}) is held
+
+
+def test_a_file_name_that_is_not_utf8_fails_the_listing(tmp_path):
+    (tmp_path / "ok.bin").write_bytes(b"x")
+    with open(os.fsencode(tmp_path) + b"/model-\xff.bin", "wb") as f:
+        f.write(b"x")
+    with pytest.raises(s3bucket.SourceError, match=r"model-\\xff.bin is not UTF-8, so it cannot be an S3 key"):
+        s3bucket.local_files(str(tmp_path))
