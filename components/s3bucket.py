@@ -15,15 +15,26 @@ of side effects at import time.
   ``forceDestroy``.
 - ``UploadProvider``: syncs a local model repository to a key prefix by content
   hash (sha256, kept in object metadata and in a manifest object outside the
-  prefix): unchanged files are not sent, large files go in multipart.
+  prefix): unchanged files are not sent, large files go in multipart. It never
+  loses data: the source is listed and hashed completely before the bucket is
+  touched; the manifest only claims what the bucket holds (keys being changed are
+  marked pending first); every object records the sha256 of exactly the bytes it
+  received, and a file that changes while it is sent is sent again once or fails
+  the update; deletions come last, only for keys the manifest recorded. `up`
+  trusts the manifest; refresh verifies every object's content and reports a
+  missing object or bucket as drift. See ``sync_tree`` and ``audit``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import stat
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import urlparse
@@ -45,7 +56,7 @@ _SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb4
 
 
 class S3Error(Exception):
-    """A failure talking to the S3 endpoint, phrased for the person running `pulumi up`."""
+    """A failure of a bucket or upload operation, phrased in one line for the person running `pulumi up`."""
 
 
 # --------------------------------------------------------------------------- connection
@@ -111,25 +122,29 @@ def _status(err: Exception) -> int:
 
 
 def explain(err: Exception, what: str, endpoint: str) -> S3Error:
-    """Turn a botocore error into one clear sentence."""
-    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
-
+    """Turn a botocore error into one clear sentence, on one line."""
     if isinstance(err, S3Error):
         return err
+    return S3Error(" ".join(_explanation(err, what, endpoint).split()))
+
+
+def _explanation(err: Exception, what: str, endpoint: str) -> str:
+    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
     if isinstance(err, EndpointConnectionError):
-        return S3Error(f"{what}: cannot reach the S3 endpoint {endpoint} ({err})")
+        return f"{what}: cannot reach the S3 endpoint {endpoint} ({err})"
     if isinstance(err, ClientError):
         code, status = _code(err), _status(err)
         message = err.response.get("Error", {}).get("Message", "")
         if code in CREDENTIAL_CODES or status == 403:
-            return S3Error(
+            return (
                 f"{what}: the S3 endpoint {endpoint} refused the credentials ({code or status}: {message}); "
                 "check the secrets inference-platform:s3AccessKeyId and s3SecretAccessKey"
             )
-        return S3Error(f"{what}: {code or status}: {message}".rstrip(": "))
+        return f"{what}: {code or status}: {message}".rstrip(": ")
     if isinstance(err, BotoCoreError):
-        return S3Error(f"{what}: S3 endpoint {endpoint}: {err}")
-    return S3Error(f"{what}: {type(err).__name__}: {err}")
+        return f"{what}: S3 endpoint {endpoint}: {err}"
+    return f"{what}: {type(err).__name__}: {err}"
 
 
 def _call(props: dict[str, Any], what: str, fn, *args, **kwargs):
@@ -468,45 +483,183 @@ class S3Bucket(pulumi.dynamic.Resource, module="s3", name="Bucket"):
 
 
 UPLOAD_INPUTS = ("bucket", "endpoint", "region", "accessKeyId", "secretAccessKey", "source", "prefix", "fingerprint")
+READ_CHUNK = 8 * 1024 * 1024
+MAX_PARTS = 10_000
+DRIFTED = "drifted"
+KMS_ENCRYPTION = frozenset({"aws:kms", "aws:kms:dsse"})
 
 
-def local_files(source: str) -> list[tuple[str, Path, os.stat_result]]:
-    """(posix relative path, path, stat) of every regular file under `source`, sorted."""
+class SourceError(S3Error):
+    """The local model repository cannot be read as a whole (or changed while it was read or sent)."""
+
+
+class BucketMissing(S3Error):
+    """The bucket an upload writes to does not exist."""
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    rel: str  # path below the source, with "/": the key below the prefix
+    path: Path
+    stat: os.stat_result  # of the file itself: a symlink is followed
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    # Every write, rename or utime sets ctime, which no user can set back: an unchanged identity is an unchanged file.
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _stat_fields(st: os.stat_result) -> dict[str, int]:
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+
+def _shown(path: Any) -> str:
+    # A file name that is not UTF-8 must still print.
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _unreadable(action: str, path: Any, err: OSError) -> SourceError:
+    return SourceError(f"weight upload: cannot {action} {_shown(path)} ({err.strerror or err})")
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _not_a_file(path: Any, mode: int) -> SourceError:
+    return SourceError(f"weight upload: {_shown(path)} is {_kind(mode)}; only regular files are uploaded, remove it from the source")
+
+
+def _entries(directory: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as it:
+            return list(it)
+    except OSError as err:
+        raise _unreadable("list directory", directory, err) from None
+
+
+def _relative_key(root: Path, path: Path) -> str:
+    rel = path.relative_to(root).as_posix()
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SourceError(f"weight upload: the name of {_shown(path)} is not UTF-8, so it cannot be an S3 key; rename it") from None
+    return rel
+
+
+def local_files(source: str) -> list[LocalFile]:
+    """Every file under `source`, sorted by relative path: the complete listing, or SourceError.
+
+    Nothing is skipped silently, because deletions are computed from this listing: a
+    directory that cannot be listed, a file that cannot be looked at or a name that is
+    not UTF-8 fails it. Symlinks to files are followed wherever they point (a Hugging
+    Face snapshot links every file into ../../blobs) and their content is uploaded;
+    symlinks to directories are refused (a loop, or a whole other tree). FIFOs, sockets
+    and devices are refused rather than read (reading a FIFO blocks forever).
+    """
     root = Path(source).resolve()
-    if not root.is_dir():
-        raise S3Error(f"weight upload source {source!r} is not a directory (resolved to {root})")
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if path.is_file():
-                out.append((path.relative_to(root).as_posix(), path, path.stat()))
-    return out
+    try:
+        root_is_dir = stat.S_ISDIR(os.stat(root).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        root_is_dir = False
+    except OSError as err:
+        raise _unreadable("read the weight upload source", root, err) from None
+    if not root_is_dir:
+        raise SourceError(f"weight upload source {source!r} is not a directory (resolved to {root})")
+    files, directories = [], [root]
+    while directories:
+        for entry in _entries(directories.pop()):
+            path = Path(entry.path)
+            try:
+                link, st = entry.is_symlink(), os.stat(path)
+            except OSError as err:
+                raise _unreadable("read", path, err) from None
+            if stat.S_ISDIR(st.st_mode):
+                if link:
+                    raise SourceError(f"weight upload: {_shown(path)} is a symlink to a directory, which is not followed; "
+                                      "link the files one by one, or copy the directory")
+                directories.append(path)
+            elif stat.S_ISREG(st.st_mode):
+                files.append(LocalFile(_relative_key(root, path), path, st))
+            else:
+                raise _not_a_file(path, st.st_mode)
+    return sorted(files, key=lambda f: f.rel)
 
 
 def fingerprint(source: str) -> str:
-    """Cheap tree fingerprint from names, sizes and modification times (no file is read).
+    """Cheap tree fingerprint from names, sizes and times (no file is read).
 
     It only tells Pulumi that something may have changed; the upload itself compares
-    content hashes, so a fingerprint change with equal content uploads nothing.
+    content hashes, so a fingerprint change with equal content uploads nothing. A tree
+    that cannot be listed gets a fingerprint of its own, so the update runs and reports why.
     """
+    if not Path(source).is_dir():
+        return "missing"
     try:
         files = local_files(source)
-    except S3Error:
-        return "missing"
+    except SourceError:
+        return "unreadable"
     h = hashlib.sha256()
-    for rel, _, st in files:
-        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for f in files:
+        h.update(f"{f.rel}\0{f.stat.st_size}\0{f.stat.st_mtime_ns}\0{f.stat.st_ctime_ns}\n".encode())
     return h.hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(8 * 1024 * 1024):
-            h.update(chunk)
-    return h.hexdigest()
+@contextlib.contextmanager
+def _open_regular(path: Path):
+    """The open file and its stat. O_NONBLOCK: a FIFO swapped in since the listing must not block the open."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise _unreadable("read", path, err) from None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_a_file(path, st.st_mode)
+            os.set_blocking(fd, True)
+            yield f, st
+        except OSError as err:
+            raise _unreadable("read", path, err) from None
+
+
+def _changed_error(path: Path, doing: str) -> SourceError:
+    return SourceError(f"weight upload: {_shown(path)} changed while it was {doing}, twice; "
+                       "stop writing to it (or upload a finished copy) and run `pulumi up` again")
+
+
+def hash_file(path: Path) -> tuple[str, os.stat_result]:
+    """sha256 of a file and the stat it kept for the whole read (read again once if it changed meanwhile)."""
+    for _ in range(2):
+        with _open_regular(path) as (f, before):
+            h = hashlib.sha256()
+            while chunk := f.read(READ_CHUNK):
+                h.update(chunk)
+            after = os.fstat(f.fileno())
+        if _identity(before) == _identity(after):
+            return h.hexdigest(), after
+    raise _changed_error(path, "read")
+
+
+def _parallel(fn, items, workers: int) -> list:
+    """fn over items on a thread pool, results in order; the first failure cancels what has not started, then is raised."""
+    items = list(items)
+    if not items:
+        return []
+    with ThreadPoolExecutor(min(workers, len(items))) as pool:
+        futures = [pool.submit(fn, item) for item in items]
+        _, not_done = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in not_done:
+            future.cancel()
+    failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
+    if failed:
+        raise failed[0]
+    return [f.result() for f in futures]
+
+
+# The manifest: the upload's record in the bucket of what each key holds.
 
 
 def manifest_key(prefix: str) -> str:
@@ -514,94 +667,377 @@ def manifest_key(prefix: str) -> str:
     return f"{MANIFEST_ROOT}/{prefix.strip('/')}.json"
 
 
-def _read_manifest(s3, props, bucket: str, key: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Manifest:
+    """Content per relative path that the bucket holds, and paths an unfinished update was changing.
+
+    `files` only ever claims what the bucket holds: before an update touches a key it
+    rewrites the manifest without that key and with the key in `pending`; the complete
+    manifest is written after every upload and deletion succeeded.
+    """
+
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending: frozenset[str] = frozenset()
+    found: bool = False
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where an upload goes: client, bucket and prefix, and the endpoint for error messages."""
+
+    s3: Any
+    props: dict[str, Any]
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def of(cls, s3, props: dict[str, Any]) -> _Target:
+        return cls(s3, props, props["bucket"], props["prefix"].strip("/"))
+
+    def key(self, rel: str) -> str:
+        return f"{self.prefix}/{rel}"
+
+    @property
+    def manifest(self) -> str:
+        return manifest_key(self.prefix)
+
+    def call(self, what: str, fn, **kwargs):
+        return _call(self.props, what, fn, **kwargs)
+
+    def missing_bucket(self) -> BucketMissing:
+        return BucketMissing(f"bucket {self.bucket} does not exist at {self.props['endpoint']} (deleted outside Pulumi?); "
+                             "`pulumi refresh` then `pulumi up` recreates it and uploads again")
+
+
+def _read_manifest(target: _Target) -> Manifest:
     from botocore.exceptions import ClientError
 
     try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        body = target.s3.get_object(Bucket=target.bucket, Key=target.manifest)["Body"].read()
     except ClientError as err:
+        if _code(err) == "NoSuchBucket":
+            raise target.missing_bucket() from None
         if _code(err) in ("NoSuchKey", "404") or _status(err) == 404:
-            return {}
-        raise explain(err, f"reading the upload manifest {key}", props["endpoint"]) from None
+            return Manifest()
+        raise explain(err, f"reading the upload manifest {target.manifest}", target.props["endpoint"]) from None
+    except Exception as err:  # noqa: BLE001
+        raise explain(err, f"reading the upload manifest {target.manifest}", target.props["endpoint"]) from None
     try:
-        return json.loads(body).get("files", {})
-    except (ValueError, AttributeError):
-        return {}
+        data = json.loads(body)
+        files, pending = dict(data["files"]), frozenset(data.get("pending", ()))
+        if all(isinstance(e.get("sha256"), str) and isinstance(e.get("size"), int) for e in files.values()):
+            return Manifest(files, pending, True)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    # Unreadable: it claims nothing, so every file is checked against the bucket itself.
+    return Manifest()
 
 
-def _remote_sizes(s3, props, bucket: str, prefix: str) -> dict[str, int]:
+def _write_manifest(target: _Target, files: dict[str, dict[str, Any]], pending: frozenset[str] = frozenset()) -> None:
+    record: dict[str, Any] = {"files": files}
+    if pending:
+        record["pending"] = sorted(pending)
+    target.call(f"writing the upload manifest {target.manifest}", target.s3.put_object, Bucket=target.bucket,
+                Key=target.manifest, Body=json.dumps(record, sort_keys=True).encode(), ContentType="application/json")
+
+
+# What the bucket holds.
+
+
+def _listing(target: _Target) -> dict[str, int]:
+    """Size per key under the prefix (one request per 1000 keys)."""
+    from botocore.exceptions import ClientError
+
     sizes: dict[str, int] = {}
     try:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/"):
+        for page in target.s3.get_paginator("list_objects_v2").paginate(Bucket=target.bucket, Prefix=target.prefix + "/"):
             for obj in page.get("Contents", []):
                 sizes[obj["Key"]] = obj["Size"]
+    except ClientError as err:
+        if _code(err) == "NoSuchBucket":
+            raise target.missing_bucket() from None
+        raise explain(err, f"listing {target.bucket}/{target.prefix}", target.props["endpoint"]) from None
     except Exception as err:  # noqa: BLE001
-        raise explain(err, f"listing {bucket}/{prefix}", props["endpoint"]) from None
+        raise explain(err, f"listing {target.bucket}/{target.prefix}", target.props["endpoint"]) from None
     return sizes
 
 
-def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False) -> dict[str, Any]:
-    """Upload the files of `source` whose content differs from what the bucket holds under `prefix`.
+def _head(target: _Target, rel: str) -> Optional[dict[str, Any]]:
+    """The object's HEAD response, or None when it (or its bucket) is gone."""
+    from botocore.exceptions import ClientError
 
-    A file is hashed only when its size or modification time differs from the
-    manifest (rsync's quick check); it is sent only when its hash differs from the
-    manifest's, or, with `verify`, when the object is missing or of another size
-    (one listing request per 1000 keys; `pulumi refresh` runs it, see `read`).
-    Files removed locally are removed from the prefix (versioning keeps them until
-    the lifecycle expires them). The manifest is written last, so an interrupted
-    run is redone next time.
+    key = target.key(rel)
+    try:
+        return target.s3.head_object(Bucket=target.bucket, Key=key)
+    except ClientError as err:
+        if _status(err) == 404 or _code(err) in ("404", "NoSuchKey", "NotFound", "NoSuchBucket"):
+            return None
+        raise explain(err, f"reading {target.bucket}/{key}", target.props["endpoint"]) from None
+    except Exception as err:  # noqa: BLE001
+        raise explain(err, f"reading {target.bucket}/{key}", target.props["endpoint"]) from None
+
+
+def _plain_md5(response: dict[str, Any]) -> Optional[str]:
+    """The ETag when it is the MD5 of the content: single-part, not encrypted with KMS or a customer key."""
+    etag = str(response.get("ETag", "")).strip('"').lower()
+    if response.get("ServerSideEncryption") in KMS_ENCRYPTION or response.get("SSECustomerAlgorithm"):
+        return None
+    return etag if len(etag) == 32 and all(c in "0123456789abcdef" for c in etag) else None
+
+
+def holds(head: dict[str, Any], entry: dict[str, Any]) -> bool:
+    """Does the object (its HEAD) hold the entry's content? By the sha256 recorded with it, else by a plain-MD5 ETag."""
+    if head.get("ContentLength") != entry.get("size"):
+        return False
+    recorded = (head.get("Metadata") or {}).get("sha256")
+    if recorded:
+        return recorded == entry.get("sha256")
+    md5 = _plain_md5(head)
+    return md5 is not None and md5 == entry.get("md5")
+
+
+def _content_outputs(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    tree = json.dumps({rel: e["sha256"] for rel, e in files.items()}, sort_keys=True).encode()
+    return {"fileCount": len(files), "totalBytes": sum(e["size"] for e in files.values()),
+            "contentSha256": hashlib.sha256(tree).hexdigest()}
+
+
+def _some(rels: list[str], shown: int = 5) -> str:
+    return ", ".join(rels[:shown]) + (f" and {len(rels) - shown} more" if len(rels) > shown else "")
+
+
+def audit(s3, props: dict[str, Any], workers: int = 16) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """What the bucket verifiably holds of the manifest, and each way it differs (none: in sync).
+
+    One HEAD per manifest entry; the content is compared, not the size. A missing bucket
+    or object is a difference, never an error.
     """
-    from boto3.s3.transfer import TransferConfig
+    target = _Target.of(s3, props)
+    try:
+        manifest = _read_manifest(target)
+    except BucketMissing:
+        return {}, [f"bucket {target.bucket} does not exist"]
+    problems = []
+    if not manifest.found:
+        problems.append(f"the upload manifest {target.manifest} is missing or unreadable")
+    if manifest.pending:
+        problems.append(f"an update did not finish ({len(manifest.pending)} files pending)")
+    rels = sorted(manifest.files)
+    heads = _parallel(lambda rel: _head(target, rel), rels, workers)
+    missing = [rel for rel, head in zip(rels, heads, strict=True) if head is None]
+    other = [rel for rel, head in zip(rels, heads, strict=True) if head is not None and not holds(head, manifest.files[rel])]
+    if missing:
+        problems.append(f"{len(missing)} missing ({_some(missing)})")
+    if other:
+        problems.append(f"{len(other)} with other content ({_some(other)})")
+    verified = {rel: manifest.files[rel] for rel in rels if rel not in missing and rel not in other}
+    return verified, problems
 
-    bucket, prefix = props["bucket"], props["prefix"].strip("/")
-    files = local_files(props["source"])
-    key = manifest_key(prefix)
-    old = _read_manifest(s3, props, bucket, key)
-    remote = _remote_sizes(s3, props, bucket, prefix) if verify else None
 
-    def hash_of(item) -> str:
-        rel, path, st = item
-        entry = old.get(rel) or {}
-        if entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns and entry.get("sha256"):
-            return entry["sha256"]
-        return sha256_file(path)
+# Sending.
 
-    with ThreadPoolExecutor(workers) as pool:
-        hashes = list(pool.map(hash_of, files))
-    new = {rel: {"sha256": h, "size": st.st_size, "mtime_ns": st.st_mtime_ns} for (rel, _, st), h in zip(files, hashes, strict=True)}
-    todo = [
-        (rel, path, new[rel]) for rel, path, st in files
-        if (old.get(rel) or {}).get("sha256") != new[rel]["sha256"]
-        or (remote is not None and remote.get(f"{prefix}/{rel}") != st.st_size)
-    ]
-    transfer = TransferConfig(multipart_threshold=MULTIPART_BYTES, multipart_chunksize=MULTIPART_BYTES,
-                              max_concurrency=workers, use_threads=True)
 
-    def send(item) -> int:
-        rel, path, entry = item
-        _call(props, f"uploading {rel} to {bucket}/{prefix}", s3.upload_file, str(path), bucket, f"{prefix}/{rel}",
-              ExtraArgs={"Metadata": {"sha256": entry["sha256"]}}, Config=transfer)
-        return entry["size"]
+def _settled(path: Path, before: os.stat_result, sha: str) -> Optional[os.stat_result]:
+    """The file's stat if it still holds the content that was sent (`sha`), else None."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return None
+    if _identity(now) == _identity(before):
+        return now
+    if not stat.S_ISREG(now.st_mode):
+        return None
+    try:
+        again, st = hash_file(path)
+    except SourceError:
+        return None
+    return st if again == sha else None
 
-    # Large files parallelise inside TransferConfig; small ones across the pool.
-    with ThreadPoolExecutor(workers) as pool:
-        sent = sum(pool.map(send, todo))
-    gone = sorted(f"{prefix}/{rel}" for rel in old if rel not in new and (remote is None or f"{prefix}/{rel}" in remote))
-    for i in range(0, len(gone), 1000):
-        _call(props, f"removing deleted files from {bucket}/{prefix}", s3.delete_objects, Bucket=bucket,
-              Delete={"Objects": [{"Key": k} for k in gone[i:i + 1000]], "Quiet": True})
-    if new != old:
-        body = json.dumps({"files": new}, sort_keys=True).encode()
-        _call(props, f"writing the upload manifest {key}", s3.put_object, Bucket=bucket, Key=key, Body=body,
-              ContentType="application/json")
-    tree = hashlib.sha256(json.dumps({k: v["sha256"] for k, v in new.items()}, sort_keys=True).encode()).hexdigest()
+
+def _send_small(target: _Target, f: LocalFile) -> dict[str, Any]:
+    """One PUT of the bytes read, with their sha256; sent again once if the file changed meanwhile."""
+    for _ in range(2):
+        with _open_regular(f.path) as (fh, before):
+            if before.st_size >= MULTIPART_BYTES:
+                continue  # grew since it was hashed: changed
+            body = fh.read(MULTIPART_BYTES)
+        sha = hashlib.sha256(body).hexdigest()
+        target.call(f"uploading {f.path} to {target.bucket}/{target.key(f.rel)}", target.s3.put_object,
+                    Bucket=target.bucket, Key=target.key(f.rel), Body=body, Metadata={"sha256": sha})
+        settled = _settled(f.path, before, sha)
+        if settled is not None:
+            return {"sha256": sha, **_stat_fields(settled), "md5": hashlib.md5(body, usedforsecurity=False).hexdigest()}
+    raise _changed_error(f.path, "uploaded")
+
+
+def _send_parts(target: _Target, f: LocalFile, upload_id: str, workers: int) -> tuple[str, os.stat_result, list[dict]]:
+    """Read the file once, in order, hashing what is sent; at most `workers` parts in memory and in flight."""
+    key = target.key(f.rel)
+    h, slots, failed, futures = hashlib.sha256(), threading.BoundedSemaphore(workers), threading.Event(), []
+
+    def part(number: int, chunk: bytes) -> dict[str, Any]:
+        try:
+            response = target.call(f"uploading part {number} of {f.path} to {target.bucket}/{key}", target.s3.upload_part,
+                                   Bucket=target.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=chunk)
+        except BaseException:
+            failed.set()
+            raise
+        finally:
+            slots.release()
+        return {"PartNumber": number, "ETag": response["ETag"]}
+
+    with ThreadPoolExecutor(workers) as pool, _open_regular(f.path) as (fh, before):
+        part_size = max(MULTIPART_BYTES, -(-before.st_size // MAX_PARTS))
+        while not failed.is_set() and (chunk := fh.read(part_size)):
+            h.update(chunk)
+            slots.acquire()
+            futures.append(pool.submit(part, len(futures) + 1, chunk))
+        wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:
+            future.cancel()
+    return h.hexdigest(), before, [future.result() for future in futures]
+
+
+def _abort_quietly(target: _Target, key: str, upload_id: str) -> None:
+    try:
+        target.s3.abort_multipart_upload(Bucket=target.bucket, Key=key, UploadId=upload_id)
+    except Exception:  # noqa: BLE001 - the server may be gone; the lifecycle rule removes the parts after 7 days
+        pass
+
+
+def _send_large(target: _Target, f: LocalFile, sha: Optional[str], workers: int) -> dict[str, Any]:
+    """Multipart, declaring `sha` (hashed before); completed only when the bytes sent hash to it."""
+    key = target.key(f.rel)
+    for _ in range(2):
+        if sha is None:
+            sha, st = hash_file(f.path)
+            if st.st_size < MULTIPART_BYTES:
+                return _send_small(target, f)  # rewritten smaller: one PUT
+        started = target.call(f"starting the upload of {f.path} to {target.bucket}/{key}", target.s3.create_multipart_upload,
+                              Bucket=target.bucket, Key=key, Metadata={"sha256": sha})
+        try:
+            sent, before, parts = _send_parts(target, f, started["UploadId"], workers)
+            if sent != sha or before.st_size < MULTIPART_BYTES:
+                # Changed since it was hashed: the object would not hold what its metadata says.
+                # (Below the threshold the parts could be too small; the next attempt sends it in one PUT.)
+                _abort_quietly(target, key, started["UploadId"])
+                sha = None
+                continue
+            target.call(f"finishing the upload of {f.path} to {target.bucket}/{key}", target.s3.complete_multipart_upload,
+                        Bucket=target.bucket, Key=key, UploadId=started["UploadId"], MultipartUpload={"Parts": parts})
+        except BaseException:
+            _abort_quietly(target, key, started["UploadId"])
+            raise
+        settled = _settled(f.path, before, sent)
+        if settled is not None:
+            return {"sha256": sent, **_stat_fields(settled)}
+        sha = None
+    raise _changed_error(f.path, "uploaded")
+
+
+def _send_all(target: _Target, todo: list[LocalFile], local: dict[str, dict[str, Any]], workers: int) -> dict[str, dict[str, Any]]:
+    """Send every file; the manifest entry of each, describing exactly the bytes the bucket received."""
+    small = [f for f in todo if local[f.rel]["size"] < MULTIPART_BYTES]
+    large = [f for f in todo if local[f.rel]["size"] >= MULTIPART_BYTES]
+    # Small files in parallel; large ones one at a time with their parts in parallel (bounded memory).
+    sent = dict(zip([f.rel for f in small], _parallel(lambda f: _send_small(target, f), small, workers), strict=True))
+    for f in large:
+        sent[f.rel] = _send_large(target, f, local[f.rel]["sha256"], workers)
+    return sent
+
+
+def _delete(target: _Target, rels: list[str]) -> None:
+    keys = [target.key(rel) for rel in rels]
+    for i in range(0, len(keys), 1000):
+        result = target.call(f"removing deleted files from {target.bucket}/{target.prefix}", target.s3.delete_objects,
+                             Bucket=target.bucket, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
+        if result.get("Errors"):
+            first = result["Errors"][0]
+            raise S3Error(f"removing {target.bucket}/{first.get('Key')}: {first.get('Code')}: {first.get('Message')}")
+
+
+# The sync.
+
+
+def _local_entry(f: LocalFile, known: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The file's manifest entry: the known one when size and times match (rsync's quick check), else hashed."""
+    if known and known.get("sha256") and all(known.get(k) == v for k, v in _stat_fields(f.stat).items()):
+        return known
+    sha, st = hash_file(f.path)
+    md5 = {"md5": known["md5"]} if known and known.get("sha256") == sha and known.get("md5") else {}
+    return {"sha256": sha, **_stat_fields(st), **md5}
+
+
+@contextlib.contextmanager
+def _nothing_changed_yet():
+    try:
+        yield
+    except SourceError as err:
+        raise SourceError(f"{err}; nothing in the bucket was changed") from None
+
+
+def _hash_source(files: list[LocalFile], old: Manifest, workers: int) -> dict[str, dict[str, Any]]:
+    """Every file's entry, or SourceError: the bucket is not touched before this succeeds."""
+    entries = _parallel(lambda f: _local_entry(f, old.files.get(f.rel)), files, workers)
+    return dict(zip([f.rel for f in files], entries, strict=True))
+
+
+def _held(target: _Target, rels: list[str], local: dict[str, dict[str, Any]], listing: dict[str, int], workers: int) -> set[str]:
+    """Of `rels`, those whose object already holds the local content (listed at that size, then `holds`)."""
+    candidates = [rel for rel in rels if listing.get(target.key(rel)) == local[rel]["size"]]
+    heads = _parallel(lambda rel: _head(target, rel), candidates, workers)
+    return {rel for rel, head in zip(candidates, heads, strict=True) if head is not None and holds(head, local[rel])}
+
+
+def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False) -> dict[str, Any]:
+    """Make `prefix` hold exactly the files of `source`, by content hash; never lose an object the source holds.
+
+    1. List and hash the source completely (a file is hashed only when its size or
+       times differ from the manifest). Any error stops here: nothing remote changed.
+    2. Trust the manifest for files it records; check the others (and, with `verify`,
+       all) against the bucket: one listing, then a HEAD for each listed at that size.
+    3. Before touching any key, rewrite the manifest without it (marked pending).
+    4. Send what differs: each object carries the sha256 of exactly the bytes sent; a
+       file that changed while it was sent is sent again once, then the update fails.
+    5. Only then delete the files removed from the source (versioning keeps them until
+       the lifecycle expires them) and write the complete manifest.
+    """
+    target = _Target.of(s3, props)
+    with _nothing_changed_yet():
+        files = local_files(props["source"])
+    old = _read_manifest(target)
+    with _nothing_changed_yet():
+        local = _hash_source(files, old, workers)
+    if not files and (old.files or old.pending):
+        raise SourceError(f"weight upload source {props['source']!r} is empty, but {target.bucket}/{target.prefix} holds "
+                          f"{len(old.files)} uploaded files; refusing to delete them all (an unmounted volume?); nothing in "
+                          "the bucket was changed. To retire the upload, remove it from weightCaches.s3.uploads (its objects stay)")
+    checked = {f.rel for f in files if verify or f.rel not in old.files}
+    listing = _listing(target) if checked or old.pending else None
+    held = _held(target, sorted(checked), local, listing, workers) if checked else set()
+    todo = [f for f in files
+            if (f.rel not in held if f.rel in checked else old.files[f.rel].get("sha256") != local[f.rel]["sha256"])]
+    gone = sorted((set(old.files) | old.pending) - set(local))
+    if listing is not None:
+        gone = [rel for rel in gone if target.key(rel) in listing]
+    touched = {f.rel for f in todo} | set(gone)
+    if touched:
+        _write_manifest(target, {rel: e for rel, e in local.items() if rel not in touched}, old.pending | touched)
+    try:
+        sent = _send_all(target, todo, local, workers)
+    except S3Error as err:
+        raise type(err)(f"{err}; no object was deleted and the upload manifest claims none of the unfinished files: "
+                        "run `pulumi up` again to finish") from None
+    _delete(target, gone)
+    files_now = {**local, **sent}
+    if touched or files_now != old.files or old.pending or not old.found:
+        _write_manifest(target, files_now)
     return {
-        "fileCount": len(files),
-        "totalBytes": sum(st.st_size for _, _, st in files),
+        **_content_outputs(files_now),
         "uploadedFiles": len(todo),
-        "uploadedBytes": sent,
+        "uploadedBytes": sum(e["size"] for e in sent.values()),
         "deletedFiles": len(gone),
-        "contentSha256": tree,
+        "drift": None,
     }
 
 
@@ -625,21 +1061,23 @@ class UploadProvider(_S3Provider):
         return CreateResult(f"{props['bucket']}/{props['prefix'].strip('/')}", {**props, **result})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        """Refresh: is every object of the manifest still in the bucket, at its size?"""
+        """Refresh: does the bucket hold the content of every manifest entry (sha256 or plain-MD5 ETag, not sizes)?
+
+        On drift the outputs describe only what was verified, `drift` says what differs,
+        and the fingerprint input becomes "drifted", so the next `pulumi up` updates and
+        the update checks every file against the bucket.
+        """
         props = {k: _plain(v) for k, v in props.items()}
-        s3, prefix = client(props), props["prefix"].strip("/")
-        manifest = _read_manifest(s3, props, props["bucket"], manifest_key(prefix))
-        remote = _remote_sizes(s3, props, props["bucket"], prefix)
-        drift = not manifest or any(remote.get(f"{prefix}/{rel}") != e.get("size") for rel, e in manifest.items())
-        if not drift:
-            return ReadResult(id_, props)
-        # A changed input makes the next `pulumi up` update, and the update then verifies.
-        inputs = {k: props[k] for k in UPLOAD_INPUTS if k in props} | {"fingerprint": "drifted"}
-        return ReadResult(id_, {**props, "fingerprint": "drifted"}, inputs)
+        verified, problems = audit(client(props), props)
+        if not problems:
+            return ReadResult(id_, {**props, "drift": None} if props.get("drift") else props)
+        outs = {**props, **_content_outputs(verified), "drift": "; ".join(problems), "fingerprint": DRIFTED}
+        inputs = {k: props[k] for k in UPLOAD_INPUTS if k in props} | {"fingerprint": DRIFTED}
+        return ReadResult(id_, outs, inputs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         news = {k: _plain(v) for k, v in news.items()}
-        verify = olds.get("fingerprint") == "drifted"
+        verify = olds.get("fingerprint") == DRIFTED
         return UpdateResult({**news, **sync_tree(client(news), news, verify=verify)})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
@@ -650,7 +1088,7 @@ class UploadProvider(_S3Provider):
 class WeightUpload(pulumi.dynamic.Resource, module="s3", name="Upload"):
     """A local model repository kept in sync with a bucket prefix by content hash."""
 
-    # Outputs: fileCount, totalBytes, uploadedFiles, uploadedBytes, deletedFiles, contentSha256.
+    # Outputs: fileCount, totalBytes, uploadedFiles, uploadedBytes, deletedFiles, contentSha256, drift.
 
     def __init__(
         self,
@@ -680,5 +1118,6 @@ class WeightUpload(pulumi.dynamic.Resource, module="s3", name="Upload"):
             "uploadedBytes": None,
             "deletedFiles": None,
             "contentSha256": None,
+            "drift": None,
         }
         super().__init__(UploadProvider(), name, props, opts)

@@ -3,6 +3,10 @@
 moto's server mode, with request authentication switched on so bad credentials are
 refused as a real endpoint would: two IAM users in two accounts (ours and a
 stranger's) are created first, then every request must be signed by one of them.
+
+Test modules load the `s3_server` fixture with `pytest_plugins = ["tests.s3server"]`:
+one server per kind for the whole session, parametrised over `SERVERS`, so another
+S3-compatible implementation is one more entry there.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 
 import boto3
+import pytest
 
 from tests.netutil import free_port
 
@@ -87,3 +92,14 @@ def running_server(auth: bool = True):
         # Later servers in the same process must not inherit authentication.
         set_auth(info.endpoint, "inf")
         server.stop()
+
+
+# Each kind of server: a context manager yielding an S3Server with our and a stranger's credentials.
+SERVERS = {"moto": running_server}
+
+
+@pytest.fixture(scope="session", params=sorted(SERVERS))
+def s3_server(request):
+    """A running S3-compatible server on loopback, shared by every test of the session."""
+    with SERVERS[request.param]() as server:
+        yield server

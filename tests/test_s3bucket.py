@@ -15,15 +15,10 @@ import pytest
 from components import s3bucket
 from components.s3bucket import BucketProvider, S3Error, UploadProvider, sync_tree
 from tests.conftest import ROOT, stack_plan
-from tests.s3server import running_server
+
+pytest_plugins = ["tests.s3server"]
 
 BUCKET_TYPE = "pulumi-python:dynamic/s3:Bucket"
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    with running_server() as server:
-        yield server
 
 
 def name(tag: str) -> str:
@@ -217,7 +212,7 @@ def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, t
     client, calls = counting_client(props)
     first = sync_tree(client, props)
     assert first["fileCount"] == 5 and first["uploadedFiles"] == 5
-    assert calls["PutObject"] == 5  # four small files and the manifest
+    assert calls["PutObject"] == 6  # four small files, the manifest marking them pending, the complete manifest
     assert calls["CreateMultipartUpload"] == 1 and calls["UploadPart"] == 3  # 12 MiB in 5 MiB parts
     head = s3_server.client().head_object(Bucket=bucket, Key="models/v1/bert/1/big.bin")
     assert head["ContentLength"] == 12 * 1024 * 1024 and len(head["Metadata"]["sha256"]) == 64
@@ -232,7 +227,7 @@ def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, t
     client, calls = counting_client(props)
     changed = sync_tree(client, props)
     assert changed["uploadedFiles"] == 1 and changed["deletedFiles"] == 1
-    assert calls["PutObject"] == 2 and calls["UploadPart"] == 0  # the changed file and the manifest
+    assert calls["PutObject"] == 3 and calls["UploadPart"] == 0  # the changed file and the manifest, twice
     keys = {o["Key"] for o in s3_server.client().list_objects_v2(Bucket=bucket, Prefix="models/v1/")["Contents"]}
     assert "models/v1/bert/config.pbtxt" not in keys and "models/v1/resnet/config.pbtxt" in keys
 
@@ -275,3 +270,24 @@ def test_upload_of_a_missing_directory_is_a_clear_error(s3_server, tmp_path):
     failures = UploadProvider().check({}, props).failures
     assert [f.property for f in failures] == ["source"]
     assert s3bucket.fingerprint(missing) == "missing"
+
+
+@pytest.mark.parametrize("head, held", [
+    ({"ContentLength": 3, "Metadata": {"sha256": "a" * 64}, "ETag": '"0"'}, True),
+    ({"ContentLength": 3, "Metadata": {"sha256": "b" * 64}, "ETag": f'"{"c" * 32}"'}, False),  # the recorded sha256 decides
+    ({"ContentLength": 4, "Metadata": {"sha256": "a" * 64}}, False),
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}"'}, True),  # no sha256: a plain-MD5 ETag
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"d" * 32}"'}, False),
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}-2"'}, False),  # multipart: not an MD5 of the content
+    ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}"', "ServerSideEncryption": "aws:kms"}, False),
+], ids=["sha256", "other-sha256", "other-size", "md5-etag", "other-md5", "multipart-etag", "kms-etag"])
+def test_an_object_holds_the_content_its_sha256_or_plain_md5_etag_shows(head, held):
+    assert s3bucket.holds(head, {"sha256": "a" * 64, "size": 3, "md5": "c" * 32}) is held
+
+
+def test_a_file_name_that_is_not_utf8_fails_the_listing(tmp_path):
+    (tmp_path / "ok.bin").write_bytes(b"x")
+    with open(os.fsencode(tmp_path) + b"/model-\xff.bin", "wb") as f:
+        f.write(b"x")
+    with pytest.raises(s3bucket.SourceError, match=r"model-\\xff.bin is not UTF-8, so it cannot be an S3 key"):
+        s3bucket.local_files(str(tmp_path))
