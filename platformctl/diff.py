@@ -289,9 +289,15 @@ def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
 ACTIONS = ("create", "update", "replace", "delete")
 
 
+def _typed(resource: dict[str, Any]) -> dict[str, Any]:
+    # The URN carries the type too (after the parents' types): urn:pulumi:STACK::PROJECT::A$B::NAME.
+    resource.setdefault("type", resource["urn"].split("::")[2].rsplit("$", 1)[-1])
+    return resource
+
+
 def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    ra = {_key(r): _strip_stack(r, a["stack"]) for r in a["resources"]}
-    rb = {_key(r): _strip_stack(r, b["stack"]) for r in b["resources"]}
+    ra = {_key(r): _typed(_strip_stack(r, a["stack"])) for r in a["resources"]}
+    rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
     changes, errors = _classify(ra, rb)
     return {
         "added": sorted(set(rb) - set(ra)),
