@@ -130,13 +130,14 @@ def _topological(keys: set[str], rb: dict[str, dict[str, Any]]) -> list[str]:
     return order + sorted(keys - set(order))
 
 
-def _ignored(old: dict[str, Any], new: dict[str, Any], ignore_changes: list[str]) -> dict[str, Any]:
-    for text in ignore_changes or ():
+def _ignore_paths(resource: dict[str, Any]) -> list[PropPath]:
+    out = []
+    for text in resource.get("ignoreChanges") or ():
         try:
-            new = reset(old, new, parse(text))
+            out.append(parse(text))
         except ValueError:
-            continue
-    return new
+            continue  # the engine reports it; nothing is ignored
+    return out
 
 
 def _output_tokens(resource: dict[str, Any]) -> set[str]:
@@ -185,6 +186,19 @@ def _derived_paths(value: Any, tokens: set[str], path: PropPath = ()) -> Iterato
         yield path
 
 
+def _unknown_inputs(new, new_in, ignores, replaced, rb, tokens) -> dict[PropPath, str]:
+    """Inputs unknown until a replaced dependency exists again: path -> that dependency."""
+    unknown: dict[PropPath, str] = {}
+    for dep in dict.fromkeys(_deps(new)):
+        # A replaced provider replaces its resources outright (_provider_replaced).
+        if dep in replaced and dep != _provider_key(new):
+            if dep not in tokens:
+                tokens[dep] = _output_tokens(rb[dep])
+            for p in _derived_paths(new_in, tokens[dep]):
+                unknown.setdefault(p, dep)
+    return {p: d for p, d in unknown.items() if not any(is_prefix(i, p) for i in ignores)}
+
+
 def _provider_replaced(old: dict[str, Any], new: dict[str, Any], ra, rb, replaced: dict[str, str]) -> Optional[str]:
     """Why a change of the resource's explicit provider replaces it, or None (step_generator.go providerChanged)."""
     old_p, new_p = _provider_key(old), _provider_key(new)
@@ -221,18 +235,11 @@ def _classify(ra, rb) -> tuple[list[Change], list[str]]:
     for key in _topological(common, rb):
         old, new = ra[key], rb[key]
         paths = [p for f in COMPARED for p in changed_paths(old.get(f), new.get(f), f)]
-        old_in = old.get("inputs") or {}
-        new_in = _ignored(old_in, new.get("inputs") or {}, new.get("ignoreChanges"))
-        # Inputs that are unknown until a replaced dependency exists again.
-        unknown: dict[PropPath, str] = {}
-        for dep in dict.fromkeys(_deps(new)):
-            if dep in replaced and dep != _provider_key(new):
-                if dep not in tokens:
-                    tokens[dep] = _output_tokens(rb[dep])
-                for p in _derived_paths(new_in, tokens[dep]):
-                    unknown.setdefault(p, dep)
-        ignores = [parse(t) for t in new.get("ignoreChanges") or () if _parses(t)]
-        unknown = {p: d for p, d in unknown.items() if not any(is_prefix(i, p) for i in ignores)}
+        old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
+        ignores = _ignore_paths(new)
+        for ignore in ignores:
+            new_in = reset(old_in, new_in, ignore)
+        unknown = _unknown_inputs(new, new_in, ignores, replaced, rb, tokens)
         reason = None
         if new.get("custom", True) and new["type"] not in PROVIDERS:
             reason = _provider_replaced(old, new, ra, rb, replaced)
@@ -263,14 +270,6 @@ def _classify(ra, rb) -> tuple[list[Change], list[str]]:
         if c.action in ("replace", "delete"):
             errors += _guard_errors(c, ra[c.key])
     return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.key)), errors
-
-
-def _parses(text: str) -> bool:
-    try:
-        parse(text)
-        return True
-    except ValueError:
-        return False
 
 
 def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
