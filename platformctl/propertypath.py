@@ -150,6 +150,8 @@ def reset(old: Any, new: Any, path: Path) -> Any:
     out = dict(new) if isinstance(new, dict) else list(new)
     segs = (list(new) if isinstance(new, dict) else list(range(len(new)))) if head is ANY else [head]
     for seg in segs:
+        if isinstance(seg, str) != isinstance(out, dict):
+            continue  # a key into a list or an index into a map names nothing
         here, there = _get(new, seg), _get(old, seg)
         if rest:
             if here is not _MISSING and there is not _MISSING:
