@@ -18,6 +18,7 @@ from components.config import ConfigError
 from . import docs
 from .atomic import write_text
 from .diff import NotAPlan, diff_plans, format_diff, load_plan_json
+from .diff import exit_code as diff_exit_code
 from .engine import ROOT, render_stack, shown_path, stack_path
 from .errors import UsageError
 from .gpu_report import gpu_report, stack_settings
@@ -64,8 +65,10 @@ def cmd_plan(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    print(format_diff(diff_plans(_plan_json(args.a), _plan_json(args.b))))
-    return 0
+    # Exit 1 when the change would replace or delete a protected or retainOnDelete resource.
+    d = diff_plans(_plan_json(args.a), _plan_json(args.b))
+    print(format_diff(d))
+    return diff_exit_code(d)
 
 
 def cmd_docs(args) -> int:

@@ -1,14 +1,39 @@
-"""Compare two plans: added, removed and changed resources with the changed key paths."""
+"""Compare two plans the way `pulumi up` would act on them: every resource is created,
+updated, replaced (naming the input that forces it) or deleted.
+
+A resource is keyed by its URN without the stack, so two stacks compare. Replacement
+follows the providers' rules (replacement.py) and the engine's own:
+
+- a changed explicit provider replaces the resource when the provider's config diff
+  would (different provider, or one that is itself replaced);
+- `ignoreChanges` paths take their old values before anything is compared;
+- a replaced resource's outputs are unknown until it exists again, so a dependent whose
+  inputs carry them (its id or name as the plan shows them; any secret) sees those
+  inputs change, and is replaced where they force it. The offline plan does not record
+  which input came from which resource, so this is matched by value.
+
+Replacing or deleting a resource the old plan marks `protect` or `retainOnDelete` is an
+error: the engine refuses the first, and the second leaves the old object in the cloud,
+no longer managed. Everything is keyed in dicts and walked once: linear in resources.
+"""
 
 from __future__ import annotations
 
 import json
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Optional
 
 from .errors import UsageError
+from .propertypath import Path as PropPath
+from .propertypath import format_path, is_prefix, leaf_changes, parse, reset
+from .replacement import PROVIDERS, forcing_change, rules_for
 
 COMPARED = ("inputs", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges")
+REDACTED = ("[secret]", "[unknown]")
+# Shorter ids or names match too much by substring.
+MIN_TOKEN = 6
 
 
 class NotAPlan(UsageError):
@@ -46,10 +71,13 @@ def plan_shape_problem(data: Any) -> str | None:
     return None
 
 
+def _urn_key(urn: str) -> str:
+    return urn.split("::", 1)[1] if "::" in urn else urn
+
+
 def _key(resource: dict[str, Any]) -> str:
     # Stack names differ between two stacks; the URN without the stack part identifies a resource.
-    urn = resource["urn"]
-    return urn.split("::", 1)[1] if "::" in urn else urn
+    return _urn_key(resource["urn"])
 
 
 def _strip_stack(value: Any, stack: str) -> Any:
@@ -84,27 +112,251 @@ def changed_paths(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [path or "."]
 
 
+# --------------------------------------------------------------------------- classification
+
+
+@dataclass
+class Change:
+    key: str
+    action: str  # create | update | replace | delete
+    type: str
+    paths: list[str] = field(default_factory=list)  # changed_paths of the compared fields
+    reason: str = ""  # replace: the input (or provider) that forces it
+    delete_first: bool = False  # replace: the old object goes before the new one exists
+    # Inputs unknown until a replaced dependency exists again: path -> that dependency.
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+def _provider_key(resource: dict[str, Any]) -> Optional[str]:
+    return _urn_key(resource["provider"]) if resource.get("provider") else None
+
+
+def _deps(resource: dict[str, Any]) -> Iterator[str]:
+    yield from (_urn_key(u) for u in resource.get("dependsOn") or ())
+    if resource.get("provider"):
+        yield _provider_key(resource)
+
+
+def _topological(keys: set[str], rb: dict[str, dict[str, Any]]) -> list[str]:
+    """Keys ordered dependencies first (Kahn); ties in key order, so the walk is stable."""
+    dependents: dict[str, list[str]] = {k: [] for k in keys}
+    missing: dict[str, int] = {}
+    for k in keys:
+        deps = {d for d in _deps(rb[k]) if d in keys and d != k}
+        missing[k] = len(deps)
+        for d in deps:
+            dependents[d].append(k)
+    ready = deque(sorted(k for k in keys if not missing[k]))
+    order = []
+    while ready:
+        k = ready.popleft()
+        order.append(k)
+        for d in dependents[k]:
+            missing[d] -= 1
+            if not missing[d]:
+                ready.append(d)
+    # A cycle cannot be registered; keep any leftovers rather than lose them.
+    return order + sorted(keys - set(order))
+
+
+def _ignore_paths(resource: dict[str, Any]) -> list[PropPath]:
+    out = []
+    for text in resource.get("ignoreChanges") or ():
+        try:
+            out.append(parse(text))
+        except ValueError:
+            continue  # the engine reports it; nothing is ignored
+    return out
+
+
+def _output_tokens(resource: dict[str, Any]) -> set[str]:
+    """Strings a dependent may have taken from this resource's outputs: its id and names as
+    the mock runtime gives them, and outputs it computes that are not inputs."""
+    from pulumi.runtime.mocks import MockResourceArgs
+
+    from .engine import PlatformMocks
+
+    inputs = resource.get("inputs") or {}
+    rid, outputs = PlatformMocks().new_resource(MockResourceArgs(
+        typ=resource["type"], name=resource["name"], inputs=json.loads(json.dumps(inputs)),
+        provider=None, resource_id=None, custom=True,
+    ))
+    given = set(_strings(inputs))
+    tokens = {s for s in _strings(outputs) if s not in given} | {rid}
+    # A Kubernetes object's name is an output too, known again only once it is recreated.
+    tokens.add(((resource.get("outputs") or {}).get("metadata") or {}).get("name") or "")
+    return {t for t in tokens if isinstance(t, str) and len(t) >= MIN_TOKEN and t not in REDACTED}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _derived_paths(value: Any, tokens: set[str], path: PropPath = ()) -> Iterator[PropPath]:
+    """Leaves of `value` that carry one of `tokens`, or a redacted value."""
+    if isinstance(value, dict):
+        for k in sorted(value):
+            yield from _derived_paths(value[k], tokens, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _derived_paths(v, tokens, path + (i,))
+    elif isinstance(value, str) and (
+        value in REDACTED
+        or any(t in value for t in tokens)
+        or (len(value) >= MIN_TOKEN and any(value in t for t in tokens))
+    ):
+        yield path
+
+
+def _unknown_inputs(new, new_in, ignores, replaced, rb, tokens) -> dict[PropPath, str]:
+    """Inputs unknown until a replaced dependency exists again: path -> that dependency."""
+    unknown: dict[PropPath, str] = {}
+    for dep in dict.fromkeys(_deps(new)):
+        # A replaced provider replaces its resources outright (_provider_replaced).
+        if dep in replaced and dep != _provider_key(new):
+            if dep not in tokens:
+                tokens[dep] = _output_tokens(rb[dep])
+            for p in _derived_paths(new_in, tokens[dep]):
+                unknown.setdefault(p, dep)
+    return {p: d for p, d in unknown.items() if not any(is_prefix(i, p) for i in ignores)}
+
+
+def _provider_replaced(old: dict[str, Any], new: dict[str, Any], ra, rb, replaced: dict[str, str]) -> Optional[str]:
+    """Why a change of the resource's explicit provider replaces it, or None (step_generator.go providerChanged)."""
+    old_p, new_p = _provider_key(old), _provider_key(new)
+    if old_p == new_p:
+        return f"provider {new_p} is replaced" if new_p in replaced else None
+    if old_p is None or new_p is None or old_p not in ra or new_p not in rb:
+        # A default provider has no record in the plan; assume the worst.
+        return f"provider {old_p} -> {new_p}"
+    rules = PROVIDERS.get(rb[new_p]["type"])
+    old_in, new_in = ra[old_p].get("inputs") or {}, rb[new_p].get("inputs") or {}
+    if new_p in replaced or (rules and forcing_change(rules, old_in, new_in, leaf_changes(old_in, new_in))):
+        return f"provider {old_p} -> {new_p}"
+    return None
+
+
+def _delete_first(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    if new.get("deleteBeforeReplace"):
+        return True
+    # provider.go Diff: a replaced Kubernetes object that keeps its given name and namespace
+    # must be deleted before it can be created again.
+    if not new["type"].startswith("kubernetes:") or new["type"].startswith("kubernetes:helm.sh"):
+        return False
+    meta_old = (old.get("inputs") or {}).get("metadata") or {}
+    meta_new = (new.get("inputs") or {}).get("metadata") or {}
+    return bool(meta_new.get("name")) and all(meta_old.get(k) == meta_new.get(k) for k in ("name", "namespace"))
+
+
+def _classify(ra, rb) -> tuple[list[Change], list[str]]:
+    changes: list[Change] = []
+    errors: list[str] = []
+    replaced: dict[str, str] = {}  # key -> reason
+    tokens: dict[str, set[str]] = {}
+    common = set(ra) & set(rb)
+    for key in _topological(common, rb):
+        old, new = ra[key], rb[key]
+        paths = [p for f in COMPARED for p in changed_paths(old.get(f), new.get(f), f)]
+        old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
+        ignores = _ignore_paths(new)
+        for ignore in ignores:
+            new_in = reset(old_in, new_in, ignore)
+        unknown = _unknown_inputs(new, new_in, ignores, replaced, rb, tokens)
+        reason = None
+        if new.get("custom", True) and new["type"] not in PROVIDERS:
+            reason = _provider_replaced(old, new, ra, rb, replaced)
+        if not paths and not unknown and reason is None:
+            continue
+        rules = rules_for(new, (rb.get(_provider_key(new)) or {}).get("inputs"))
+        input_changes = leaf_changes(old_in, new_in)
+        if rules is None:
+            if input_changes or unknown:
+                errors.append(f"error: no replacement rules for {new['type']} ({key}): cannot tell update from replace")
+        elif reason is None:
+            forced = forcing_change(rules, old_in, new_in, input_changes)
+            if forced is not None:
+                reason = f"input {format_path(forced)}"
+            else:
+                forced = forcing_change(rules, old_in, new_in, list(unknown))
+                if forced is not None:
+                    reason = f"input {format_path(forced)} <- replaced {unknown[forced]}"
+        shown = {f"inputs.{format_path(p)}": d for p, d in unknown.items()}
+        if reason is None:
+            changes.append(Change(key, "update", new["type"], paths, unknown=shown))
+        else:
+            replaced[key] = reason
+            changes.append(Change(key, "replace", new["type"], paths, reason, _delete_first(old, new), shown))
+    changes += [Change(k, "create", rb[k]["type"]) for k in sorted(set(rb) - common)]
+    changes += [Change(k, "delete", ra[k]["type"]) for k in sorted(set(ra) - common)]
+    for c in changes:
+        if c.action in ("replace", "delete"):
+            errors += _guard_errors(c, ra[c.key])
+    return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.key)), errors
+
+
+def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
+    """The deployed resource's own flags decide (the engine's state is the old plan)."""
+    why = f" ({change.reason})" if change.reason else ""
+    out = []
+    if old.get("protect"):
+        out.append(f"error: {change.action} of protected resource {change.key}{why}")
+    if old.get("retainOnDelete"):
+        fate = "the old one" if change.action == "replace" else "it"
+        out.append(f"error: {change.action} of retainOnDelete resource {change.key}{why}: "
+                   f"{fate} stays in the cloud, no longer managed by Pulumi")
+    return out
+
+
+ACTIONS = ("create", "update", "replace", "delete")
+
+
+def _typed(resource: dict[str, Any]) -> dict[str, Any]:
+    # The URN carries the type too (after the parents' types): urn:pulumi:STACK::PROJECT::A$B::NAME.
+    resource.setdefault("type", resource["urn"].split("::")[2].rsplit("$", 1)[-1])
+    return resource
+
+
 def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    ra = {_key(r): _strip_stack(r, a["stack"]) for r in a["resources"]}
-    rb = {_key(r): _strip_stack(r, b["stack"]) for r in b["resources"]}
-    changed = {}
-    for key in sorted(set(ra) & set(rb)):
-        paths = []
-        for field in COMPARED:
-            paths += changed_paths(ra[key].get(field), rb[key].get(field), field)
-        if paths:
-            changed[key] = paths
+    ra = {_key(r): _typed(_strip_stack(r, a["stack"])) for r in a["resources"]}
+    rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
+    changes, errors = _classify(ra, rb)
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),
-        "changed": changed,
+        "changed": {c.key: c.paths for c in sorted(changes, key=lambda c: c.key) if c.paths},
+        "changes": changes,
+        "errors": sorted(errors),
     }
 
 
+_MARK = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
+
+
 def format_diff(d: dict[str, Any]) -> str:
-    lines = [f"+ {k}" for k in d["added"]] + [f"- {k}" for k in d["removed"]]
-    for key, paths in d["changed"].items():
-        lines.append(f"~ {key}")
-        lines += [f"    {p}" for p in paths]
-    lines.append(f"{len(d['added'])} added, {len(d['removed'])} removed, {len(d['changed'])} changed")
+    """One line per change (`+ create`, `~ update`, `+- replace`, `- delete`), its changed
+    paths indented below, then the error lines and a count. An update that only inherits
+    unknown inputs lists them with the replaced dependency they wait for."""
+    lines = []
+    for c in d["changes"]:
+        line = f"{_MARK[c.action]} {c.action} {c.key}"
+        if c.action == "replace":
+            line += f" ({c.reason})" + (" [delete-first]" if c.delete_first else "")
+        lines.append(line)
+        lines += [f"    {p}" for p in c.paths]
+        if c.action == "update" and not c.paths:
+            lines += [f"    {p} <- replaced {dep}" for p, dep in c.unknown.items()]
+    lines += d["errors"]
+    counts = {a: sum(c.action == a for c in d["changes"]) for a in ACTIONS}
+    lines.append(", ".join(f"{n} to {a}" for a, n in counts.items()) + f"; {len(d['errors'])} errors")
     return "\n".join(lines)
+
+
+def exit_code(d: dict[str, Any]) -> int:
+    return 1 if d["errors"] else 0

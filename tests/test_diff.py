@@ -35,3 +35,213 @@ def test_two_stacks_of_the_same_customer_compare_without_stack_noise():
     a = "urn:pulumi:a-dev::inference-platform::pulumi:pulumi:Stack::inference-platform-a-dev"
     b = "urn:pulumi:b-dev::inference-platform::pulumi:pulumi:Stack::inference-platform-b-dev"
     assert _strip_stack(a, "a-dev") == _strip_stack(b, "b-dev")
+
+
+# --------------------------------------------------------------------------- classification
+
+import copy  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
+
+from platformctl.__main__ import main  # noqa: E402
+from platformctl.diff import Change, exit_code, format_diff  # noqa: E402
+from platformctl.engine import render_stack  # noqa: E402
+from platformctl.plan import write_plan  # noqa: E402
+from tests.conftest import ROOT, stack_plan  # noqa: E402
+
+PROVIDER = "urn:pulumi:s::inference-platform::pulumi:providers:kubernetes::k8s"
+
+
+def _r(type_token, name, inputs, **options):
+    return {
+        "urn": f"urn:pulumi:s::inference-platform::{type_token}::{name}", "type": type_token, "name": name,
+        "custom": options.pop("custom", True), "provider": options.pop("provider", None),
+        "parent": None, "dependsOn": options.pop("dependsOn", []), "protect": options.pop("protect", False),
+        "retainOnDelete": options.pop("retainOnDelete", False), "deleteBeforeReplace": False,
+        "ignoreChanges": options.pop("ignoreChanges", []), "inputs": inputs, **options,
+    }
+
+
+def _k8s(kind_token, name, inputs, **options):
+    return _r(f"kubernetes:{kind_token}", name, inputs, provider=PROVIDER, **options)
+
+
+def _provider(**inputs):
+    return _r("pulumi:providers:kubernetes", "k8s", {"kubeconfig": "[secret]", **inputs})
+
+
+def _deployment(selector="web", image="img:1"):
+    return _k8s("apps/v1:Deployment", "web", {"metadata": {"name": "web", "namespace": "ns"}, "spec": {
+        "selector": {"matchLabels": {"app": selector}},
+        "template": {"spec": {"containers": [{"name": "c", "image": image}]}},
+    }})
+
+
+def _classes(before, after, provider=None):
+    extra = [provider or _provider()]
+    d = diff_plans(_plan("s", extra + before), _plan("s", copy.deepcopy(extra) + after))
+    return {c.key.rsplit("::", 1)[1]: c for c in d["changes"]}, d
+
+
+def test_deployment_selector_change_replaces_and_names_the_input():
+    changes, _ = _classes([_deployment()], [_deployment(selector="web2")])
+    assert changes["web"].action == "replace"
+    assert changes["web"].reason == "input spec.selector.matchLabels.app"
+    # Kept name and namespace: the provider deletes the old object first.
+    assert changes["web"].delete_first
+
+
+def test_deployment_image_change_is_an_update():
+    changes, d = _classes([_deployment()], [_deployment(image="img:2")])
+    assert changes["web"] == Change(changes["web"].key, "update", "kubernetes:apps/v1:Deployment",
+                                    ["inputs.spec.template.spec.containers[0].image"])
+    assert exit_code(d) == 0
+
+
+def _configmap(name, data="x", **options):
+    return _k8s("core/v1:ConfigMap", "cm", {"metadata": {"name": name, "namespace": "ns"}, "data": {"k": data}}, **options)
+
+
+def test_renamed_configmap_is_replaced_and_not_deleted_first():
+    changes, _ = _classes([_configmap("a")], [_configmap("b")])
+    assert changes["cm"].action == "replace" and changes["cm"].reason == "input metadata.name"
+    assert not changes["cm"].delete_first
+
+
+def test_configmap_data_replaces_unless_the_provider_makes_configmaps_mutable():
+    changes, _ = _classes([_configmap("a")], [_configmap("a", "y")])
+    assert changes["cm"].action == "replace" and changes["cm"].reason == 'input data.k'
+    changes, _ = _classes([_configmap("a")], [_configmap("a", "y")], _provider(enableConfigMapMutable=True))
+    assert changes["cm"].action == "update"
+
+
+def test_ignored_changes_do_not_count():
+    group = {"clusterId": "c", "nodeCount": 2, "labels": {"a": "1"}}
+    before = _r("openstack:containerinfra/nodeGroup:NodeGroup", "ng", group, ignoreChanges=["nodeCount", "labels"])
+    after = copy.deepcopy(before)
+    after["inputs"].update(nodeCount=5, labels={"a": "2"})
+    changes, _ = _classes([before], [after])
+    # The inputs differ in the plan, but Pulumi diffs them with the old values put back.
+    assert changes["ng"].action == "update" and changes["ng"].paths == ["inputs.labels.a", "inputs.nodeCount"]
+
+
+def test_a_replaced_cluster_replaces_what_takes_its_id_and_the_provider_built_from_it():
+    cluster = _r("openstack:containerinfra/cluster:Cluster", "magnum", {"keypair": "a"}, protect=True)
+    group = _r("openstack:containerinfra/nodeGroup:NodeGroup", "ng", {"clusterId": "magnum-id"},
+               dependsOn=[cluster["urn"]], retainOnDelete=True)
+    provider = _provider()
+    provider["dependsOn"] = [cluster["urn"]]
+    ns = _k8s("core/v1:Namespace", "ns", {"metadata": {"name": "ns"}})
+    changed = copy.deepcopy(cluster)
+    changed["inputs"]["keypair"] = "b"
+    changes, d = _classes([cluster, group, ns], [changed, group, ns], provider)
+    assert changes["magnum"].reason == "input keypair"
+    assert changes["ng"].reason == f"input clusterId <- replaced {cluster['urn'].split('::', 1)[1]}"
+    assert changes["k8s"].action == "replace" and changes["ns"].reason.startswith("provider ")
+    assert d["errors"] == [
+        f"error: replace of protected resource {changes['magnum'].key} (input keypair)",
+        f"error: replace of retainOnDelete resource {changes['ng'].key} ({changes['ng'].reason}): "
+        "the old one stays in the cloud, no longer managed by Pulumi",
+    ]
+    assert exit_code(d) == 1
+
+
+def test_deleting_a_protected_resource_is_an_error_and_creating_is_not():
+    share = _r("openstack:sharedfilesystem/share:Share", "share", {"size": 1}, protect=True, retainOnDelete=True)
+    changes, d = _classes([share], [_configmap("a")])
+    assert changes["share"].action == "delete" and changes["cm"].action == "create"
+    assert len(d["errors"]) == 2 and all("delete of" in e for e in d["errors"])
+    out = format_diff(d)
+    assert out.splitlines()[-1] == "1 to create, 0 to update, 0 to replace, 1 to delete; 2 errors"
+    assert f"- delete {changes['share'].key}" in out and f"+ create {changes['cm'].key}" in out
+
+
+def test_a_type_without_rules_is_an_error_not_a_guess():
+    before = _r("aws:s3/bucket:Bucket", "b", {"bucket": "x"})
+    after = copy.deepcopy(before)
+    after["inputs"]["bucket"] = "y"
+    _, d = _classes([before], [after])
+    assert d["errors"] and "no replacement rules for aws:s3/bucket:Bucket" in d["errors"][0]
+
+
+def test_components_only_update():
+    before = _r("inference-platform:cluster:Cluster", "c", {"x": 1}, custom=False)
+    after = copy.deepcopy(before)
+    after["inputs"]["x"] = 2
+    changes, _ = _classes([before], [after])
+    assert changes["c"].action == "update"
+
+
+def test_diff_time_is_linear_in_resources():
+    def chain(n, image):
+        rs = [_provider()]
+        for i in range(n):
+            dep = [rs[-1]["urn"]] if i else []
+            rs.append(_k8s("apps/v1:Deployment", f"d{i}", {"metadata": {"name": f"d{i}"},
+                      "spec": {"template": {"spec": {"containers": [{"image": image}]}}}}, dependsOn=dep))
+        return _plan("s", rs)
+
+    def seconds(n):
+        a, b = chain(n, "a"), chain(n, "b")
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            diff_plans(a, b)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    small, large = seconds(250), seconds(2000)
+    # Eight times the resources: about eight times the time; a pairwise scan would be 64.
+    assert large < 24 * small
+
+
+# --------------------------------------------------------------------------- the CLI on real stacks
+
+
+def _edited_plan(tmp_path: Path, edit) -> Path:
+    raw = yaml.safe_load((ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text())
+    edit(raw["config"])
+    stack_file = tmp_path / "Pulumi.acme-prod.yaml"
+    stack_file.write_text(yaml.safe_dump(raw))
+    return write_plan(render_stack("acme-prod", stack_file), tmp_path / "plan")
+
+
+def _acme(tmp_path: Path) -> Path:
+    return write_plan(stack_plan("acme-prod"), tmp_path / "acme")
+
+
+def test_cli_acme_prod_against_itself_has_no_changes(tmp_path, capsys):
+    assert main(["diff", str(_acme(tmp_path)), "acme-prod"]) == 0
+    assert capsys.readouterr().out == "0 to create, 0 to update, 0 to replace, 0 to delete; 0 errors\n"
+
+
+def test_cli_changed_magnum_keypair_is_a_protected_replacement(tmp_path, capsys):
+    edited = _edited_plan(tmp_path, lambda c: c["inference-platform:cluster"]["magnum"].update(keypair="acme-ops-2"))
+    assert main(["diff", str(_acme(tmp_path)), str(edited)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    cluster = "inference-platform::inference-platform:cluster:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum"
+    assert f"+- replace {cluster} (input keypair)" in out
+    assert f"error: replace of protected resource {cluster} (input keypair)" in out
+
+
+def test_cli_raised_max_nodes_of_an_extra_group_updates_it_in_place(tmp_path, capsys):
+    def edit(config):
+        config["inference-platform:cluster"]["nodeGroups"][2]["maxNodes"] = 3
+
+    assert main(["diff", str(_acme(tmp_path)), str(_edited_plan(tmp_path, edit))]) == 0
+    out = capsys.readouterr().out
+    group = "inference-platform::inference-platform:cluster:Cluster$openstack:containerinfra/nodeGroup:NodeGroup::acme-prod-cluster-gpu-l4"
+    assert f"~ update {group}\n    inputs.maxNodeCount\n" in out
+    assert "replace" not in out.replace("0 to replace", "")
+
+
+def test_cli_raised_max_nodes_of_the_default_group_replaces_the_cluster(tmp_path, capsys):
+    # Magnum sizes its default group from cluster labels, and labels force a new cluster.
+    def edit(config):
+        config["inference-platform:cluster"]["nodeGroups"][0]["maxNodes"] = 8
+
+    assert main(["diff", str(_acme(tmp_path)), str(_edited_plan(tmp_path, edit))]) == 1
+    out = capsys.readouterr().out
+    assert "acme-prod-cluster-magnum (input labels.max_node_count)" in out

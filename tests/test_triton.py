@@ -260,8 +260,8 @@ def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout
     finally:
         edited.unlink()
-    assert out.strip().endswith("0 added, 0 removed, 1 changed")
-    assert "~ inference-platform::inference-platform:triton:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
+    assert out.strip().endswith("0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors")
+    assert "~ update inference-platform::inference-platform:triton:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
 
 
 def test_route_durations_are_exact_protobuf_durations():
