@@ -102,6 +102,14 @@ def manifest_files(plan: Plan) -> dict[str, dict[str, Any]]:
     return files
 
 
+def _earlier_plan(out_dir: Path, entries: dict[str, bool]) -> bool:
+    """A plan from before the marker existed: exactly resources.json and manifests/ of YAML files."""
+    if entries != {"resources.json": True, "manifests": False}:
+        return False
+    with os.scandir(out_dir / "manifests") as listing:
+        return all(e.is_file(follow_symlinks=False) and e.name.endswith(".yaml") for e in listing)
+
+
 def plan_dir_replaceable(out_dir: Path) -> None:
     """Raise PlanDirRefused unless out_dir is absent, an empty directory or a plan directory."""
     try:
@@ -110,7 +118,7 @@ def plan_dir_replaceable(out_dir: Path) -> None:
         # One listing decides both, so a concurrent swap cannot fall between two looks.
         with os.scandir(out_dir) as listing:
             entries = {e.name: e.is_file(follow_symlinks=False) for e in listing}
-        if not entries or entries.get(MARKER):
+        if not entries or entries.get(MARKER) or _earlier_plan(out_dir, entries):
             return
     except FileNotFoundError:
         return  # absent, or moved aside meanwhile by a concurrent plan

@@ -157,8 +157,13 @@ def test_out_refuses_what_the_tool_did_not_write(tmp_path, saved_plan, stack_fil
     user_file.write_text("mine")
     link = tmp_path / "link"
     link.symlink_to(saved_plan)
+    # An earlier plan's layout with anything else in it is not ours to replace.
+    not_a_plan = tmp_path / "plan-plus-notes"
+    shutil.copytree(saved_plan, not_a_plan)
+    (not_a_plan / MARKER).unlink()
+    (not_a_plan / "notes.txt").write_text("mine")
     before = snapshot(tmp_path)
-    for target in (user_dir, user_file, link, user_dir / "sub"):
+    for target in (user_dir, user_file, link, user_dir / "sub", not_a_plan):
         line = one_line_error(run_ctl("plan", "race", "--stack-file", str(stack_files[1]), "--out", str(target)), 2)
         assert str(target) in line and "refusing" in line, line
     assert snapshot(tmp_path) == before
@@ -171,13 +176,17 @@ def test_out_replaces_a_previous_plan(tmp_path, saved_plan, stack_files):
     out = tmp_path / "race"
     shutil.copytree(saved_plan, out)
     (tmp_path / "empty").mkdir()
-    for target in (out, tmp_path / "empty"):
+    # A plan written before plans carried the marker: exactly resources.json and manifests/.
+    earlier = tmp_path / "earlier"
+    shutil.copytree(saved_plan, earlier)
+    (earlier / MARKER).unlink()
+    for target in (out, tmp_path / "empty", earlier):
         result = run_ctl("plan", "race", "--stack-file", str(stack_files[1]), "--out", str(target))
         assert result.returncode == 0, result.stderr
         data = assert_complete_plan(target)
         assert "race-b" in json.dumps(data) and "race-a" not in json.dumps(data)
         assert stat.S_IMODE(target.stat().st_mode) == 0o777 & ~umask  # as readable as any new directory
-    assert_no_temporaries(tmp_path, "race", "empty")
+    assert_no_temporaries(tmp_path, "race", "empty", "earlier")
 
 
 # --------------------------------------------------------------------------- diff
