@@ -504,7 +504,9 @@ class S3Cache(Model):
     noncurrent_days: int = Field(default=30, ge=1, le=3650)
     """Days after which old object versions expire."""
     force_destroy: bool = False
-    """Allow deleting a non-empty bucket."""
+    """Allow deleting a non-empty bucket (every object version goes with it); not allowed with `adopt`."""
+    adopt: bool = False
+    """Use a bucket of ours that already exists (its data stays; our settings are applied to it). Without it an existing bucket is an error, so a typo in `bucket` cannot take over another stack's data. An adopted bucket is never emptied or deleted: removing it from the stack only forgets it."""
     uploads: list[WeightUpload] = []
     """Local model repositories uploaded to the bucket on every `pulumi up` (content-hashed; unchanged files are skipped)."""
     mount: S3Mount = S3Mount()
@@ -944,6 +946,9 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             grammar.bucket_name(logs_bucket)
         except ValueError as err:
             problems.append((("weightCaches", "s3", "bucket"), f"Loki's bucket derived from it: {err}"))
+    if s.weight_caches.s3 is not None and s.weight_caches.s3.adopt and s.weight_caches.s3.force_destroy:
+        problems.append((("weightCaches", "s3", "forceDestroy"), "forceDestroy: true is not allowed with adopt: true "
+                         "(an adopted bucket held data before this stack and is never emptied); allowed: forceDestroy: false"))
     if s.weight_caches.s3 is not None:
         for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
             if value is None:

@@ -9,10 +9,19 @@ process (started in the project directory) imports this module; it must stay fre
 of side effects at import time.
 
 - ``BucketProvider``: a bucket with versioning, a lifecycle rule expiring
-  noncurrent versions, and public access refused. An existing bucket that is ours
-  is adopted; one owned by someone else is an error. Settings change in place; only
-  a new bucket name or endpoint replaces it. A non-empty bucket is deleted only with
+  noncurrent versions, Object Ownership ``BucketOwnerEnforced`` (ACLs disabled, as
+  AWS creates buckets since April 2023; no ACL is ever written), and public access
+  blocked. Settings a server does not implement are skipped (SeaweedFS has no public
+  access block). An existing bucket of ours is adopted only with ``adopt``, and an
+  adopted bucket is never emptied or deleted: on delete it is only forgotten. One
+  owned by someone else is an error. Settings change in place; only a new bucket
+  name or endpoint replaces it. A non-empty bucket is deleted only with
   ``forceDestroy``.
+- Checksums: botocore (>= 1.36) puts a CRC32 header, not Content-MD5, on the
+  operations the S3 API requires a checksum for (DeleteObjects, the bucket
+  configuration PUTs); servers that predate flexible checksums refuse those. The
+  client sends Content-MD5 there instead, and on every object and part it uploads,
+  which every S3 implementation checks; nothing else is checksummed by botocore.
 - ``UploadProvider``: syncs a local model repository to a key prefix by content
   hash (sha256, kept in object metadata and in a manifest object outside the
   prefix): unchanged files are not sent, large files go in multipart. It never
@@ -27,6 +36,7 @@ of side effects at import time.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -97,7 +107,8 @@ def client(props: dict[str, Any]):
         raise S3Error("S3 credentials are missing: set inference-platform:s3AccessKeyId and s3SecretAccessKey as secrets")
     config = Config(
         region_name=_plain(props.get("region")) or "us-east-1",
-        # Path-style addressing and checksums only where required work on every S3-compatible server.
+        # Path-style addressing works on every S3-compatible server. Checksums: see the module docstring
+        # (botocore's default, when_supported, would add CRC32 to every upload; not every server knows it).
         s3={"addressing_style": "path"},
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
@@ -108,9 +119,34 @@ def client(props: dict[str, Any]):
     )
     session = boto3.session.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
     try:
-        return session.client("s3", endpoint_url=endpoint, config=config)
+        s3 = session.client("s3", endpoint_url=endpoint, config=config)
     except ValueError as err:
         raise S3Error(f"endpoint {endpoint!r} is not usable: {err}") from None
+    s3.meta.events.register("before-sign.s3", md5_instead_of_flexible_checksum)
+    return s3
+
+
+def content_md5(body: bytes) -> str:
+    """The Content-MD5 header value of `body`."""
+    return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
+
+
+FLEXIBLE_CHECKSUM_HEADERS = ("x-amz-checksum-", "x-amz-sdk-checksum-algorithm")
+
+
+def md5_instead_of_flexible_checksum(request, **_) -> None:
+    """Before signing: where botocore put a flexible checksum on a body in memory, send Content-MD5 instead.
+
+    With ``request_checksum_calculation="when_required"`` botocore adds one only where
+    the API requires a checksum; AWS accepts Content-MD5 there, and so does every
+    server that predates flexible checksums (which refuse CRC32 alone).
+    """
+    flexible = [name for name in request.headers.keys() if name.lower().startswith(FLEXIBLE_CHECKSUM_HEADERS)]
+    if not flexible or not isinstance(request.body, (bytes, bytearray)):
+        return
+    for name in flexible + ["Content-MD5"]:
+        del request.headers[name]  # removes every copy; setting would add another
+    request.headers["Content-MD5"] = content_md5(bytes(request.body))
 
 
 def _code(err: Exception) -> str:
@@ -200,7 +236,14 @@ def _changed(olds: dict[str, Any], news: dict[str, Any], keys) -> list[str]:
 # --------------------------------------------------------------------------- bucket
 
 
-BUCKET_INPUTS = ("bucket", "endpoint", "region", "accessKeyId", "secretAccessKey", "versioning", "noncurrentDays", "forceDestroy")
+BUCKET_INPUTS = ("bucket", "endpoint", "region", "accessKeyId", "secretAccessKey", "versioning", "noncurrentDays",
+                 "forceDestroy", "adopt")
+OBJECT_OWNERSHIP = "BucketOwnerEnforced"
+PUBLIC_GROUPS = frozenset({
+    "http://acs.amazonaws.com/groups/global/AllUsers",
+    "http://acs.amazonaws.com/groups/global/AuthenticatedUsers",
+})
+PUBLIC_ACCESS_BLOCK = ("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets")
 
 
 def _lifecycle_rule(days: int) -> dict[str, Any]:
@@ -226,11 +269,71 @@ def _other_lifecycle_rules(s3, props, bucket: str) -> list[dict[str, Any]]:
     return [r for r in rules if r.get("ID") != LIFECYCLE_RULE_ID]
 
 
-def configure_bucket(s3, props: dict[str, Any]) -> dict[str, Any]:
-    """Apply versioning, lifecycle and public-access settings; return what the server now reports."""
+def public_acl_grants(s3, props: dict[str, Any]) -> list[str]:
+    """What the bucket's ACL grants to everyone or to any authenticated user, e.g. ["READ to AllUsers"].
+
+    Only read: a server without ownership controls or a public access block (or one
+    that evaluates ACLs whatever the ownership setting, as SeaweedFS does) would serve
+    such a bucket to anyone.
+    """
     from botocore.exceptions import ClientError
 
     bucket = props["bucket"]
+    try:
+        grants = s3.get_bucket_acl(Bucket=bucket).get("Grants", [])
+    except ClientError as err:
+        if _unsupported(err):
+            return []
+        raise explain(err, f"reading the ACL of bucket {bucket}", props["endpoint"]) from None
+    except Exception as err:  # noqa: BLE001
+        raise explain(err, f"reading the ACL of bucket {bucket}", props["endpoint"]) from None
+    return sorted({f"{g.get('Permission')} to {g['Grantee']['URI'].rsplit('/', 1)[-1]}"
+                   for g in grants if g.get("Grantee", {}).get("URI") in PUBLIC_GROUPS})
+
+
+def _refuse_public_acl(s3, props: dict[str, Any]) -> None:
+    public = public_acl_grants(s3, props)
+    if public:
+        raise S3Error(f"bucket {props['bucket']} is public through its ACL ({', '.join(public)}); nothing was changed. "
+                      "This stack never writes ACLs: remove those grants (e.g. `aws s3api put-bucket-acl --acl private`) "
+                      "and run `pulumi up` again")
+
+
+def _enforce_bucket_owner(s3, props: dict[str, Any]) -> None:
+    """Object Ownership BucketOwnerEnforced: ACLs off, every object the bucket owner's (where the server has it)."""
+    from botocore.exceptions import ClientError
+
+    bucket = props["bucket"]
+    try:
+        s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={"Rules": [{"ObjectOwnership": OBJECT_OWNERSHIP}]})
+    except ClientError as err:
+        if _code(err) == "InvalidBucketAclWithObjectOwnership":
+            raise S3Error(f"bucket {bucket}: its ACL grants access to others, so ACLs cannot be disabled "
+                          f"(ObjectOwnership {OBJECT_OWNERSHIP}); move those grants to a bucket policy, reset the ACL to "
+                          "private and run `pulumi up` again") from None
+        if not _unsupported(err):
+            raise explain(err, f"enforcing bucket-owner object ownership on bucket {bucket}", props["endpoint"]) from None
+
+
+def _block_public_access(s3, props: dict[str, Any]) -> None:
+    from botocore.exceptions import ClientError
+
+    bucket = props["bucket"]
+    try:
+        s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=dict.fromkeys(PUBLIC_ACCESS_BLOCK, True))
+    except ClientError as err:
+        if not _unsupported(err):
+            raise explain(err, f"blocking public access to bucket {bucket}", props["endpoint"]) from None
+
+
+def configure_bucket(s3, props: dict[str, Any]) -> dict[str, Any]:
+    """Apply ownership, versioning, lifecycle and public-access settings; return what the server now reports.
+
+    A bucket public through its ACL is refused before anything changes.
+    """
+    bucket = props["bucket"]
+    _refuse_public_acl(s3, props)
+    _enforce_bucket_owner(s3, props)
     if props.get("versioning", True):
         _call(props, f"enabling versioning on bucket {bucket}", s3.put_bucket_versioning,
               Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
@@ -242,19 +345,21 @@ def configure_bucket(s3, props: dict[str, Any]) -> dict[str, Any]:
     rules = _other_lifecycle_rules(s3, props, bucket) + [_lifecycle_rule(props.get("noncurrentDays", 30))]
     _call(props, f"setting the lifecycle of bucket {bucket}", s3.put_bucket_lifecycle_configuration,
           Bucket=bucket, LifecycleConfiguration={"Rules": rules})
-    try:
-        s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
-            "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True,
-        })
-    except ClientError as err:
-        if not _unsupported(err):
-            raise explain(err, f"blocking public access to bucket {bucket}", props["endpoint"]) from None
-    try:
-        s3.put_bucket_acl(Bucket=bucket, ACL="private")
-    except ClientError as err:
-        if not _unsupported(err):
-            raise explain(err, f"setting a private ACL on bucket {bucket}", props["endpoint"]) from None
+    _block_public_access(s3, props)
     return observe_bucket(s3, props)
+
+
+def _object_ownership(s3, props: dict[str, Any]) -> Optional[str]:
+    from botocore.exceptions import ClientError
+
+    bucket = props["bucket"]
+    try:
+        rules = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"]
+    except ClientError as err:
+        if _code(err) == "OwnershipControlsNotFoundError" or _unsupported(err):
+            return None
+        raise explain(err, f"reading the object ownership of bucket {bucket}", props["endpoint"]) from None
+    return rules[0].get("ObjectOwnership") if rules else None
 
 
 def observe_bucket(s3, props: dict[str, Any]) -> dict[str, Any]:
@@ -274,15 +379,17 @@ def observe_bucket(s3, props: dict[str, Any]) -> dict[str, Any]:
     blocked: Optional[bool] = None
     try:
         block = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
-        blocked = all(block.get(k) for k in ("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"))
+        blocked = all(block.get(k) for k in PUBLIC_ACCESS_BLOCK)
     except ClientError as err:
         if _code(err) != "NoSuchPublicAccessBlockConfiguration" and not _unsupported(err):
             raise explain(err, f"reading the public access block of bucket {bucket}", props["endpoint"]) from None
     return {
         "versioningStatus": status or "Off",
         "noncurrentDaysApplied": days,
-        # None: the server has no public access block; the private ACL is then the guard.
+        # None: the server has no public access block; then no public ACL grant was found instead.
         "publicAccessBlocked": blocked,
+        # None: the server has no ownership controls.
+        "objectOwnership": _object_ownership(s3, props),
     }
 
 
@@ -297,8 +404,36 @@ def _owned_bucket_names(s3, props, bucket: str) -> set[str]:
     return names
 
 
+def _exists(s3, props: dict[str, Any], foreign: S3Error) -> bool:
+    """Whether the bucket exists (and is open to us); `foreign` when it exists but is closed to us."""
+    from botocore.exceptions import ClientError
+
+    bucket, endpoint = props["bucket"], props["endpoint"]
+    try:
+        s3.head_bucket(Bucket=bucket)
+        return True
+    except ClientError as err:
+        if _status(err) == 404 or _code(err) in ("404", "NoSuchBucket", "NotFound"):
+            return False
+        if _status(err) == 403 and _owned_bucket_names(s3, props, bucket) is not None:
+            # Our credentials work (the listing succeeded) but this bucket is closed to us.
+            raise foreign from None
+        raise explain(err, f"looking up bucket {bucket}", endpoint) from None
+    except Exception as err:  # noqa: BLE001
+        raise explain(err, f"looking up bucket {bucket}", endpoint) from None
+
+
+def _adopt(props: dict[str, Any]) -> bool:
+    """True (adopted) when the stack says `adopt`; else the one-line refusal."""
+    if props.get("adopt"):
+        return True
+    raise S3Error(f"bucket {props['bucket']} already exists at {props['endpoint']} and is ours; it may hold data from "
+                  "before this stack, so it is used only when adopted explicitly: set weightCaches.s3.adopt: true "
+                  "(an adopted bucket is never emptied or deleted by the stack)")
+
+
 def create_or_adopt(s3, props: dict[str, Any]) -> bool:
-    """Create the bucket, or adopt it when it exists and is ours; True when adopted.
+    """Create the bucket, or adopt it when it exists, is ours and `adopt` is set; True when adopted.
 
     A bucket that exists but is not in our own bucket listing belongs to someone
     else (even if they let us read it) and is refused.
@@ -308,22 +443,9 @@ def create_or_adopt(s3, props: dict[str, Any]) -> bool:
     bucket, region, endpoint = props["bucket"], props.get("region") or "us-east-1", props["endpoint"]
     foreign = S3Error(f"bucket {bucket} already exists at {endpoint} and belongs to another account; "
                       "choose another weightCaches.s3.bucket")
-    try:
-        s3.head_bucket(Bucket=bucket)
-        exists = True
-    except ClientError as err:
-        if _status(err) == 404 or _code(err) in ("404", "NoSuchBucket", "NotFound"):
-            exists = False
-        elif _status(err) == 403 and _owned_bucket_names(s3, props, bucket) is not None:
-            # Our credentials work (the listing succeeded) but this bucket is closed to us.
-            raise foreign from None
-        else:
-            raise explain(err, f"looking up bucket {bucket}", endpoint) from None
-    except Exception as err:  # noqa: BLE001
-        raise explain(err, f"looking up bucket {bucket}", endpoint) from None
-    if exists:
+    if _exists(s3, props, foreign):
         if bucket in _owned_bucket_names(s3, props, bucket):
-            return True
+            return _adopt(props)
         raise foreign
     kwargs: dict[str, Any] = {"Bucket": bucket}
     if region != "us-east-1":
@@ -333,7 +455,7 @@ def create_or_adopt(s3, props: dict[str, Any]) -> bool:
         return False
     except ClientError as err:
         if _code(err) == "BucketAlreadyOwnedByYou":
-            return True
+            return _adopt(props)
         if _code(err) == "BucketAlreadyExists":
             raise foreign from None
         raise explain(err, f"creating bucket {bucket}", endpoint) from None
@@ -370,14 +492,28 @@ def empty_bucket(s3, props: dict[str, Any]) -> int:
     return removed
 
 
+def _remove_new_bucket(s3, props: dict[str, Any]) -> None:
+    """Delete a bucket created a moment ago, if it is still empty; failures are left to the next `up`."""
+    try:
+        listing = s3.list_object_versions(Bucket=props["bucket"], MaxKeys=1)
+        if not (listing.get("Versions") or listing.get("DeleteMarkers")):
+            s3.delete_bucket(Bucket=props["bucket"])
+    except Exception:  # noqa: BLE001 - the error being raised is the one to report
+        pass
+
+
 class BucketProvider(_S3Provider):
     """CRUD of one S3-compatible bucket. Stateless: see the module docstring."""
 
     def _more_failures(self, news: dict[str, Any]) -> list[CheckFailure]:
+        failures = []
         days = news.get("noncurrentDays")
         if isinstance(days, (int, float)) and not 1 <= days <= 3650:
-            return [CheckFailure("noncurrentDays", f"noncurrentDays is {days}; allowed: 1-3650")]
-        return []
+            failures.append(CheckFailure("noncurrentDays", f"noncurrentDays is {days}; allowed: 1-3650"))
+        if news.get("adopt") is True and news.get("forceDestroy") is True:
+            failures.append(CheckFailure("forceDestroy", "forceDestroy is not allowed with adopt: an adopted bucket "
+                                                         "held data before this stack and is never emptied"))
+        return failures
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = _changed(olds, news, BUCKET_INPUTS)
@@ -389,7 +525,14 @@ class BucketProvider(_S3Provider):
         props = {k: _plain(v) for k, v in props.items()}
         s3 = client(props)
         adopted = create_or_adopt(s3, props)
-        return CreateResult(props["bucket"], {**props, **configure_bucket(s3, props), "adopted": adopted})
+        try:
+            observed = configure_bucket(s3, props)
+        except S3Error:
+            if not adopted:
+                # A failed create leaves no state: without this, the next `up` would find the bucket and ask to adopt it.
+                _remove_new_bucket(s3, props)
+            raise
+        return CreateResult(props["bucket"], {**props, **observed, "adopted": adopted})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         from botocore.exceptions import ClientError
@@ -421,6 +564,9 @@ class BucketProvider(_S3Provider):
         from botocore.exceptions import ClientError
 
         props = {k: _plain(v) for k, v in props.items()}
+        if props.get("adopted"):
+            # It held data before this stack: the stack forgets it and leaves every object where it is.
+            return
         props["bucket"] = id_
         s3 = client(props)
         try:
@@ -443,9 +589,9 @@ class BucketProvider(_S3Provider):
 
 
 class S3Bucket(pulumi.dynamic.Resource, module="s3", name="Bucket"):
-    """An S3-compatible bucket: versioned, noncurrent versions expiring, public access refused."""
+    """An S3-compatible bucket: versioned, noncurrent versions expiring, ACLs disabled, public access refused."""
 
-    # Outputs are attributes named like the properties: bucket, versioningStatus, publicAccessBlocked, ...
+    # Outputs are attributes named like the properties: bucket, versioningStatus, objectOwnership, adopted, ...
     bucket: pulumi.Output[str]
 
     def __init__(
@@ -460,6 +606,7 @@ class S3Bucket(pulumi.dynamic.Resource, module="s3", name="Bucket"):
         versioning: bool = True,
         noncurrent_days: int = 30,
         force_destroy: bool = False,
+        adopt: bool = False,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         creds, opts = _resource_inputs(access_key_id, secret_access_key, opts)
@@ -471,9 +618,11 @@ class S3Bucket(pulumi.dynamic.Resource, module="s3", name="Bucket"):
             "versioning": versioning,
             "noncurrentDays": noncurrent_days,
             "forceDestroy": force_destroy,
+            "adopt": adopt,
             "versioningStatus": None,
             "noncurrentDaysApplied": None,
             "publicAccessBlocked": None,
+            "objectOwnership": None,
             "adopted": None,
         }
         super().__init__(BucketProvider(), name, props, opts)
@@ -737,8 +886,9 @@ def _write_manifest(target: _Target, files: dict[str, dict[str, Any]], pending: 
     record: dict[str, Any] = {"files": files}
     if pending:
         record["pending"] = sorted(pending)
+    body = json.dumps(record, sort_keys=True).encode()
     target.call(f"writing the upload manifest {target.manifest}", target.s3.put_object, Bucket=target.bucket,
-                Key=target.manifest, Body=json.dumps(record, sort_keys=True).encode(), ContentType="application/json")
+                Key=target.manifest, Body=body, ContentType="application/json", ContentMD5=content_md5(body))
 
 
 # What the bucket holds.
@@ -862,11 +1012,14 @@ def _send_small(target: _Target, f: LocalFile) -> dict[str, Any]:
                 continue  # grew since it was hashed: changed
             body = fh.read(MULTIPART_BYTES)
         sha = hashlib.sha256(body).hexdigest()
+        md5 = hashlib.md5(body, usedforsecurity=False)
+        # Content-MD5: the server refuses the object unless it received exactly these bytes.
         target.call(f"uploading {f.path} to {target.bucket}/{target.key(f.rel)}", target.s3.put_object,
-                    Bucket=target.bucket, Key=target.key(f.rel), Body=body, Metadata={"sha256": sha})
+                    Bucket=target.bucket, Key=target.key(f.rel), Body=body, Metadata={"sha256": sha},
+                    ContentMD5=base64.b64encode(md5.digest()).decode())
         settled = _settled(f.path, before, sha)
         if settled is not None:
-            return {"sha256": sha, **_stat_fields(settled), "md5": hashlib.md5(body, usedforsecurity=False).hexdigest()}
+            return {"sha256": sha, **_stat_fields(settled), "md5": md5.hexdigest()}
     raise _changed_error(f.path, "uploaded")
 
 
@@ -878,7 +1031,8 @@ def _send_parts(target: _Target, f: LocalFile, upload_id: str, workers: int) -> 
     def part(number: int, chunk: bytes) -> dict[str, Any]:
         try:
             response = target.call(f"uploading part {number} of {f.path} to {target.bucket}/{key}", target.s3.upload_part,
-                                   Bucket=target.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=chunk)
+                                   Bucket=target.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=chunk,
+                                   ContentMD5=content_md5(chunk))
         except BaseException:
             failed.set()
             raise

@@ -284,6 +284,7 @@ class WeightCaches(pulumi.ComponentResource):
             versioning=cfg.versioning,
             noncurrent_days=cfg.noncurrent_days,
             force_destroy=cfg.force_destroy,
+            adopt=cfg.adopt,
             opts=self._opts(protect=True, retain=True, k8s_provider=False),
         )
         uploads: list[pulumi.Resource] = [

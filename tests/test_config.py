@@ -85,6 +85,8 @@ BAD = [
     ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[1].name", ["role Magnum gives its own node groups"]),
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
+    ("s3-adopt-with-force-destroy", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights", "adopt": True, "forceDestroy": True})],
+     "inference-platform:weightCaches.s3.forceDestroy", ["not allowed with adopt: true", "allowed: forceDestroy: false"]),
 ]
 
 

@@ -1,16 +1,17 @@
-"""The bucket and upload dynamic providers against a real S3-compatible server (moto, loopback)."""
+"""The bucket and upload dynamic providers against real S3-compatible servers on loopback (moto, SeaweedFS)."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
-import uuid
 from collections import Counter
 
 import pytest
+from botocore.exceptions import ClientError
 
 from components import s3bucket
 from components.s3bucket import BucketProvider, S3Error, UploadProvider, sync_tree
@@ -21,12 +22,8 @@ pytest_plugins = ["tests.s3server"]
 BUCKET_TYPE = "pulumi-python:dynamic/s3:Bucket"
 
 
-def name(tag: str) -> str:
-    return f"{tag}-{uuid.uuid4().hex[:10]}"
-
-
 def bucket_props(server, bucket: str, **extra) -> dict:
-    return server.props(bucket=bucket, versioning=True, noncurrentDays=14, forceDestroy=False, **extra)
+    return server.props(**{"bucket": bucket, "versioning": True, "noncurrentDays": 14, "forceDestroy": False, "adopt": False, **extra})
 
 
 def versions(server, bucket: str) -> list[tuple[str, str]]:
@@ -44,7 +41,7 @@ def lifecycle_days(server, bucket: str) -> int:
 
 
 def test_create_read_diff_update_delete(s3_server):
-    p, bucket = BucketProvider(), name("crud")
+    p, bucket = BucketProvider(), s3_server.bucket_name("crud")
     props = bucket_props(s3_server, bucket)
     created = p.create(props)
     assert created.id == bucket and created.outs["adopted"] is False
@@ -52,8 +49,11 @@ def test_create_read_diff_update_delete(s3_server):
     # Read back from the server, not from our own outputs.
     assert c.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
     assert lifecycle_days(s3_server, bucket) == 14
-    block = c.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
-    assert all(block.values())
+    assert c.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    assert created.outs["objectOwnership"] == "BucketOwnerEnforced"
+    if created.outs["publicAccessBlocked"] is not None:  # SeaweedFS has no public access block (NotImplemented)
+        block = c.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+        assert all(block.values()) and created.outs["publicAccessBlocked"] is True
 
     read = p.read(bucket, created.outs)
     assert read.id == bucket
@@ -77,36 +77,146 @@ def test_only_name_or_endpoint_replace():
     p = BucketProvider()
     olds = {"bucket": "a", "endpoint": "http://x:1", "region": "r", "versioning": True, "noncurrentDays": 3, "forceDestroy": False,
             "accessKeyId": "k", "secretAccessKey": "s"}
-    for key, value in [("region", "r2"), ("versioning", False), ("noncurrentDays", 9), ("forceDestroy", True), ("secretAccessKey", "s2")]:
+    for key, value in [("region", "r2"), ("versioning", False), ("noncurrentDays", 9), ("forceDestroy", True), ("secretAccessKey", "s2"),
+                       ("adopt", True)]:
         d = p.diff("a", olds, {**olds, key: value})
         assert d.changes and d.replaces == [], key
     assert p.diff("a", olds, {**olds, "bucket": "b"}).replaces == ["bucket"]
     assert p.diff("a", olds, {**olds, "endpoint": "http://y:1"}).replaces == ["endpoint"]
 
 
-def test_existing_bucket_of_ours_is_adopted_and_keeps_foreign_rules(s3_server):
-    bucket = name("adopt")
-    c = s3_server.client()
+def existing_bucket(server, tag: str) -> str:
+    """A bucket of ours made outside the stack, with a lifecycle rule and an object of its own."""
+    bucket = server.bucket_name(tag)
+    c = server.client()
     c.create_bucket(Bucket=bucket)
     other_rule = {"ID": "keep-logs", "Filter": {"Prefix": "logs/"}, "Status": "Enabled", "Expiration": {"Days": 90}}
     c.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [other_rule]})
     c.put_object(Bucket=bucket, Key="already-here", Body=b"x")
-    created = BucketProvider().create(bucket_props(s3_server, bucket))
+    return bucket
+
+
+def test_existing_bucket_of_ours_is_refused_unless_adopt_is_set(s3_server):
+    bucket = existing_bucket(s3_server, "noadopt")
+    with pytest.raises(S3Error) as failure:
+        BucketProvider().create(bucket_props(s3_server, bucket))
+    message = str(failure.value)
+    assert message.startswith(f"bucket {bucket} already exists at {s3_server.endpoint} and is ours")
+    assert "set weightCaches.s3.adopt: true" in message and "\n" not in message
+    # Nothing was changed: no versioning, only the bucket's own rule.
+    c = s3_server.client()
+    assert c.get_bucket_versioning(Bucket=bucket).get("Status") is None
+    assert [r["ID"] for r in c.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]] == ["keep-logs"]
+
+
+def test_adopted_bucket_keeps_foreign_rules_and_is_only_forgotten_on_delete(s3_server):
+    bucket = existing_bucket(s3_server, "adopt")
+    p = BucketProvider()
+    created = p.create(bucket_props(s3_server, bucket, adopt=True))
     assert created.outs["adopted"] is True
+    c = s3_server.client()
     ids = {r["ID"] for r in c.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]}
     assert ids == {"keep-logs", s3bucket.LIFECYCLE_RULE_ID}
     assert [k for k, _ in versions(s3_server, bucket)] == ["already-here"]
+    # Later edits cannot turn an adopted bucket into one that is emptied: the state keeps `adopted`.
+    updated = p.update(bucket, created.outs, {**created.outs, "adopt": False, "forceDestroy": True}).outs
+    assert updated["adopted"] is True
+    p.delete(bucket, updated)
+    assert [k for k, _ in versions(s3_server, bucket)] == ["already-here"]
+    assert c.head_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_a_created_bucket_is_not_adopted(s3_server):
+    p, bucket = BucketProvider(), s3_server.bucket_name("fresh-adopt")
+    outs = p.create(bucket_props(s3_server, bucket, adopt=True)).outs
+    assert outs["adopted"] is False
+    p.delete(bucket, outs)
+    assert bucket not in [b["Name"] for b in s3_server.client().list_buckets()["Buckets"]]
+
+
+def test_check_refuses_force_destroy_with_adopt():
+    failures = BucketProvider().check({}, {"endpoint": "https://s3.example.cloud", "adopt": True, "forceDestroy": True}).failures
+    assert [f.property for f in failures] == ["forceDestroy"]
+    assert "not allowed with adopt" in failures[0].reason
 
 
 def test_bucket_of_another_account_is_a_clear_error(s3_server):
-    bucket = name("foreign")
+    bucket = s3_server.foreign_bucket_name("foreign")
     s3_server.client(other=True).create_bucket(Bucket=bucket)
-    with pytest.raises(S3Error, match=f"bucket {bucket} already exists .* belongs to another account"):
-        BucketProvider().create(bucket_props(s3_server, bucket))
+    for adopt in (False, True):
+        with pytest.raises(S3Error, match=f"bucket {bucket} already exists .* belongs to another account"):
+            BucketProvider().create(bucket_props(s3_server, bucket, adopt=adopt))
+
+
+def test_bucket_public_through_its_acl_is_refused_before_anything_changes(s3_server):
+    bucket = s3_server.bucket_name("public")
+    c = s3_server.client()
+    # ACLs on: the setting AWS buckets had before April 2023.
+    c.create_bucket(Bucket=bucket, ObjectOwnership="ObjectWriter")
+    c.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    with pytest.raises(S3Error, match=rf"^bucket {bucket} is public through its ACL \(READ to AllUsers\); nothing was changed"):
+        BucketProvider().create(bucket_props(s3_server, bucket, adopt=True))
+    assert c.get_bucket_versioning(Bucket=bucket).get("Status") is None
+
+
+# --------------------------------------------------------------------------- ACLs and checksums on the wire
+
+
+def recording_client(monkeypatch) -> list[tuple[str, dict]]:
+    """Make the providers' clients record every request they send: (operation, headers)."""
+    sent: list[tuple[str, dict]] = []
+    make = s3bucket.client
+
+    def recording(props):
+        c = make(props)
+        c.meta.events.register("before-send.s3", lambda request, event_name, **_: sent.append(
+            (event_name.rsplit(".", 1)[-1], {k.lower(): v for k, v in request.headers.items()})))
+        return c
+
+    monkeypatch.setattr(s3bucket, "client", recording)
+    return sent
+
+
+def test_no_acl_is_ever_written_and_ownership_is_enforced(s3_server, tree, monkeypatch):
+    sent = recording_client(monkeypatch)
+    p, bucket = BucketProvider(), s3_server.bucket_name("noacl")
+    outs = p.create(bucket_props(s3_server, bucket)).outs
+    outs = p.update(bucket, outs, {**outs, "noncurrentDays": 3}).outs
+    UploadProvider().create(s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint="f"))
+    operations = {op for op, _ in sent}
+    assert "PutBucketOwnershipControls" in operations
+    assert not {op for op in operations if "Acl" in op} - {"GetBucketAcl"}
+    assert not [h for _, headers in sent for h in headers if h == "x-amz-acl" or h.startswith("x-amz-grant-")]
+    c = s3_server.client()
+    if s3_server.enforces_ownership:
+        # What AWS answers for any ACL write to a bucket it created since April 2023.
+        with pytest.raises(ClientError, match="AccessControlListNotSupported"):
+            c.put_bucket_acl(Bucket=bucket, ACL="private")
+    assert outs["objectOwnership"] == "BucketOwnerEnforced"
+
+
+def test_content_md5_replaces_botocore_crc32_where_a_checksum_is_required(s3_server, tree, monkeypatch):
+    monkeypatch.setattr(s3bucket, "MULTIPART_BYTES", 5 * 1024 * 1024)
+    sent = recording_client(monkeypatch)
+    p, bucket = BucketProvider(), s3_server.bucket_name("md5")
+    outs = p.create(bucket_props(s3_server, bucket)).outs
+    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m")
+    sync_tree(s3bucket.client(props), props)
+    (tree / "bert" / "config.pbtxt").unlink()
+    sync_tree(s3bucket.client(props), props)
+    s3_server.client().put_object(Bucket=bucket, Key="other", Body=b"x")
+    p.delete(bucket, {**outs, "forceDestroy": True})
+    checked = {"DeleteObjects", "PutBucketLifecycleConfiguration", "PutBucketVersioning", "PutBucketOwnershipControls",
+               "PutObject", "UploadPart"}
+    assert checked <= {op for op, _ in sent}
+    for op, headers in sent:
+        assert not [h for h in headers if h.startswith("x-amz-checksum-") or h == "x-amz-sdk-checksum-algorithm"], op
+        if op in checked:
+            assert len(base64.b64decode(headers["content-md5"])) == hashlib.md5().digest_size, op
 
 
 def test_non_empty_bucket_is_not_deleted_without_force(s3_server):
-    p, bucket = BucketProvider(), name("full")
+    p, bucket = BucketProvider(), s3_server.bucket_name("full")
     outs = p.create(bucket_props(s3_server, bucket)).outs
     c = s3_server.client()
     for i in range(3):
@@ -131,7 +241,7 @@ def test_non_empty_bucket_is_not_deleted_without_force(s3_server):
 ])
 def test_bad_endpoint_or_credentials_give_one_clear_error(s3_server, change, message):
     with pytest.raises(S3Error, match=message) as info:
-        BucketProvider().create({**bucket_props(s3_server, name("bad")), **change})
+        BucketProvider().create({**bucket_props(s3_server, s3_server.bucket_name("bad")), **change})
     # The botocore exception is not chained in: the message is the whole story.
     assert info.value.__cause__ is None and (info.value.__context__ is None or info.value.__suppress_context__)
 
@@ -165,7 +275,7 @@ def test_serialised_provider_from_the_plan_creates_and_deletes_in_a_fresh_interp
     assert isinstance(serialised, str) and serialised != "[secret]"
     # Nothing of the credentials is inside the serialised provider.
     assert b"Placeholder" not in base64.b64decode(serialised)
-    bucket = name("fresh")
+    bucket = s3_server.bucket_name("fresh")
     props = {**r.inputs, **bucket_props(s3_server, bucket), "__provider": serialised}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # Pulumi starts the provider process in the project directory.
@@ -205,7 +315,7 @@ def tree(tmp_path):
 
 def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, tree, monkeypatch):
     monkeypatch.setattr(s3bucket, "MULTIPART_BYTES", 5 * 1024 * 1024)
-    bucket = name("up")
+    bucket = s3_server.bucket_name("up")
     BucketProvider().create(bucket_props(s3_server, bucket))
     props = s3_server.props(bucket=bucket, source=str(tree), prefix="models/v1")
 
@@ -233,7 +343,7 @@ def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, t
 
 
 def test_upload_provider_second_run_adds_no_object_version(s3_server, tree):
-    bucket = name("upv")
+    bucket = s3_server.bucket_name("upv")
     BucketProvider().create(bucket_props(s3_server, bucket))
     props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3bucket.fingerprint(str(tree)))
     p = UploadProvider()
@@ -247,7 +357,7 @@ def test_upload_provider_second_run_adds_no_object_version(s3_server, tree):
 
 
 def test_refresh_finds_objects_removed_behind_our_back_and_the_update_restores_them(s3_server, tree):
-    bucket = name("drift")
+    bucket = s3_server.bucket_name("drift")
     BucketProvider().create(bucket_props(s3_server, bucket))
     props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3bucket.fingerprint(str(tree)))
     p = UploadProvider()
@@ -264,7 +374,7 @@ def test_refresh_finds_objects_removed_behind_our_back_and_the_update_restores_t
 
 def test_upload_of_a_missing_directory_is_a_clear_error(s3_server, tmp_path):
     missing = str(tmp_path / "nope")
-    props = s3_server.props(bucket=name("miss"), source=missing, prefix="m")
+    props = s3_server.props(bucket=s3_server.bucket_name("miss"), source=missing, prefix="m")
     with pytest.raises(S3Error, match="weight upload source .*nope' is not a directory"):
         UploadProvider().create(props)
     failures = UploadProvider().check({}, props).failures

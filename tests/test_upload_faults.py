@@ -1,4 +1,4 @@
-"""Upload faults against the loopback S3 server: the weight upload never loses data.
+"""Upload faults against the loopback S3 servers (moto, SeaweedFS): the weight upload never loses data.
 
 Each scenario starts from a model repository uploaded in full, breaks something, and
 checks that nothing the source still holds was lost, that the manifest in the bucket
@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,7 +97,7 @@ def deployed(s3_server, tmp_path):
     root = tmp_path / "repo"
     write_tree(root, first_version())
     d = Deployed(s3_server, dataclasses.replace(s3_server, endpoint=proxy.endpoint), proxy,
-                 f"faults-{uuid.uuid4().hex[:10]}", root, {}, {})
+                 s3_server.bucket_name("faults"), root, {}, {})
     BucketProvider().create(d.bucket_props())
     d.outs = UploadProvider().create(d.inputs()).outs
     d.before = objects(d)
