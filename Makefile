@@ -14,9 +14,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-# promtool and the Prometheus server for the rule and dashboard-query tests (Debian's package).
+# Debian's packages: promtool and the Prometheus server for the rule and dashboard-query tests;
+# rclone, the reference the upload bench compares against.
 tools:
 	@command -v promtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus; }
+	@command -v rclone >/dev/null || { apt-get update && apt-get install -y --no-install-recommends rclone; }
 
 plan: venv
 	$(PY) -m platformctl plan $(STACK)
@@ -28,7 +30,7 @@ test: venv tools
 lint: venv
 	$(VENV)/bin/ruff check .
 
-bench: venv
+bench: venv tools
 	$(PY) -m platformctl bench
 	$(PY) -m platformctl.bench_upload
 
