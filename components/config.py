@@ -506,7 +506,7 @@ class S3Cache(Model):
     force_destroy: bool = False
     """Allow deleting a non-empty bucket (every object version goes with it); not allowed with `adopt`."""
     adopt: bool = False
-    """Use a bucket of ours that already exists (its data stays; our settings are applied to it). Without it an existing bucket is an error, so a typo in `bucket` cannot take over another stack's data. An adopted bucket is never emptied or deleted: removing it from the stack only forgets it."""
+    """Use a bucket of ours that already exists (its data stays; our settings are applied to it), and Loki's `<bucket>-logs` with lokiStorage `s3`. Without it an existing bucket is an error, so a typo in `bucket` cannot take over another stack's data. An adopted bucket is never emptied or deleted: removing it from the stack only forgets it."""
     uploads: list[WeightUpload] = []
     """Local model repositories uploaded to the bucket on every `pulumi up` (content-hashed; unchanged files are skipped)."""
     mount: S3Mount = S3Mount()

@@ -359,6 +359,7 @@ class Observability(pulumi.ComponentResource):
                     secret_access_key=pulumi.Output.secret(settings.s3_secret_access_key.get_secret_value()),
                     # Loki deletes chunks itself (retention); old versions would only pile up.
                     versioning=False,
+                    adopt=s3.adopt,
                     opts=resource_opts(self, protect=settings.production, retain_on_delete=settings.production),
                 )
             )
