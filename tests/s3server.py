@@ -152,8 +152,8 @@ def set_auth(endpoint: str, free_requests: str) -> None:
 
 
 @contextlib.contextmanager
-def running_server(auth: bool = True) -> Iterator[S3Server]:
-    """moto on a free loopback port, ACLs disabled as on AWS (authentication on unless told)."""
+def running_moto() -> Iterator[S3Server]:
+    """moto on a free loopback port, ACLs disabled as on AWS, authentication on."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
@@ -165,8 +165,7 @@ def running_server(auth: bool = True) -> Iterator[S3Server]:
     endpoint = f"http://127.0.0.1:{server.server_port}"
     try:
         info = S3Server(endpoint, *_iam_user(endpoint, OUR_ACCOUNT), *_iam_user(endpoint, OTHER_ACCOUNT), enforces_ownership=True)
-        if auth:
-            set_auth(endpoint, "0")
+        set_auth(endpoint, "0")
         yield info
     finally:
         # Later servers in the same process must not inherit authentication.
@@ -275,7 +274,7 @@ def running_seaweedfs() -> Iterator[S3Server]:
 
 
 # Each kind of server: a context manager yielding an S3Server with our and a stranger's credentials.
-SERVERS = {"moto": running_server, "seaweedfs": running_seaweedfs}
+SERVERS = {"moto": running_moto, "seaweedfs": running_seaweedfs}
 
 
 @pytest.fixture(scope="session", params=sorted(SERVERS))
