@@ -516,7 +516,8 @@ class BucketProvider(_S3Provider):
         return failures
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = _changed(olds, news, BUCKET_INPUTS)
+        # A state written before `adopt` existed holds no such input: it was false.
+        changed = _changed({"adopt": False, **olds}, news, BUCKET_INPUTS)
         replaces = [k for k in ("bucket", "endpoint") if k in changed and not _has_unknowns({k: news.get(k)})]
         return DiffResult(changes=bool(changed) or _has_unknowns(news), replaces=replaces, stables=[],
                           delete_before_replace=False)

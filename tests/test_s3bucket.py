@@ -81,6 +81,7 @@ def test_only_name_or_endpoint_replace():
                        ("adopt", True)]:
         d = p.diff("a", olds, {**olds, key: value})
         assert d.changes and d.replaces == [], key
+    assert p.diff("a", olds, {**olds, "adopt": False}).changes is False  # a state from before `adopt`
     assert p.diff("a", olds, {**olds, "bucket": "b"}).replaces == ["bucket"]
     assert p.diff("a", olds, {**olds, "endpoint": "http://y:1"}).replaces == ["endpoint"]
 
