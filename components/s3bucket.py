@@ -20,8 +20,9 @@ of side effects at import time.
 - Checksums: botocore (>= 1.36) puts a CRC32 header, not Content-MD5, on the
   operations the S3 API requires a checksum for (DeleteObjects, the bucket
   configuration PUTs); servers that predate flexible checksums refuse those. The
-  client sends Content-MD5 there instead, and on every object and part it uploads,
-  which every S3 implementation checks; nothing else is checksummed by botocore.
+  client sends Content-MD5 there instead, and on every object and part it uploads
+  (AWS and SeaweedFS refuse a body that does not match it); botocore adds no other
+  checksum.
 - ``UploadProvider``: syncs a local model repository to a key prefix by content
   hash (sha256, kept in object metadata and in a manifest object outside the
   prefix): unchanged files are not sent, large files go in multipart. It never
