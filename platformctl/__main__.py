@@ -12,6 +12,7 @@ from . import docs
 from .diff import diff_plans, format_diff, load_plan_json
 from .engine import ROOT, render_stack, stack_path
 from .gpu_report import gpu_report, stack_settings
+from .invariants import PlanInvariantError, check_plan
 from .plan import tree, write_plan
 
 
@@ -31,6 +32,7 @@ def cmd_plan(args) -> int:
     out = write_plan(plan, Path(args.out or ROOT / "build" / args.stack))
     print(tree(plan))
     print(gpu_report(settings))
+    print(check_plan(plan, settings))
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     return 0
 
@@ -130,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         print(err.one_line(), file=sys.stderr)
         return 2
     except FileNotFoundError as err:
+        print(err, file=sys.stderr)
+        return 2
+    except PlanInvariantError as err:
         print(err, file=sys.stderr)
         return 2
 

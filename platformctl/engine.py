@@ -55,6 +55,8 @@ class Resource:
     ignore_changes: list[str]
     inputs: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The `customTimeouts` option as sent (Go durations by operation: create, update, delete)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +71,7 @@ class Resource:
             "retainOnDelete": self.retain_on_delete,
             "deleteBeforeReplace": self.delete_before_replace,
             "ignoreChanges": self.ignore_changes,
+            "customTimeouts": self.custom_timeouts,
             "inputs": self.inputs,
             **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
         }
@@ -137,6 +140,14 @@ def _struct(message) -> dict[str, Any]:
 
 def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:7]
+
+
+def _custom_timeouts(request) -> dict[str, str]:
+    """The operations a RegisterResourceRequest sets a custom timeout for; unset ones are empty strings."""
+    if not request.HasField("customTimeouts"):
+        return {}
+    timeouts = request.customTimeouts
+    return {op: getattr(timeouts, op) for op in ("create", "update", "delete") if getattr(timeouts, op)}
 
 
 # --------------------------------------------------------------------------- mocks
@@ -238,6 +249,7 @@ class RecordingMonitor(MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 inputs=inputs,
                 outputs=state,
+                custom_timeouts=_custom_timeouts(request),
             )
         )
         state_struct = struct_pb2.Struct()
