@@ -74,8 +74,20 @@ def custom_timeouts(budget: Budget) -> pulumi.CustomTimeouts:
     )
 
 
+# The estimate walks every version of the stack; every Triton version asks for it, so the
+# last stack's estimates are kept (a stack is one frozen Settings object).
+_last_estimates: tuple[Optional[Settings], dict[str, GroupEstimate]] = (None, {})
+
+
+def group_estimates(settings: Settings) -> dict[str, GroupEstimate]:
+    global _last_estimates
+    if _last_estimates[0] is not settings:
+        _last_estimates = (settings, {e.group: e for e in cold_start_estimate(settings)})
+    return _last_estimates[1]
+
+
 def group_estimate(settings: Settings, group: str) -> GroupEstimate:
-    return next(e for e in cold_start_estimate(settings) if e.group == group)
+    return group_estimates(settings)[group]
 
 
 def replicas_in_sequence(version: Version, scaling: Autoscaling) -> int:
@@ -120,7 +132,7 @@ def gpu_node_join_budget(settings: Settings) -> Optional[Budget]:
     """A release with pods on every GPU node: a GPU node joining meanwhile must boot and
     pull before its DaemonSet pod runs. None without GPU groups."""
     worst: Optional[tuple[int, str]] = None
-    for e in cold_start_estimate(settings):
+    for e in group_estimates(settings).values():
         stages = [s for s in e.new_node if s.name in NODE_STAGES]
         seconds = sum(s.seconds for s in stages)
         if worst is None or seconds > worst[0]:

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     pc.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     pc.set_defaults(func=cmd_policy_config)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
-    b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200])
+    b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     try:

@@ -24,6 +24,7 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
+from pulumi.runtime.sync_await import _ensure_event_loop
 
 from .stackfile import read_stack_config
 
@@ -277,11 +278,13 @@ def _without_source_positions() -> None:
 def _few_collections():
     """A plan allocates hundreds of thousands of long-lived objects (Outputs, futures);
     the cyclic collector's default thresholds rescan them over and over, which cost
-    40% of a 200-service plan. Collect rarely while rendering, as usual afterwards."""
+    40% of a 200-service plan. While rendering, collect only the youngest generation:
+    what survives it lives until the plan is done, and rescanning the older ones made
+    a 1,000-service plan a sixth slower without freeing memory. As usual afterwards."""
     thresholds = gc.get_threshold()
     gc.collect()
     gc.freeze()
-    gc.set_threshold(100_000, 50, 50)
+    gc.set_threshold(20_000, 1_000_000, 1_000_000)
     try:
         yield
     finally:
@@ -289,8 +292,31 @@ def _few_collections():
         gc.unfreeze()
 
 
+@contextlib.contextmanager
+def _monitor_calls_inline():
+    """The SDK sends every registration to the monitor through the event loop's thread
+    pool, built for a real engine's gRPC round trip. The recording monitor answers at
+    once, so the hop only adds a thread switch and a loop wake-up per resource (a tenth
+    of a large plan): run the calls in place while rendering."""
+    loop = _ensure_event_loop()
+
+    def run_in_place(executor, func, *args):
+        future = loop.create_future()
+        try:
+            future.set_result(func(*args))
+        except BaseException as exn:  # delivered to the awaiting coroutine, as from the pool
+            future.set_exception(exn)
+        return future
+
+    loop.run_in_executor = run_in_place
+    try:
+        yield
+    finally:
+        del loop.run_in_executor
+
+
 def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
-    with _few_collections():
+    with _few_collections(), _monitor_calls_inline():
         return _render(stack, config, secret_keys, program)
 
 
