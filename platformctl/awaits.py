@@ -256,10 +256,6 @@ class Row:
     wait: Optional[Wait]
 
 
-def _short(r: dict[str, Any]) -> str:
-    return label(r)
-
-
 def check(resources: list[dict[str, Any]], settings: Settings) -> tuple[list[Row], list[str]]:
     """Rows for the plan's table and violations (one sentence each)."""
     rows: list[Row] = []
@@ -271,18 +267,18 @@ def check(resources: list[dict[str, Any]], settings: Settings) -> tuple[list[Row
         rows.append(Row(e, wait))
         if e.pending_by_design:
             if wait is not None and wait.awaited:
-                problems.append(f"{_short(r)} is awaited ({wait.source}) but {e.pending_by_design}: "
+                problems.append(f"{label(r)} is awaited ({wait.source}) but {e.pending_by_design}: "
                                 f"annotate {SKIP_AWAIT}: \"true\"")
             continue
         if wait is None or not wait.awaited:
             if e.readiness_matters:
-                problems.append(f"{_short(r)} is not awaited ({wait.source if wait else 'no wait'}), "
+                problems.append(f"{label(r)} is not awaited ({wait.source if wait else 'no wait'}), "
                                 "so a rollout that never becomes ready passes unnoticed: give it customTimeouts instead")
             continue
         b = e.budget
         for op, need, have in (("create", b.create_seconds, wait.create), ("update", b.update_seconds, wait.update)):
             if have is not None and have < need:
-                problems.append(f"{_short(r)} may need {need}s to become ready on {op} ({b.basis}) "
+                problems.append(f"{label(r)} may need {need}s to become ready on {op} ({b.basis}) "
                                 f"but `pulumi up` waits {have:g}s ({wait.source})")
         if r["type"] != HELM_RELEASE and b.seconds > 0:
             slow[r["urn"]] = rows[-1]
@@ -290,7 +286,7 @@ def check(resources: list[dict[str, Any]], settings: Settings) -> tuple[list[Row
         for dep in r.get("dependsOn") or ():
             row = slow.get(dep)
             if row is not None:
-                problems.append(f"{_short(r)} depends on {_short(row.expectation.resource)}, whose rollout may take "
+                problems.append(f"{label(r)} depends on {label(row.expectation.resource)}, whose rollout may take "
                                 f"{row.expectation.budget.seconds}s: refer to it by a stable name instead of its outputs")
     return rows, problems
 
@@ -318,5 +314,5 @@ def format_rows(rows: list[Row], limit: int = 20) -> str:
     for name, budget, waits, basis in table:
         lines.append(f"  {name:<{widths[0]}}  {budget:<{widths[1]}}  {waits:<{widths[2]}}  {basis}")
     if len(ordered) > limit:
-        lines.append(f"  ... {len(ordered) - limit} more, each within its wait")
+        lines.append(f"  ... and {len(ordered) - limit} more with smaller budgets")
     return "\n".join(lines)

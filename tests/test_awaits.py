@@ -283,3 +283,11 @@ def test_rollout_model():
     assert rollout_budget(estimate, 4, 60).update_seconds == 300 + 3 * 260
     # A quarter more, rounded up to whole minutes.
     assert wait_seconds(300) == 420 and wait_seconds(3300) == 4140 >= 3300 * HEADROOM
+
+
+def test_a_long_table_ends_in_a_count():
+    rows, _ = problems(stack_plan("acme-prod"), stack_settings("acme-prod"))
+    text = awaits.format_rows(rows, limit=3)
+    assert len(text.splitlines()) == 5
+    assert text.splitlines()[1].lstrip().startswith("Deployment llm-chat/llm-chat-v")
+    assert text.endswith(f"... and {len(rows) - 3} more with smaller budgets")
