@@ -512,7 +512,9 @@ class TritonService(pulumi.ComponentResource):
         # A fixed name lets the HPA refer to the Deployment without waiting for its rollout.
         # A replacement (only a new selector, which app/version never changes) must then
         # delete the old object first: creating the new one under the same name would fail.
-        rollout = pulumi.ResourceOptions(delete_before_replace=True, custom_timeouts=custom_timeouts(budget))
+        rollout = pulumi.ResourceOptions(
+            delete_before_replace=True, custom_timeouts=custom_timeouts(budget) if budget.seconds else None
+        )
         k8s.apps.v1.Deployment(
             f"{name}-{version.name}",
             metadata={"name": target, "namespace": service.k8s_namespace, "labels": pod_labels(service, version)},

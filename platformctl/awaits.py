@@ -131,7 +131,8 @@ def effective_wait(r: dict[str, Any]) -> Optional[Wait]:
     """How long `pulumi up` waits for this resource; None for what is not a Kubernetes object."""
     if r["type"] == HELM_RELEASE:
         inputs = r.get("inputs") or {}
-        if inputs.get("skipAwait") is True:
+        # Helm turns waiting back on for an atomic release (action/install.go, upgrade.go).
+        if inputs.get("skipAwait") is True and inputs.get("atomic") is not True:
             return Wait(None, None, "skipAwait input")
         timeout = inputs.get("timeout")
         if isinstance(timeout, (int, float)) and timeout > 0:
@@ -152,8 +153,10 @@ def effective_wait(r: dict[str, Any]) -> Optional[Wait]:
     seconds: dict[str, float] = {}
     sources = set()
     for op in ("create", "update"):
-        if timeouts.get(op):
-            seconds[op], source = go_duration_seconds(timeouts[op]), "customTimeouts"
+        # A zero custom timeout counts as none (TimeoutDuration: resourceTimeoutSeconds != 0).
+        custom = go_duration_seconds(timeouts[op]) if timeouts.get(op) else 0.0
+        if custom > 0:
+            seconds[op], source = custom, "customTimeouts"
         elif isinstance(annotated, str) and annotated.isdigit():
             seconds[op], source = float(annotated), TIMEOUT_SECONDS
         else:

@@ -291,3 +291,18 @@ def test_a_long_table_ends_in_a_count():
     assert len(text.splitlines()) == 5
     assert text.splitlines()[1].lstrip().startswith("Deployment llm-chat/llm-chat-v")
     assert text.endswith(f"... and {len(rows) - 3} more with smaller budgets")
+
+
+def test_zero_custom_timeouts_and_atomic_releases_follow_the_provider():
+    deployment = k8s("Deployment", "apps/v1", timeouts={"create": "0s"})
+    assert awaits.effective_wait(deployment).create == 600
+    release = {"urn": "r", "type": awaits.HELM_RELEASE, "name": "r", "inputs": {"skipAwait": True, "atomic": True}}
+    assert awaits.effective_wait(release).create == 300
+
+
+def test_a_version_without_replicas_keeps_the_default_wait():
+    raw = base_config()
+    raw["services"][0]["autoscaling"] = {"enabled": False}
+    raw["services"][0]["versions"][0]["replicas"] = 0
+    deployment = render_raw(raw).get(DEPLOYMENT, "svc-v1")
+    assert deployment.custom_timeouts == {} and "progressDeadlineSeconds" not in deployment.inputs["spec"]
