@@ -75,6 +75,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 mesh_crds=self.mesh.crds,
                 monitor_crds=self.observability.crds,
                 weights=self.weights.handle,
+                gpu_operator=self.gpu_operator.release if self.gpu_operator else None,
             )
             self.services[svc.name] = TritonService(svc.name, svc, settings, ctx, opts=child)
         self.outputs["services"] = {

@@ -57,6 +57,9 @@ class TritonContext:
     weights: WeightsHandle
     mesh_crds: Optional[pulumi.Resource] = None
     monitor_crds: Optional[pulumi.Resource] = None
+    gpu_operator: Optional[pulumi.Resource] = None
+    """The GPU operator's release: a replica's cold start (driver, device plugin) begins
+    once it runs, which the rollout's wait assumes."""
 
 
 # --------------------------------------------------------------------------- plain builders
@@ -506,7 +509,7 @@ class TritonService(pulumi.ComponentResource):
         weights = ctx.weights
         repo = version.model_repository
         repository = weights.model_repository_url(repo.cache, repo.path)
-        deps = weights.depends_on(service.k8s_namespace)
+        deps = [*weights.depends_on(service.k8s_namespace), ctx.gpu_operator]
         budget = triton_rollout_budget(settings, service, version, TERMINATION_GRACE_SECONDS)
         target = deployment_name(service, version)
         # A fixed name lets the HPA refer to the Deployment without waiting for its rollout.

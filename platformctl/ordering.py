@@ -248,6 +248,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          dependents=AnyOf((CustomResources(ISTIO_GROUPS), Charts(("istiod", "gateway")))),
          after=Charts(("base",)),
          reason="Istio's CRDs come with its base chart"),
+    Rule("gpu-operator-before-triton",
+         dependents=Workloads(triton_only=True),
+         after=Charts(("gpu-operator",)),
+         reason="a Triton replica's cold start (driver install, device plugin) begins once the GPU operator runs, "
+                "and its rollout's wait counts from there"),
     Rule("storage-and-secrets-before-workloads",
          dependents=Workloads(),
          related=mounted_storage_and_secrets,

@@ -196,3 +196,13 @@ def test_check_work_grows_linearly_with_the_stack(monkeypatch):
 def test_deep_chains_need_no_recursion():
     chain = [ISTIOD, INJECTED] + [workload(f"w{i}", deps=[f"w{i - 1}" if i else "istiod", "ns"]) for i in range(20000)]
     assert ordering.violations(chain) == []
+
+
+def test_triton_before_the_gpu_operator_is_reported():
+    resources = resources_of("acme-prod")
+    deployment = find(resources, ":Deployment", "embed-v1")
+    operator = find(resources, ":Release", "acme-prod-gpu-release")
+    deployment["dependsOn"].remove(operator["urn"])
+    (problem,) = ordering.violations(resources)
+    assert problem.startswith("Deployment embed/embed-v1 must come after Release gpu-operator/gpu-operator "
+                              "(gpu-operator-before-triton")
