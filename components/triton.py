@@ -71,6 +71,7 @@ def envoy_duration(seconds: float) -> str:
     millis = round(seconds * 1000)
     return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
+
 def deployment_name(service: Service, version: Version) -> str:
     """A version's Deployment name: a DNS label (service <= 40, version <= 20 characters)."""
     return f"{service.name}-{version.name}"
