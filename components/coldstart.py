@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 from . import endpoints as ep
 from . import versions
 from .cluster import ClusterHandle
-from .common import namespace, resource_opts, standard_labels
+from .common import SKIP_AWAIT, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import gpu_scheduling, placeholder_request
 
@@ -118,7 +118,9 @@ class ColdStart(pulumi.ComponentResource):
                 labels = standard_labels(f"placeholder-{group.name}")
                 self.placeholders[group.name] = k8s.apps.v1.Deployment(
                     f"{name}-placeholder-{group.name}",
-                    metadata={"namespace": NAMESPACE, "labels": labels},
+                    # Placeholders evicted by real replicas stay Pending until a node arrives:
+                    # never ready by design, so `pulumi up` must not wait for them.
+                    metadata={"namespace": NAMESPACE, "labels": labels, "annotations": dict(SKIP_AWAIT)},
                     spec={"replicas": spare, "selector": {"matchLabels": labels},
                           "template": _pod_template(labels, placeholder_pod(settings, group))},
                     opts=resource_opts(self, provider=cluster.provider,
@@ -128,7 +130,9 @@ class ColdStart(pulumi.ComponentResource):
                 labels = standard_labels(f"prepull-{group.name}")
                 self.prepulls[group.name] = k8s.apps.v1.DaemonSet(
                     f"{name}-prepull-{group.name}",
-                    metadata={"namespace": NAMESPACE, "labels": labels},
+                    # Ready only once every GPU node, booting ones included, has pulled every
+                    # image, one node at a time on update: nothing to wait for.
+                    metadata={"namespace": NAMESPACE, "labels": labels, "annotations": dict(SKIP_AWAIT)},
                     spec={"selector": {"matchLabels": labels},
                           "template": _pod_template(labels, prepull_pod(settings, group))},
                     opts=in_namespace,

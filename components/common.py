@@ -10,6 +10,9 @@ import pulumi_kubernetes as k8s
 from .versions import Chart
 
 PART_OF = "inference-platform"
+# pulumi-kubernetes then applies the object without waiting for it to become ready:
+# for workloads whose pods stay Pending by design.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
 def resource_opts(
@@ -65,8 +68,13 @@ def helm_release(
     namespace_name: str,
     values: dict,
     opts: pulumi.ResourceOptions,
+    timeout_seconds: Optional[int] = None,
 ) -> k8s.helm.v3.Release:
-    """A Helm release of a pinned chart (versions.py) under a fixed release name."""
+    """A Helm release of a pinned chart (versions.py) under a fixed release name.
+
+    `timeout_seconds` is how long Helm waits for the release's workloads (default 300);
+    readiness.release_timeout gives it for charts whose pods wait for new nodes.
+    """
     return k8s.helm.v3.Release(
         logical_name,
         name=release_name,
@@ -75,5 +83,6 @@ def helm_release(
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
         namespace=namespace_name,
         values=values,
+        timeout=timeout_seconds,
         opts=opts,
     )

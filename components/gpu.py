@@ -20,6 +20,7 @@ from .cluster import ClusterHandle
 from .common import helm_release, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
+from .readiness import release_timeout
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE
 MIG_CONFIG_MAP = "mig-parted-config"
@@ -101,9 +102,14 @@ def _yaml(doc: dict[str, Any]) -> str:
 
 class GpuOperator(pulumi.ComponentResource):
     """The GPU operator's Helm release and the configs it reads; `release` is the handle
-    to depend on (its CRDs and device plugin)."""
+    to depend on (its CRDs and device plugin).
+
+    `monitor_crds` is the release that installs the ServiceMonitor CRD: the operator creates
+    DCGM's ServiceMonitor only if that CRD exists when it reconciles, so it comes after.
+    """
 
     def __init__(self, name: str, settings: Settings, cluster: ClusterHandle,
+                 monitor_crds: Optional[pulumi.Resource] = None,
                  opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("inference-platform:gpu:GpuOperator", name, None, opts)
         k8s_opts = resource_opts(self, provider=cluster.provider)
@@ -121,9 +127,12 @@ class GpuOperator(pulumi.ComponentResource):
             configs.append(self._config_map(
                 f"{name}-device-plugin", DEVICE_PLUGIN_CONFIG_MAP, {k: _yaml(v) for k, v in plugin.items()}, in_namespace))
         chart = versions.GPU_OPERATOR
+        values = gpu_operator_values(settings)
+        after = [self.namespace, *configs, *([monitor_crds] if monitor_crds is not None else [])]
         self.release = helm_release(
-            f"{name}-release", "gpu-operator", chart, NAMESPACE, gpu_operator_values(settings),
-            resource_opts(self, provider=cluster.provider, depends_on=[self.namespace, *configs]),
+            f"{name}-release", "gpu-operator", chart, NAMESPACE, values,
+            resource_opts(self, provider=cluster.provider, depends_on=after),
+            timeout_seconds=release_timeout(settings, chart.name, values),
         )
         self.register_outputs({"release": self.release.name, "namespace": NAMESPACE})
 

@@ -24,6 +24,7 @@ from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
 from .config import Settings
+from .readiness import release_timeout
 
 TRACING_PROVIDER = "jaeger-otel"
 # The gateway chart labels its pods app=<release>, istio=<release without "istio-">.
@@ -40,6 +41,9 @@ class MeshHandle:
     """`<namespace>/<name>` of the customer Gateway, for VirtualServices."""
     crds: Optional[pulumi.Resource]
     """The Helm release that installs Istio's CRDs (None when the mesh is not installed)."""
+    injector: Optional[pulumi.Resource]
+    """The istiod release, whose webhook injects sidecars: pods in an injected namespace
+    created before it run without one (None when the mesh is not installed)."""
     namespace: str
     """Istio's root namespace."""
     ingress_namespace: str
@@ -192,11 +196,16 @@ def kiali_values(settings: Settings) -> dict[str, Any]:
 # --------------------------------------------------------------------------- component
 
 
-def mesh_handle(crds: Optional[pulumi.Resource] = None, urls: Optional[dict[str, str]] = None) -> MeshHandle:
+def mesh_handle(
+    crds: Optional[pulumi.Resource] = None,
+    urls: Optional[dict[str, str]] = None,
+    injector: Optional[pulumi.Resource] = None,
+) -> MeshHandle:
     """The handle; without `crds` (mesh not installed) it names the Gateway the cluster must provide."""
     return MeshHandle(
         gateway=gateway_ref(),
         crds=crds,
+        injector=injector,
         namespace=ep.ISTIO_NAMESPACE,
         ingress_namespace=ep.ISTIO_NAMESPACE,
         ingress_selector=dict(INGRESS_SELECTOR),
@@ -230,7 +239,8 @@ class Mesh(pulumi.ComponentResource):
 
         def release(role: str, chart: versions.Chart, release_name: str, values: dict, *deps) -> k8s.helm.v3.Release:
             return common.helm_release(
-                f"{name}-{role}", release_name, chart, ep.ISTIO_NAMESPACE, values, opts_(namespace, *deps)
+                f"{name}-{role}", release_name, chart, ep.ISTIO_NAMESPACE, values, opts_(namespace, *deps),
+                timeout_seconds=release_timeout(settings, chart.name, values),
             )
 
         base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
@@ -282,5 +292,5 @@ class Mesh(pulumi.ComponentResource):
         release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(settings), *jaeger_deps)
         release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(settings), istiod)
 
-        self.handle = mesh_handle(base, {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL})
+        self.handle = mesh_handle(base, {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}, injector=istiod)
         self.register_outputs({"gateway": self.handle.gateway, "urls": self.handle.urls})

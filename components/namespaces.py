@@ -1,8 +1,8 @@
 """Inference namespaces: one per distinct service namespace, shared by the services in it.
 
 Services may share a namespace, so namespaces (and what applies to a whole namespace:
-sidecar injection, STRICT mTLS) are created here once, before weight caches and
-Triton services place objects in them.
+sidecar injection, STRICT mTLS) are created here once, after istiod and before weight
+caches and Triton services place objects in them.
 """
 
 from __future__ import annotations
@@ -25,9 +25,14 @@ class InferenceNamespaces(pulumi.ComponentResource):
         settings: Settings,
         provider: k8s.Provider,
         mesh_crds: Optional[pulumi.Resource] = None,
+        injector: Optional[pulumi.Resource] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("inference-platform:namespaces:InferenceNamespaces", name, None, opts)
+        # The injection label takes effect only once istiod's webhook runs: a namespace
+        # created after it gives every workload placed in it (which depends on its
+        # namespace) a sidecar from the first pod on.
+        after_injector = [injector] if injector is not None else []
         self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
         for ns in sorted({s.k8s_namespace for s in settings.services}):
             namespace = k8s.core.v1.Namespace(
@@ -45,7 +50,7 @@ class InferenceNamespaces(pulumi.ComponentResource):
                         },
                     ),
                 },
-                opts=resource_opts(self, provider=provider),
+                opts=resource_opts(self, provider=provider, depends_on=after_injector),
             )
             k8s.apiextensions.CustomResource(
                 f"{name}-{ns}-mtls",

@@ -30,6 +30,7 @@ from .common import resource_opts, standard_labels
 from .config import Settings, loki_bucket_name
 from .mesh import MeshHandle
 from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from .readiness import release_timeout
 from .s3bucket import S3Bucket
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
@@ -334,7 +335,8 @@ class Observability(pulumi.ComponentResource):
 
         def release(role: str, chart: versions.Chart, release_name: str, values: Any, *deps) -> k8s.helm.v3.Release:
             return common.helm_release(
-                f"{name}-{role}", release_name, chart, ep.MONITORING_NAMESPACE, values, opts_(namespace, *deps)
+                f"{name}-{role}", release_name, chart, ep.MONITORING_NAMESPACE, values, opts_(namespace, *deps),
+                timeout_seconds=release_timeout(settings, chart.name, values),
             )
 
         stack = release(

@@ -32,6 +32,7 @@ from . import endpoints as ep
 from .cluster import node_taints
 from .common import resource_opts, standard_labels
 from .config import S3Cache, Settings
+from .readiness import release_timeout
 
 NAMESPACE = ep.CSI_S3_NAMESPACE
 DRIVER = "ru.yandex.s3.csi"
@@ -133,9 +134,11 @@ class S3BucketMount(pulumi.ComponentResource):
             opts=self._opts(depends_on=[namespace]),
         )
         chart = versions.CSI_S3
+        values = csi_s3_values(settings)
         self.release = common.helm_release(
-            f"{name}-release", "csi-s3", chart, NAMESPACE, csi_s3_values(settings),
+            f"{name}-release", "csi-s3", chart, NAMESPACE, values,
             self._opts(depends_on=[namespace, self.secret]),
+            timeout_seconds=release_timeout(settings, chart.name, values),
         )
         # Retain: a volume provisioned through this class keeps its bucket when its claim goes.
         self.storage_class = k8s.storage.v1.StorageClass(

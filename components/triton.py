@@ -3,8 +3,12 @@
 Per service: ServiceAccount, Service (http 8000, grpc 8001, http-metrics 8002),
 DestinationRule (a subset per version), VirtualService (weights, mirror, auth),
 PeerAuthentication, AuthorizationPolicy, NetworkPolicy, PodMonitor.
-Per version: an auto-named Deployment, an HPA on Triton's queue time, a PDB when
-more than one replica must stay up.
+Per version: a Deployment named `<service>-<version>`, an HPA on Triton's queue time,
+a PDB when more than one replica must stay up.
+
+`pulumi up` waits for each Deployment as long as the cold-start model says its rollout
+may legitimately take (readiness.py), and the HPA names its target directly, so it
+never waits on that rollout.
 
 Dynamic batching and instance groups are model settings: they live in the model's
 `config.pbtxt`. A version picks a tuned variant from the model's `configs/` folder
@@ -26,12 +30,15 @@ from .common import resource_opts, standard_labels
 from .config import Autoscaling, NodeGroup, Service, Settings, Version
 from .gpu_profiles import gpu_scheduling
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT
+from .readiness import custom_timeouts, service_endpoints_budget, triton_rollout_budget, wait_seconds
 from .weights import WeightsHandle
 
 HTTP_PORT, GRPC_PORT = 8000, 8001
 # The tritonserver images run as the triton-server user (uid 1000).
 TRITON_UID = 1000
 PROBE_PERIOD_SECONDS = 10
+# Time an old replica gets to finish in-flight requests; a rolling update waits for it.
+TERMINATION_GRACE_SECONDS = 60
 # Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
 ISTIO_METRICS_PORTS = (15020, 15090)
 
@@ -50,6 +57,9 @@ class TritonContext:
     weights: WeightsHandle
     mesh_crds: Optional[pulumi.Resource] = None
     monitor_crds: Optional[pulumi.Resource] = None
+    gpu_operator: Optional[pulumi.Resource] = None
+    """The GPU operator's release: a replica's cold start (driver, device plugin) begins
+    once it runs, which the rollout's wait assumes."""
 
 
 # --------------------------------------------------------------------------- plain builders
@@ -60,6 +70,29 @@ def envoy_duration(seconds: float) -> str:
     """A protobuf duration Istio accepts, exact to the millisecond (never `1e-05s`)."""
     millis = round(seconds * 1000)
     return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
+
+def deployment_name(service: Service, version: Version) -> str:
+    """A version's Deployment name: a DNS label (service <= 40, version <= 20 characters)."""
+    return f"{service.name}-{version.name}"
+
+
+def deployment_name_clashes(services: list[Service]) -> list[tuple[tuple, str]]:
+    """(key path, problem) for versions whose Deployment name another service's version
+    already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""
+    seen: dict[tuple[str, str], str] = {}
+    problems = []
+    for i, svc in enumerate(services):
+        for j, version in enumerate(svc.versions):
+            key = (svc.k8s_namespace, deployment_name(svc, version))
+            if key in seen:
+                problems.append((("services", i, "versions", j, "name"),
+                                 f"Deployment name {key[1]!r} in namespace {key[0]!r} is already {seen[key]}'s; "
+                                 "allowed: service and version names whose `<service>-<version>` is unique per namespace"))
+            else:
+                seen[key] = f"{svc.name}/{version.name}"
+    return problems
+
 
 def pod_labels(service: Service, version: Version) -> dict[str, str]:
     return standard_labels(service.name, app=service.name, version=version.name)
@@ -144,6 +177,7 @@ def deployment_spec(
     claim: Optional[str],
     autoscaled: bool,
     mount_path: str,
+    progress_deadline_seconds: Optional[int] = None,
 ) -> dict:
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
@@ -193,7 +227,7 @@ def deployment_spec(
                         "labelSelector": {"matchLabels": selector},
                     }
                 ],
-                "terminationGracePeriodSeconds": 60,
+                "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
                 "containers": [container],
                 "volumes": volumes,
             },
@@ -202,6 +236,10 @@ def deployment_spec(
     # An HPA owns the replica count; a replicas field would fight it on every update.
     if not autoscaled:
         spec["replicas"] = version.replicas
+    # A replica on a new GPU node makes no visible progress for a whole cold start; a
+    # shorter deadline would mark the rollout ProgressDeadlineExceeded while it is fine.
+    if progress_deadline_seconds is not None:
+        spec["progressDeadlineSeconds"] = progress_deadline_seconds
     return spec
 
 
@@ -350,6 +388,10 @@ class TritonService(pulumi.ComponentResource):
         sa = k8s.core.v1.ServiceAccount(
             f"{name}-sa", metadata={"name": service.name, "namespace": ns, "labels": labels}, opts=opts_()
         )
+        # The Service's await lasts until no selected pod is unready: as long as a replica's startup.
+        endpoints = pulumi.ResourceOptions.merge(
+            opts_(), pulumi.ResourceOptions(custom_timeouts=custom_timeouts(service_endpoints_budget(service)))
+        )
         k8s.core.v1.Service(
             f"{name}-service",
             metadata={"name": service.name, "namespace": ns, "labels": labels},
@@ -361,7 +403,7 @@ class TritonService(pulumi.ComponentResource):
                     {"name": "http-metrics", "port": TRITON_METRICS_PORT, "targetPort": "http-metrics", "protocol": "TCP"},
                 ],
             },
-            opts=opts_(),
+            opts=endpoints,
         )
 
         for version in service.versions:
@@ -468,10 +510,18 @@ class TritonService(pulumi.ComponentResource):
         weights = ctx.weights
         repo = version.model_repository
         repository = weights.model_repository_url(repo.cache, repo.path)
-        deps = weights.depends_on(service.k8s_namespace)
-        deployment = k8s.apps.v1.Deployment(
+        deps = [*weights.depends_on(service.k8s_namespace), ctx.gpu_operator]
+        budget = triton_rollout_budget(settings, service, version, TERMINATION_GRACE_SECONDS)
+        target = deployment_name(service, version)
+        # A fixed name lets the HPA refer to the Deployment without waiting for its rollout.
+        # A replacement (only a new selector, which app/version never changes) must then
+        # delete the old object first: creating the new one under the same name would fail.
+        rollout = pulumi.ResourceOptions(
+            delete_before_replace=True, custom_timeouts=custom_timeouts(budget) if budget.seconds else None
+        )
+        k8s.apps.v1.Deployment(
             f"{name}-{version.name}",
-            metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+            metadata={"name": target, "namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
             spec=deployment_spec(
                 service,
                 version,
@@ -482,15 +532,16 @@ class TritonService(pulumi.ComponentResource):
                 claim=weights.claim_name if repo.cache == "fileShare" else None,
                 autoscaled=scaling.enabled,
                 mount_path=weights.mount_path,
+                progress_deadline_seconds=wait_seconds(budget.create_seconds) if budget.create_seconds else None,
             ),
-            opts=opts_(*deps),
+            opts=pulumi.ResourceOptions.merge(opts_(*deps), rollout),
         )
         selector = {"app": service.name, "version": version.name}
         if scaling.enabled:
             k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{name}-{version.name}-hpa",
                 metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
-                spec=hpa_spec(deployment.metadata["name"], scaling),
+                spec=hpa_spec(target, scaling),
                 opts=opts_(),
             )
         min_replicas = scaling.min_replicas if scaling.enabled else version.replicas

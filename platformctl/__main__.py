@@ -22,6 +22,7 @@ from .diff import exit_code as diff_exit_code
 from .engine import ROOT, render_stack, shown_path, stack_path
 from .errors import UsageError
 from .gpu_report import gpu_report, stack_settings
+from .invariants import PlanInvariantError, check_plan
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
 from .stack_names import RULE, InvalidStackName, check_stack_name, shown
 
@@ -54,12 +55,14 @@ def cmd_plan(args) -> int:
     # Validated here first, so errors name the file actually read.
     settings = stack_settings(stack_file)
     plan = render_stack(args.stack, stack_file)
+    engine_report = check_plan(plan, settings)  # await budgets and ordering: refused before anything is written
     try:
         write_plan(plan, out)
     except OSError as err:
         return _fail(f"cannot write the plan to {out}: {os_error_line(err)}", 1)
     print(tree(plan))
     print(gpu_report(settings))
+    print(engine_report)
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     return 0
 
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     pc.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     pc.set_defaults(func=cmd_policy_config)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
-    b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200])
+    b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     try:
@@ -159,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         return _fail(err.one_line(), 2)
     except UsageError as err:
+        return _fail(str(err), 2)
+    except PlanInvariantError as err:
         return _fail(str(err), 2)
     except OSError as err:
         return _fail(os_error_line(err), 1)

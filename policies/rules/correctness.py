@@ -193,7 +193,8 @@ def _hpa_exists(args: StackValidationArgs, report) -> None:
             ref = get(hpa.props, "spec", "scaleTargetRef", default={})
             report(fix(f"HPA {namespace_of(hpa.props)}/{name_of(hpa.props) or hpa.name} scales {get(ref, 'kind')} "
                        f"{get(ref, 'name')!r}, which the stack does not declare in that namespace",
-                       "point scaleTargetRef.name at the Deployment's output name (deployment.metadata.name)"), hpa.urn)
+                       "give the Deployment a fixed metadata.name and point scaleTargetRef.name at it "
+                       "(an output name would make the HPA wait for the rollout)"), hpa.urn)
 
 
 def _hpa_no_replicas(args: StackValidationArgs, report) -> None:

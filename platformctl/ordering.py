@@ -1,0 +1,289 @@
+"""Ordering invariants of a plan: written once as data (which resources must come after
+which), checked on the transitive dependency graph of resources.json.
+
+`pulumi up` orders resources only by what each registration waits for. In the Python SDK
+(pulumi 3.272, runtime/resource.py prepare_resource) a resource waits for the URNs of its
+`dependencies` (explicit depends_on, a component expanded to its custom children, and
+every resource whose outputs its inputs use), for its parent's URN, which for a component
+resolves only once the component's own depends_on are done, and for its provider. So B
+comes before A exactly when B is reachable from A over dependsOn, parent and provider
+edges, which is the graph checked here.
+
+Each rule pairs a selector of dependents with what they must come after: a selector
+(every matching resource, e.g. the istiod release) or a relation (the claim and Secrets a
+workload's pods use). A rule whose required resources are not in the plan holds
+trivially: the cluster provides them. The check walks the descendants of each required
+resource once: O(V + E) per resource a selector names, and for related resources (claims,
+PVs, Secrets, buckets) only their own few descendants.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from .awaits import HELM_RELEASE, label, runs_tritonserver
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+S3_BUCKET = "pulumi-python:dynamic/s3:Bucket"
+WORKLOAD_KINDS = {"apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"},
+                  "batch/v1": {"Job", "CronJob"}, "v1": {"Pod"}}
+ISTIO_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io")
+# Helm values with which a chart creates ServiceMonitors, PodMonitors or PrometheusRules
+# (the GPU operator creates DCGM's ServiceMonitor itself, when the CRD exists).
+MONITOR_VALUES = {
+    "gpu-operator": ("dcgmExporter.serviceMonitor.enabled",),
+    "loki": ("monitoring.serviceMonitor.enabled", "monitoring.rules.enabled", "monitoring.alerts.enabled"),
+    "alloy": ("serviceMonitor.enabled",),
+}
+
+
+# --------------------------------------------------------------------------- graph
+
+
+class Graph:
+    """The plan's resources by index, with edges to what each waits for and lookups by name."""
+
+    def __init__(self, resources: list[dict[str, Any]]):
+        self.resources = resources
+        index = {r["urn"]: i for i, r in enumerate(resources)}
+        self.index = index
+        self.successors: list[list[int]] = [[] for _ in resources]
+        for i, r in enumerate(resources):
+            for urn in {*(r.get("dependsOn") or ()), r.get("parent"), r.get("provider")}:
+                j = index.get(urn) if urn else None
+                if j is not None and j != i:
+                    self.successors[j].append(i)
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+        self.objects: dict[tuple[str, Optional[str], str], int] = {}
+        self.volumes_by_claim: dict[tuple[str, str], int] = {}
+        self.buckets: dict[str, int] = {}
+        for i, r in enumerate(resources):
+            inputs = r.get("inputs") or {}
+            meta = inputs.get("metadata") or {}
+            if r["type"] == NAMESPACE and isinstance(meta.get("name"), str):
+                self.namespace_labels[meta["name"]] = meta.get("labels") or {}
+            elif r["type"] == S3_BUCKET and isinstance(inputs.get("bucket"), str):
+                self.buckets[inputs["bucket"]] = i
+            kind = inputs.get("kind")
+            name = (((r.get("outputs") or {}).get("metadata") or {}).get("name") or meta.get("name"))
+            if isinstance(kind, str) and isinstance(name, str):
+                self.objects[(kind, meta.get("namespace"), name)] = i
+            ref = (inputs.get("spec") or {}).get("claimRef") if kind == "PersistentVolume" else None
+            if isinstance(ref, dict):
+                self.volumes_by_claim[(ref.get("namespace"), ref.get("name"))] = i
+
+    def descendants(self, start: int) -> set[int]:
+        """Every resource that comes after `start` (iterative: stacks are deep and wide)."""
+        seen = {start}
+        stack = [start]
+        while stack:
+            for j in self.successors[stack.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    stack.append(j)
+        return seen
+
+    def injected(self, namespace: Any) -> bool:
+        return self.namespace_labels.get(namespace, {}).get("istio-injection") == "enabled"
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+def _api(r: dict[str, Any]) -> tuple[str, str, Optional[str]]:
+    inputs = r.get("inputs") or {}
+    api = str(inputs.get("apiVersion", ""))
+    return api, str(inputs.get("kind", "")), (inputs.get("metadata") or {}).get("namespace")
+
+
+def _chart(r: dict[str, Any]) -> Optional[str]:
+    if r["type"] != HELM_RELEASE:
+        return None
+    return str((r.get("inputs") or {}).get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _path(value: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+Selector = Callable[[dict[str, Any], Graph], bool]
+Relation = Callable[[dict[str, Any], Graph], Iterable[int]]
+
+
+@dataclass(frozen=True)
+class Charts:
+    """Helm releases of these charts."""
+    names: tuple[str, ...]
+
+    def __call__(self, r: dict[str, Any], g: Graph) -> bool:
+        return _chart(r) in self.names
+
+
+@dataclass(frozen=True)
+class ChartValues:
+    """Helm releases whose values turn on one of these paths, by chart."""
+    paths: dict[str, tuple[str, ...]]
+
+    def __call__(self, r: dict[str, Any], g: Graph) -> bool:
+        values = (r.get("inputs") or {}).get("values") or {}
+        return any(_path(values, p) is True for p in self.paths.get(_chart(r) or "", ()))
+
+
+@dataclass(frozen=True)
+class CustomResources:
+    """Custom resources of these API groups (and kinds, when given)."""
+    groups: tuple[str, ...]
+    kinds: tuple[str, ...] = ()
+
+    def __call__(self, r: dict[str, Any], g: Graph) -> bool:
+        api, kind, _ = _api(r)
+        return (r["type"].startswith("kubernetes:") and api.split("/", 1)[0] in self.groups
+                and (not self.kinds or kind in self.kinds))
+
+
+@dataclass(frozen=True)
+class Workloads:
+    """Objects that create pods; with `injected`, only those in (or releases into) a
+    namespace labelled istio-injection=enabled."""
+    injected: bool = False
+    triton_only: bool = False
+
+    def __call__(self, r: dict[str, Any], g: Graph) -> bool:
+        if r["type"] == HELM_RELEASE:
+            return self.injected and not self.triton_only and g.injected((r.get("inputs") or {}).get("namespace"))
+        api, kind, ns = _api(r)
+        if kind not in WORKLOAD_KINDS.get(api, ()) or not r["type"].startswith("kubernetes:"):
+            return False
+        if self.triton_only and not runs_tritonserver(_pod(r)):
+            return False
+        return g.injected(ns) if self.injected else True
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    selectors: tuple[Selector, ...]
+
+    def __call__(self, r: dict[str, Any], g: Graph) -> bool:
+        return any(s(r, g) for s in self.selectors)
+
+
+# --------------------------------------------------------------------------- relations
+
+
+def _pod(r: dict[str, Any]) -> dict[str, Any]:
+    spec = (r.get("inputs") or {}).get("spec") or {}
+    if (r.get("inputs") or {}).get("kind") == "Pod":
+        return spec
+    if (r.get("inputs") or {}).get("kind") == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return (spec.get("template") or {}).get("spec") or {}
+
+
+def mounted_storage_and_secrets(r: dict[str, Any], g: Graph) -> Iterable[int]:
+    """The claims (and the volumes bound to them) and Secrets a workload's pods use."""
+    _, _, ns = _api(r)
+    pod = _pod(r)
+    containers = [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]
+    secrets = {v["secret"].get("secretName") for v in pod.get("volumes") or () if isinstance(v.get("secret"), dict)}
+    for c in containers:
+        secrets |= {(e.get("secretRef") or {}).get("name") for e in c.get("envFrom") or ()}
+        secrets |= {((e.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") for e in c.get("env") or ()}
+    claims = {(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.get("volumes") or ()}
+    for claim in claims - {None}:
+        for i in (g.objects.get(("PersistentVolumeClaim", ns, claim)), g.volumes_by_claim.get((ns, claim))):
+            if i is not None:
+                yield i
+    for secret in secrets - {None}:
+        i = g.objects.get(("Secret", ns, secret))
+        if i is not None:
+            yield i
+
+
+def loki_storage(r: dict[str, Any], g: Graph) -> Iterable[int]:
+    """Loki's buckets (storage.bucketNames) and the Secret with their keys (extraEnvFrom)."""
+    values = (r.get("inputs") or {}).get("values") or {}
+    names = _path(values, "loki.storage.bucketNames") or {}
+    for bucket in set(names.values()) if isinstance(names, dict) else ():
+        if bucket in g.buckets:
+            yield g.buckets[bucket]
+    ns = (r.get("inputs") or {}).get("namespace")
+    for ref in _path(values, "singleBinary.extraEnvFrom") or ():
+        i = g.objects.get(("Secret", ns, (ref.get("secretRef") or {}).get("name")))
+        if i is not None:
+            yield i
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Every resource `dependents` selects comes after every resource `after` selects, or
+    after the resources `related` names for it."""
+
+    name: str
+    dependents: Selector
+    reason: str
+    after: Optional[Selector] = None
+    related: Optional[Relation] = None
+
+
+ORDERING_RULES: tuple[Rule, ...] = (
+    Rule("sidecar-injection",
+         dependents=AnyOf((Workloads(injected=True), Charts(("gateway",)))),
+         after=Charts(("istiod",)),
+         reason="pods created before istiod's injector webhook run without a sidecar: "
+                "no mTLS, AuthorizationPolicy or metrics"),
+    Rule("monitoring-crds",
+         dependents=AnyOf((CustomResources(("monitoring.coreos.com",), ("ServiceMonitor", "PodMonitor", "PrometheusRule")),
+                           ChartValues(MONITOR_VALUES))),
+         after=Charts(("kube-prometheus-stack",)),
+         reason="kube-prometheus-stack installs the monitoring CRDs: a monitor created, or looked for by an "
+                "operator, before them is rejected or skipped"),
+    Rule("istio-crds",
+         dependents=AnyOf((CustomResources(ISTIO_GROUPS), Charts(("istiod", "gateway")))),
+         after=Charts(("base",)),
+         reason="Istio's CRDs come with its base chart"),
+    Rule("gpu-operator-before-triton",
+         dependents=Workloads(triton_only=True),
+         after=Charts(("gpu-operator",)),
+         reason="a Triton replica's cold start (driver install, device plugin) begins once the GPU operator runs, "
+                "and its rollout's wait counts from there"),
+    Rule("storage-and-secrets-before-workloads",
+         dependents=Workloads(),
+         related=mounted_storage_and_secrets,
+         reason="pods start with the claims (and their volumes) and Secrets they use, e.g. Triton's weight cache"),
+    Rule("loki-storage",
+         dependents=Charts(("loki",)),
+         related=loki_storage,
+         reason="Loki writes to its bucket, with the keys in its Secret, from its first start"),
+)
+
+
+def violations(resources: list[dict[str, Any]], rules: Iterable[Rule] = ORDERING_RULES) -> list[str]:
+    """One sentence per (dependent, required resource) pair that no dependency path connects."""
+    g = Graph(resources)
+    needed_by: dict[int, list[tuple[int, Rule]]] = defaultdict(list)
+    for rule in rules:
+        dependents = [i for i, r in enumerate(resources) if rule.dependents(r, g)]
+        if not dependents:
+            continue
+        if rule.related is not None:
+            for d in dependents:
+                for t in set(rule.related(resources[d], g)):
+                    needed_by[t].append((d, rule))
+        if rule.after is not None:
+            for t in (i for i, r in enumerate(resources) if rule.after(r, g)):
+                needed_by[t].extend((d, rule) for d in dependents if d != t)
+    problems = []
+    for t, needs in needed_by.items():
+        after = g.descendants(t)
+        for d, rule in needs:
+            if d not in after:
+                problems.append(f"{label(resources[d])} must come after {label(resources[t])} ({rule.name}: "
+                                f"{rule.reason}), but no dependency leads there")
+    return sorted(problems)

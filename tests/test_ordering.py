@@ -1,0 +1,208 @@
+"""Ordering invariants on the transitive dependency graph: they hold on every example
+stack and on random valid stacks, and removing a dependency they need is reported with
+both resources named."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from platformctl import ordering
+from platformctl.engine import render_stack
+from platformctl.invariants import plan_resources
+from tests.conftest import ROOT, STACKS, stack_plan
+from tests.random_stacks import SEEDS, random_plan
+
+DATA_STACKS = sorted(ROOT.glob("tests/data/Pulumi.*.yaml"))
+
+
+def resources_of(stack: str) -> list[dict]:
+    return copy.deepcopy(plan_resources(stack_plan(stack)))
+
+
+def find(resources: list[dict], type_suffix: str, name: str) -> dict:
+    (r,) = [r for r in resources if r["type"].endswith(type_suffix) and r["name"] == name]
+    return r
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_invariants_hold_on_example_stacks(stack):
+    assert ordering.violations(plan_resources(stack_plan(stack))) == []
+
+
+@pytest.mark.parametrize("path", DATA_STACKS, ids=lambda p: p.name)
+def test_invariants_hold_on_test_stacks(path):
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    assert ordering.violations(plan_resources(render_stack(stack, path))) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_invariants_hold_on_random_stacks(seed):
+    plan, _ = random_plan(seed)
+    assert ordering.violations(plan_resources(plan)) == []
+
+
+def test_acme_prod_orders_what_the_issue_found():
+    """Triton after istiod, the GPU operator after the monitoring CRDs, Loki and Triton
+    after their storage: each as a path in the graph, not only a direct edge."""
+    resources = plan_resources(stack_plan("acme-prod"))
+    g = ordering.Graph(resources)
+    idx = {r["name"]: i for i, r in enumerate(resources)}
+    assert idx["llm-chat-v7"] in g.descendants(idx["acme-prod-mesh-istiod"])
+    assert idx["embed-v1"] in g.descendants(idx["acme-prod-mesh-istiod"])
+    assert idx["acme-prod-gpu-release"] in g.descendants(idx["acme-prod-observability-kube-prometheus-stack"])
+    assert idx["llm-chat-v7"] in g.descendants(idx["acme-prod-weights-pv-llm-chat"])
+
+
+def test_removed_injector_dependency_names_both_resources():
+    resources = resources_of("acme-prod")
+    ns = find(resources, ":Namespace", "acme-prod-namespaces-llm-chat")
+    istiod = find(resources, ":Release", "acme-prod-mesh-istiod")
+    ns["dependsOn"].remove(istiod["urn"])
+    found = ordering.violations(resources)
+    assert any(p.startswith("Deployment llm-chat/llm-chat-v7 must come after Release istio-system/istiod (sidecar-injection")
+               for p in found), found
+    # Only the namespace whose edge went: embed's workloads still reach istiod.
+    assert not any("embed" in p for p in found)
+
+
+def test_gpu_operator_before_monitoring_crds_is_reported():
+    resources = resources_of("acme-prod")
+    release = find(resources, ":Release", "acme-prod-gpu-release")
+    kps = find(resources, ":Release", "acme-prod-observability-kube-prometheus-stack")
+    release["dependsOn"].remove(kps["urn"])
+    assert ordering.violations(resources) == [
+        "Release gpu-operator/gpu-operator must come after Release monitoring/kube-prometheus-stack (monitoring-crds: "
+        "kube-prometheus-stack installs the monitoring CRDs: a monitor created, or looked for by an operator, before "
+        "them is rejected or skipped), but no dependency leads there"
+    ]
+
+
+def test_triton_without_its_claim_is_reported_with_claim_and_volume():
+    resources = resources_of("acme-prod")
+    deployment = find(resources, ":Deployment", "llm-chat-v7")
+    claim = find(resources, ":PersistentVolumeClaim", "acme-prod-weights-pvc-llm-chat")
+    deployment["dependsOn"].remove(claim["urn"])
+    found = ordering.violations(resources)
+    assert len(found) == 2, found
+    assert found[0].startswith("Deployment llm-chat/llm-chat-v7 must come after PersistentVolume ")
+    assert found[1].startswith("Deployment llm-chat/llm-chat-v7 must come after PersistentVolumeClaim llm-chat/model-weights ")
+
+
+def test_triton_without_its_s3_secret_is_reported():
+    resources = resources_of("acme-prod")
+    deployment = find(resources, ":Deployment", "embed-v1")
+    secret = find(resources, ":Secret", "acme-prod-weights-s3-embed")
+    deployment["dependsOn"].remove(secret["urn"])
+    (problem,) = ordering.violations(resources)
+    assert problem.startswith("Deployment embed/embed-v1 must come after Secret embed/model-weights-s3 "
+                              "(storage-and-secrets-before-workloads")
+
+
+def test_loki_without_its_bucket_is_reported():
+    seed = next(s for s in SEEDS if random_plan(s)[1].observability.loki_storage == "s3"
+                and random_plan(s)[1].observability.enabled)
+    resources = copy.deepcopy(plan_resources(random_plan(seed)[0]))
+    loki = find(resources, ":Release", "rand-dev-observability-loki")
+    bucket = find(resources, ":Bucket", "rand-dev-observability-loki-bucket")
+    loki["dependsOn"].remove(bucket["urn"])
+    found = ordering.violations(resources)
+    assert [p for p in found if "(loki-storage" in p] == found and len(found) == 1
+    assert found[0].startswith("Release monitoring/loki must come after Bucket rand-dev-observability-loki-bucket")
+
+
+# --------------------------------------------------------------------------- the graph itself
+
+
+def res(urn: str, *, deps=(), parent=None, provider=None, **inputs) -> dict:
+    return {"urn": urn, "type": inputs.pop("type", "kubernetes:apps/v1:Deployment"), "name": urn, "parent": parent,
+            "provider": provider, "dependsOn": list(deps), "inputs": inputs}
+
+
+ISTIOD = res("istiod", type="kubernetes:helm.sh/v3:Release", chart="istiod", namespace="istio-system")
+INJECTED = res("ns", type="kubernetes:core/v1:Namespace", apiVersion="v1", kind="Namespace",
+               metadata={"name": "app", "labels": {"istio-injection": "enabled"}})
+
+
+def workload(urn: str, **kw) -> dict:
+    return res(urn, apiVersion="apps/v1", kind="Deployment", metadata={"namespace": "app"}, spec={}, **kw)
+
+
+def test_a_parent_component_passes_on_its_dependencies():
+    """A component's URN resolves after its depends_on, and children wait for it."""
+    component = res("component", type="inference-platform:x:Thing", deps=["istiod"])
+    child = workload("child", parent="component")
+    assert ordering.violations([ISTIOD, INJECTED, component, child]) == []
+    assert ordering.violations([ISTIOD, INJECTED, res("component", type="inference-platform:x:Thing"), child])
+
+
+def test_a_provider_passes_on_its_dependencies():
+    provider = res("provider", type="pulumi:providers:kubernetes", deps=["istiod"])
+    assert ordering.violations([ISTIOD, INJECTED, provider, workload("w", provider="provider")]) == []
+
+
+def test_rules_hold_trivially_without_the_required_release():
+    """Without istiod in the stack the cluster provides the mesh: nothing to order after."""
+    assert ordering.violations([INJECTED, workload("w")]) == []
+
+
+def test_workloads_outside_injected_namespaces_need_no_injector():
+    plain = res("ns", type="kubernetes:core/v1:Namespace", apiVersion="v1", kind="Namespace",
+                metadata={"name": "app", "labels": {}})
+    assert ordering.violations([ISTIOD, plain, workload("w")]) == []
+
+
+def synthetic_stack(services: int) -> list[dict]:
+    """resources.json-shaped: per service a namespace, claim, volume, Secret and two
+    Deployments, all after istiod through the namespace."""
+    out = [ISTIOD]
+    for i in range(services):
+        ns = f"s{i}"
+        out.append(res(f"ns{i}", type="kubernetes:core/v1:Namespace", deps=["istiod"], apiVersion="v1", kind="Namespace",
+                       metadata={"name": ns, "labels": {"istio-injection": "enabled"}}))
+        out.append(res(f"pv{i}", type="kubernetes:core/v1:PersistentVolume", apiVersion="v1", kind="PersistentVolume",
+                       metadata={}, spec={"claimRef": {"namespace": ns, "name": "weights"}}))
+        out.append(res(f"pvc{i}", type="kubernetes:core/v1:PersistentVolumeClaim", deps=[f"ns{i}", f"pv{i}"],
+                       apiVersion="v1", kind="PersistentVolumeClaim", metadata={"name": "weights", "namespace": ns}))
+        out.append(res(f"secret{i}", type="kubernetes:core/v1:Secret", deps=[f"ns{i}"], apiVersion="v1", kind="Secret",
+                       metadata={"name": "keys", "namespace": ns}))
+        pod = {"template": {"spec": {"volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}],
+                                     "containers": [{"name": "c", "envFrom": [{"secretRef": {"name": "keys"}}]}]}}}
+        for v in (1, 2):
+            out.append(res(f"d{i}-{v}", deps=[f"ns{i}", f"pvc{i}", f"secret{i}"], apiVersion="apps/v1",
+                           kind="Deployment", metadata={"namespace": ns}, spec=pod))
+    return out
+
+
+def test_check_work_grows_linearly_with_the_stack(monkeypatch):
+    visits = []
+    walk = ordering.Graph.descendants
+
+    def counting(self, start):
+        found = walk(self, start)
+        visits.append(len(found))
+        return found
+
+    monkeypatch.setattr(ordering.Graph, "descendants", counting)
+    work = {}
+    for n in (500, 2000):
+        visits.clear()
+        assert ordering.violations(synthetic_stack(n)) == []
+        work[n] = sum(visits)
+    assert work[2000] <= 4.2 * work[500], work
+
+
+def test_deep_chains_need_no_recursion():
+    chain = [ISTIOD, INJECTED] + [workload(f"w{i}", deps=[f"w{i - 1}" if i else "istiod", "ns"]) for i in range(20000)]
+    assert ordering.violations(chain) == []
+
+
+def test_triton_before_the_gpu_operator_is_reported():
+    resources = resources_of("acme-prod")
+    deployment = find(resources, ":Deployment", "embed-v1")
+    operator = find(resources, ":Release", "acme-prod-gpu-release")
+    deployment["dependsOn"].remove(operator["urn"])
+    (problem,) = ordering.violations(resources)
+    assert problem.startswith("Deployment embed/embed-v1 must come after Release gpu-operator/gpu-operator "
+                              "(gpu-operator-before-triton")
