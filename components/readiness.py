@@ -23,8 +23,6 @@ from .config import Autoscaling, Service, Settings, Version
 
 # Stage times are estimates: a wait allows a quarter more, rounded up to whole minutes.
 HEADROOM = 1.25
-# pulumi-kubernetes: the Deployment / StatefulSet / DaemonSet / Service default (await.go).
-KUBERNETES_DEFAULT_WAIT_SECONDS = 600
 # pulumi-kubernetes helm_release.go defaultTimeoutSeconds.
 HELM_DEFAULT_TIMEOUT_SECONDS = 300
 # A Service's awaiter returns ~10 s after the last Endpoints change (service.go).
