@@ -191,8 +191,13 @@ def cold_start_estimate(settings: Settings) -> list[GroupEstimate]:
     for group in settings.gpu_groups:
         versions_here = [v for svc in settings.services for v in svc.versions if v.gpu.group == group.name]
         load = max((v.model_load_seconds for v in versions_here), default=st.model_load)
-        # Every version reads its model repository from a weight cache (a required key).
-        weights = Stage("weight fetch", 0, "removed: weights read from the cache")
+        # Triton copies an s3:// model repository to local disk before it loads (the csi-s3
+        # mount is for other readers; Triton keeps its s3:// URL); from the file share it
+        # reads in place, so that stage is part of the model load.
+        if any(v.model_repository.cache == "s3" for v in versions_here):
+            weights = Stage("weight fetch", st.weight_fetch, "Triton downloads the S3 model repository before loading")
+        else:
+            weights = Stage("weight fetch", 0, "removed: weights read in place from the file share")
         model = Stage("model load", load)
         driver = _driver_stage(settings)
         if pre_pull:

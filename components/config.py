@@ -348,7 +348,7 @@ class StageSeconds(Model):
     image_pull: int = Field(default=360, ge=0, le=7200)
     """Seconds to pull and extract a Triton image (about 360 for 20 GB gzip layers, 150 with zstd)."""
     weight_fetch: int = Field(default=210, ge=0, le=7200)
-    """Seconds to fetch weights when they are not read from a cache."""
+    """Seconds Triton needs to download an S3 model repository to local disk before loading it (file-share versions read in place)."""
     model_load: int = Field(default=420, ge=0, le=7200)
     """Seconds for Triton to load the model."""
 

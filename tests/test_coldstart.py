@@ -148,6 +148,25 @@ def test_estimate_follows_the_settings():
     assert new["driver install"] == 0 and new["image pull"] == 360
 
 
+def test_estimate_counts_the_s3_download_only_for_groups_reading_from_s3():
+    raw = base_config() | {
+        "weightCaches": base_config()["weightCaches"] | {"s3": {"endpoint": "https://s3.example.com", "bucket": "weights"}},
+        "s3AccessKeyId": "id", "s3SecretAccessKey": "key",
+    }
+    settings = parse_settings(raw, "stacks/Pulumi.test-dev.yaml", frozenset({"s3AccessKeyId", "s3SecretAccessKey"}))
+    (file_share,) = cold_start_estimate(settings)
+    raw["services"][0]["versions"][0]["modelRepository"]["cache"] = "s3"
+    raw["coldStart"] = {"stageSeconds": {"weightFetch": 333}}
+    settings = parse_settings(raw, "stacks/Pulumi.test-dev.yaml", frozenset({"s3AccessKeyId", "s3SecretAccessKey"}))
+    (from_s3,) = cold_start_estimate(settings)
+    fetch = {e: {s.name: s.seconds for s in stages}["weight fetch"]
+             for e, stages in (("share new", file_share.new_node), ("share spare", file_share.spare),
+                               ("s3 new", from_s3.new_node), ("s3 spare", from_s3.spare))}
+    # Triton copies an s3:// repository to local disk at every start, spare slot or not.
+    assert fetch == {"share new": 0, "share spare": 0, "s3 new": 333, "s3 spare": 333}
+    assert from_s3.without_spare_seconds == file_share.without_spare_seconds + 333
+
+
 @pytest.mark.parametrize("stack,expected", [("acme-prod", "warning: GPU group gpu-h100"), ("demo-dev", "gpu-a100:")])
 def test_plan_prints_estimate_and_warnings(stack, expected, tmp_path):
     result = run_ctl("plan", stack, "--out", str(tmp_path))
