@@ -68,7 +68,20 @@ def discovery_spec(groups: Sequence[NodeGroup]) -> str:
     return "magnum:role=" + ",".join(g.name for g in groups)
 
 
-def autoscaler_args(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str]) -> list[pulumi.Input[str]]:
+# cluster-autoscaler's own default --max-node-provision-time.
+DEFAULT_PROVISION_SECONDS = 15 * 60
+
+
+def max_node_provision_time(gpu_node_ready_seconds: int) -> str:
+    """How long the autoscaler waits for a new node to become ready before it gives up on
+    it. A GPU node counts as ready only once the driver advertises its GPUs, so the wait
+    covers boot and driver install with half again as margin, never below the default."""
+    seconds = max(DEFAULT_PROVISION_SECONDS, gpu_node_ready_seconds * 3 // 2)
+    return f"{-(-seconds // 60)}m"
+
+
+def autoscaler_args(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str],
+                    gpu_node_ready_seconds: int = 0) -> list[pulumi.Input[str]]:
     """The autoscaler's flags (cluster-autoscaler 1.34 FAQ, "What are the parameters to CA?")."""
     return [
         "--cloud-provider=magnum",
@@ -89,6 +102,7 @@ def autoscaler_args(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str]) 
         # Triton pods mount an emptyDir (/dev/shm); with the default (true) a GPU node
         # serving a model could never be removed.
         "--skip-nodes-with-local-storage=false",
+        f"--max-node-provision-time={max_node_provision_time(gpu_node_ready_seconds)}",
         # No --balance-similar-node-groups: the groups differ in GPU model by design.
     ]
 
@@ -97,7 +111,8 @@ def _secret_volume(name: str) -> dict[str, Any]:
     return {"name": name, "secret": {"secretName": name}}
 
 
-def _pod(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str], labels: dict[str, str]) -> dict[str, Any]:
+def _pod(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str], labels: dict[str, str],
+         gpu_node_ready_seconds: int) -> dict[str, Any]:
     return {
         "metadata": {"labels": labels},
         "spec": {
@@ -113,7 +128,7 @@ def _pod(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str], labels: dic
                 "name": "cluster-autoscaler",
                 "image": versions.CLUSTER_AUTOSCALER_IMAGE,
                 "command": ["/cluster-autoscaler"],
-                "args": autoscaler_args(groups, cluster_id),
+                "args": autoscaler_args(groups, cluster_id, gpu_node_ready_seconds),
                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
                 "livenessProbe": {"httpGet": {"path": "/health-check", "port": "metrics"}},
                 "resources": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "600Mi"}},
@@ -134,7 +149,7 @@ class NodeGroupAutoscaler(pulumi.ComponentResource):
 
     def __init__(self, name: str, groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str],
                  provider: k8s.Provider, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: Optional[pulumi.ResourceOptions] = None):
+                 gpu_node_ready_seconds: int = 0, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("inference-platform:autoscaler:NodeGroupAutoscaler", name, None, opts)
         labels = standard_labels(NAME)
         k8s_opts = resource_opts(self, provider=provider)
@@ -154,7 +169,7 @@ class NodeGroupAutoscaler(pulumi.ComponentResource):
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={"namespace": NAMESPACE, "labels": labels},
-            spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": _pod(groups, cluster_id, labels)},
+            spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": _pod(groups, cluster_id, labels, gpu_node_ready_seconds)},
             # After the groups exist: discovery finds only what Magnum already has.
             opts=resource_opts(self, provider=provider, depends_on=[sa, binding, *depends_on]),
         )

@@ -60,14 +60,30 @@ def _kubelet_options(group: NodeGroup) -> str:
     # its own magnum.openstack.org/{role,nodegroup} labels; the cluster's labels also
     # reach the control plane, hence a CPU group first (gpu_profiles.check_gpu_settings).
     labels = dict(node_labels(group))
-    if group.gpu is not None:
+    if group.advertises_whole_gpus:
         # The Magnum cluster-autoscaler counts a node carrying this label as not ready
-        # until it advertises GPUs, so it does not add a second node while drivers install.
+        # until it advertises nvidia.com/gpu, so it does not add a second node while
+        # drivers install. Nodes that advertise MIG slices or renamed shares never do,
+        # and would count as unready for ever: they go without it.
         labels[MAGNUM_GPU_LABEL] = "true"
     labels = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     taints = ",".join(f"{t['key']}{'=' + t['value'] if t['value'] else ''}:{t['effect']}" for t in node_taints(group))
     options = f"--node-labels={labels}"
     return options + (f" --register-with-taints={taints}" if taints else "")
+
+
+# node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
+# reads the live count back. Without this, the next `up` would resize every group to
+# its starting count and undo the autoscaler.
+_AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
+
+
+def gpu_node_ready_seconds(settings: Settings) -> int:
+    """From a new VM to a GPU node that advertises its GPUs: boot, then the driver."""
+    st, driver = settings.cold_start.stage_seconds, settings.gpu_operator.driver.mode
+    if driver == "preinstalled" or not settings.gpu_operator.enabled:
+        return st.node_boot
+    return st.node_boot + st.driver_install + (st.driver_compile if driver == "compiled" else 0)
 
 
 class Cluster(pulumi.ComponentResource):
@@ -99,7 +115,8 @@ class Cluster(pulumi.ComponentResource):
         if magnum is not None and len(cfg.node_groups) > 1:
             # Magnum's own autoscaler sizes only the default group; this one the others.
             NodeGroupAutoscaler(f"{name}-autoscaler", cfg.node_groups[1:], magnum.id, self.provider,
-                                depends_on=node_groups, opts=pulumi.ResourceOptions(parent=self))
+                                depends_on=node_groups, gpu_node_ready_seconds=gpu_node_ready_seconds(settings),
+                                opts=pulumi.ResourceOptions(parent=self))
         self.handle = ClusterHandle(
             provider=self.provider, kubeconfig=kubeconfig, node_groups=tuple(cfg.node_groups), subnet_cidr=subnet
         )
@@ -155,7 +172,7 @@ class Cluster(pulumi.ComponentResource):
                 "max_node_count": str(default.max_nodes),
                 "kubelet_options": _kubelet_options(default),
             },
-            opts=resource_opts(self, protect=protect),
+            opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
         )
         node_groups = [
             openstack.containerinfra.NodeGroup(
@@ -169,7 +186,7 @@ class Cluster(pulumi.ComponentResource):
                 max_node_count=group.max_nodes,
                 merge_labels=True,
                 labels={"kubelet_options": _kubelet_options(group)},
-                opts=resource_opts(self, protect=protect),
+                opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
             )
             for group in extra
         ]

@@ -248,6 +248,15 @@ class NodeGroup(Model):
         return self.gpu is not None
 
     @property
+    def advertises_whole_gpus(self) -> bool:
+        """GPUs advertised as `nvidia.com/gpu` (not MIG-mixed slices, not renamed shares)."""
+        if self.gpu is None:
+            return False
+        s = self.gpu.sharing
+        mixed_mig = s.mode == "mig" and s.effective_mig_strategy == "mixed"
+        return not (mixed_mig or (s.mode in ("time-slicing", "mps") and s.rename_by_default))
+
+    @property
     def start_nodes(self) -> int:
         return self.min_nodes if self.initial_nodes is None else self.initial_nodes
 

@@ -182,3 +182,46 @@ def test_magnum_gpu_nodes_carry_the_autoscaler_gpu_label():
         assert f"{MAGNUM_GPU_LABEL}=true" in options
     cpu = plan.get("openstack:containerinfra/cluster:Cluster", "acme-prod-cluster-magnum").inputs["labels"]["kubelet_options"]
     assert MAGNUM_GPU_LABEL not in cpu
+
+
+def test_gpu_label_only_where_nodes_advertise_whole_gpus():
+    from components.cluster import MAGNUM_GPU_LABEL
+
+    # A node with the label counts as unready until it advertises nvidia.com/gpu, which
+    # MIG-mixed nodes and renamed shares never do.
+    groups = {
+        "whole": {"model": "H100-80GB"},
+        "mig-single": {"model": "A100-80GB", "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}},
+        "mig-mixed": {"model": "A100-80GB", "sharing": {"mode": "mig", "migStrategy": "mixed", "migProfile": {"1g.10gb": 2, "3g.40gb": 1}}},
+        "shared": {"model": "L4-24GB", "sharing": {"mode": "time-slicing", "replicas": 4}},
+        "renamed": {"model": "L4-24GB", "sharing": {"mode": "mps", "replicas": 4, "renameByDefault": True}},
+    }
+    for name, gpu in groups.items():
+        raw = magnum({"name": "cpu", "maxNodes": 3},
+                     {"name": name, "flavor": "g1", "minNodes": 1, "maxNodes": 2, "gpu": gpu}) | {"services": []}
+        if name == "mig-single":
+            raw["cluster"]["nodeGroups"][1]["gpu"]["sharing"]["migStrategy"] = "single"
+        plan = render_raw(raw)
+        options = plan.get(NODE_GROUP, f"test-dev-cluster-{name}").inputs["labels"]["kubelet_options"]
+        assert (f"{MAGNUM_GPU_LABEL}=true" in options) == (name in ("whole", "mig-single", "shared")), name
+
+
+def test_provision_time_covers_gpu_node_boot_and_driver_install():
+    def flag(raw) -> str:
+        (deployment,) = [r for r in render_raw(raw).of_type("kubernetes:apps/v1:Deployment") if "autoscaler" in r.name]
+        args = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+        (value,) = [a.split("=", 1)[1] for a in args if a.startswith("--max-node-provision-time=")]
+        return value
+
+    two_groups = magnum({"name": "cpu", "maxNodes": 3},
+                        {"name": "gpu", "flavor": "g1", "minNodes": 1, "maxNodes": 2, "gpu": {"model": "H100-80GB"}})
+    assert flag(two_groups | {"services": []}) == "15m"  # 300 s x 1.5 stays under the default
+    slow = two_groups | {"services": [], "gpuOperator": {"driver": {"mode": "compiled", "branch": "595"}},
+                         "coldStart": {"stageSeconds": {"nodeBoot": 600, "driverInstall": 300, "driverCompile": 300}}}
+    assert flag(slow) == "30m"  # (600 + 300 + 300) x 1.5
+
+
+def test_refresh_never_resizes_autoscaled_groups():
+    plan = stack_plan("acme-prod")
+    for r in plan.of_type(NODE_GROUP) + plan.of_type("openstack:containerinfra/cluster:Cluster"):
+        assert r.ignore_changes == ["nodeCount"], r.name
