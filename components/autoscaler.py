@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .common import resource_opts, standard_labels
-from .config import NodeGroup
+from .config import NodeGroup, Settings
 
 NAME = "cluster-autoscaler-nodegroups"
 NAMESPACE = "kube-system"
@@ -61,6 +61,21 @@ RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [STATUS_CONFIG_MAP],
      "verbs": ["get", "update", "delete"]},
 ]
+
+
+def deployed(settings: Settings) -> bool:
+    """Magnum's own autoscaler sizes the default group; this one exists for the others."""
+    return settings.cluster.mode == "magnum" and len(settings.cluster.node_groups) > 1
+
+
+def pod_monitor_spec() -> dict[str, Any]:
+    """Prometheus scrapes this autoscaler's /metrics (scale-ups, unschedulable pods, node
+    group sizes); the selector leaves Magnum's own autoscaler out."""
+    return {
+        "namespaceSelector": {"matchNames": [NAMESPACE]},
+        "selector": {"matchLabels": {k: v for k, v in standard_labels(NAME).items() if k != "app.kubernetes.io/managed-by"}},
+        "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+    }
 
 
 def discovery_spec(groups: Sequence[NodeGroup]) -> str:

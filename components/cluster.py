@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 import pulumi_openstack as openstack
 
 from .autoscaler import NodeGroupAutoscaler
+from .autoscaler import deployed as autoscaler_deployed
 from .common import resource_opts
 from .config import NodeGroup, Settings
 
@@ -112,7 +113,7 @@ class Cluster(pulumi.ComponentResource):
             context=context,
             opts=resource_opts(self),
         )
-        if magnum is not None and len(cfg.node_groups) > 1:
+        if magnum is not None and autoscaler_deployed(settings):
             # Magnum's own autoscaler sizes only the default group; this one the others.
             NodeGroupAutoscaler(f"{name}-autoscaler", cfg.node_groups[1:], magnum.id, self.provider,
                                 depends_on=node_groups, gpu_node_ready_seconds=gpu_node_ready_seconds(settings),

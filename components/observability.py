@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from . import alerts, common, versions
+from . import alerts, autoscaler, common, versions
 from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
@@ -402,6 +402,8 @@ class Observability(pulumi.ComponentResource):
         monitoring_cr("rules", "PrometheusRule", "inference-platform", {"groups": alerts.rule_groups(settings)})
         if mesh.crds is not None:
             monitoring_cr("envoy-stats", "PodMonitor", "envoy-stats", envoy_pod_monitor_spec())
+        if autoscaler.deployed(settings):
+            monitoring_cr("cluster-autoscaler", "PodMonitor", autoscaler.NAME, autoscaler.pod_monitor_spec())
 
         urls = {"grafana": ep.GRAFANA_URL, "prometheus": ep.PROMETHEUS_URL, **mesh.urls}
         self.handle = ObservabilityHandle(

@@ -225,3 +225,17 @@ def test_refresh_never_resizes_autoscaled_groups():
     plan = stack_plan("acme-prod")
     for r in plan.of_type(NODE_GROUP) + plan.of_type("openstack:containerinfra/cluster:Cluster"):
         assert r.ignore_changes == ["nodeCount"], r.name
+
+
+def test_prometheus_scrapes_the_platform_autoscaler_only():
+    plan = stack_plan("acme-prod")
+    (monitor,) = [r for r in plan.resources if r.inputs.get("kind") == "PodMonitor" and "cluster-autoscaler" in r.name]
+    spec = monitor.inputs["spec"]
+    (deployment,) = [r for r in plan.of_type("kubernetes:apps/v1:Deployment") if "autoscaler" in r.name]
+    pod = deployment.inputs["spec"]["template"]
+    assert spec["namespaceSelector"] == {"matchNames": [deployment.inputs["metadata"]["namespace"]]}
+    assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert spec["selector"]["matchLabels"]["app.kubernetes.io/name"] == autoscaler.NAME  # not Magnum's own
+    ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
+    assert ports[spec["podMetricsEndpoints"][0]["port"]] == autoscaler.METRICS_PORT
+    assert not [r for r in stack_plan("demo-dev").resources if "cluster-autoscaler" in r.name]
