@@ -18,7 +18,7 @@ import json
 import os
 import re
 from pathlib import Path as FsPath
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Iterable, Literal, Optional, Union
 
 from pydantic import (
     AfterValidator,
@@ -1051,10 +1051,15 @@ def load_settings() -> Settings:
     import pulumi
     from pulumi.runtime import config as runtime_config
 
-    stack_file = f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
-    prefix = NAMESPACE + ":"
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    raw = {k[len(prefix):]: _decode(v) for k, v in merged.items() if k.startswith(prefix)}
     secret = set(runtime_config._SECRET_KEYS.get()) | set(runtime_config.get_config_secret_keys_env())
-    secret_keys = frozenset(k[len(prefix):] for k in secret if k.startswith(prefix))
-    return parse_settings(raw, stack_file, secret_keys)
+    return settings_from_config(merged, secret, f"stacks/Pulumi.{pulumi.get_stack()}.yaml")
+
+
+def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], stack_file: str) -> Settings:
+    """Settings from config as the engine passes it (`inference-platform:<key>` -> text or JSON
+    text; other namespaces ignored), or ConfigError naming stack_file."""
+    prefix = NAMESPACE + ":"
+    raw = {k[len(prefix):]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    secrets = frozenset(k[len(prefix):] for k in secret_keys if k.startswith(prefix))
+    return parse_settings(raw, stack_file, secrets)

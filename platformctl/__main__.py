@@ -13,15 +13,15 @@ import signal
 import sys
 from pathlib import Path
 
-from components.config import ConfigError
+from components.config import ConfigError, settings_from_config
 
 from . import docs
 from .atomic import write_text
 from .diff import NotAPlan, diff_plans, format_diff, load_plan_json
 from .diff import exit_code as diff_exit_code
-from .engine import ROOT, render_stack, shown_path, stack_path
+from .engine import ROOT, render_config, render_stack, shown_path, stack_config, stack_path, stack_settings
 from .errors import UsageError
-from .gpu_report import gpu_report, stack_settings
+from .gpu_report import gpu_report
 from .invariants import PlanInvariantError, check_plan
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
 from .stack_names import RULE, InvalidStackName, check_stack_name, shown
@@ -52,9 +52,7 @@ def cmd_plan(args) -> int:
     stack_file = _stack_file(args)
     out = Path(args.out) if args.out else ROOT / "build" / args.stack
     plan_dir_replaceable(out)  # refuse now rather than after rendering
-    # Validated here first, so errors name the file actually read.
-    settings = stack_settings(stack_file)
-    plan = render_stack(args.stack, stack_file)
+    settings, plan = _settings_and_plan(args.stack, stack_file)
     engine_report = check_plan(plan, settings)  # await budgets and ordering: refused before anything is written
     try:
         write_plan(plan, out)
@@ -91,15 +89,21 @@ def _stack_file(args) -> Path:
     return _existing_stack_file(Path(args.stack_file) if args.stack_file else stack_path(args.stack))
 
 
+def _settings_and_plan(stack: str, stack_file: Path):
+    """The stack file read once: its settings, validated first so errors name the file
+    actually read, then the plan rendered from the same config."""
+    config, secret_keys = stack_config(stack_file)
+    settings = settings_from_config(config, secret_keys, shown_path(stack_file))
+    return settings, render_config(stack, config, secret_keys)
+
+
 def _policy_inputs(args):
     """Settings from the stack file (or --stack-file), the plan rendered now or read from --plan."""
-    from .policy import load_settings
-
     stack_file = _stack_file(args)
-    settings = load_settings(stack_file)
     if getattr(args, "plan", None):
-        return settings, load_plan_json(Path(args.plan))
-    return settings, render_stack(args.stack, stack_file).to_json()
+        return stack_settings(stack_file), load_plan_json(Path(args.plan))
+    settings, plan = _settings_and_plan(args.stack, stack_file)
+    return settings, plan.to_json()
 
 
 def cmd_policy(args) -> int:
@@ -115,9 +119,9 @@ def cmd_policy(args) -> int:
 def cmd_policy_config(args) -> int:
     import json
 
-    from .policy import load_settings, policy_config
+    from .policy import policy_config
 
-    print(json.dumps(policy_config(load_settings(_stack_file(args))), indent=2, sort_keys=True))
+    print(json.dumps(policy_config(stack_settings(_stack_file(args))), indent=2, sort_keys=True))
     return 0
 
 

@@ -15,7 +15,7 @@ import json
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import pulumi
 from google.protobuf import json_format, struct_pb2
@@ -25,6 +25,8 @@ from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
+
+from components.config import Settings, settings_from_config
 
 from .stack_names import check_stack_name
 from .stackfile import read_stack_config
@@ -409,6 +411,13 @@ def shown_path(stack_file: Path) -> str:
         return str(stack_file.resolve().relative_to(ROOT))
     except ValueError:
         return str(stack_file)
+
+
+def stack_settings(stack_or_file: Union[str, Path]) -> Settings:
+    """A stack file's validated settings, as the program sees them (a stack name or a file)."""
+    path = stack_or_file if isinstance(stack_or_file, Path) else stack_path(stack_or_file)
+    config, secret_keys = stack_config(path)
+    return settings_from_config(config, secret_keys, shown_path(path))
 
 
 def stack_path(stack: str) -> Path:

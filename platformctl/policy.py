@@ -12,9 +12,7 @@ policy's validate, as the CLI's analyzer does.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Optional
 
 from pulumi_policy import (
@@ -30,11 +28,9 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from components.config import NAMESPACE, Settings, parse_settings
+from components.config import Settings
 from policies.rules import ALL_POLICIES
 from policies.rules.kube import DEFAULTS
-
-from .engine import stack_config
 
 
 @dataclass(frozen=True)
@@ -80,28 +76,6 @@ def policy_config(settings: Settings) -> dict[str, dict[str, Any]]:
         entry.update({k: v for k, v in facts.items() if k in declared})
         config[policy.name] = entry
     return config
-
-
-def _decode(value: str) -> Any:
-    # Structured values are JSON text, scalars plain strings (as the engine passes them).
-    if value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def load_settings(stack_file: Path) -> Settings:
-    """A stack file's settings, validated as the program would (raises ConfigError)."""
-    config, secret_keys = stack_config(stack_file)
-    prefix = NAMESPACE + ":"
-    raw = {}
-    for key, value in config.items():
-        if key.startswith(prefix):
-            raw[key[len(prefix):]] = _decode(value)
-    secrets = frozenset(k[len(prefix):] for k in secret_keys if k.startswith(prefix))
-    return parse_settings(raw, str(stack_file), secrets)
 
 
 # --------------------------------------------------------------------------- SDK arguments

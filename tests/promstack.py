@@ -331,18 +331,3 @@ class PrometheusServer:
             self.process.kill()
         self.server.shutdown()
         self.log.close()
-
-
-def stack_settings(stack: str) -> Settings:
-    """A stack file's validated settings (secure values become placeholders)."""
-    from components.config import parse_settings
-    from platformctl.engine import stack_config, stack_path
-
-    config, secret_keys = stack_config(stack_path(stack))
-    raw = {}
-    for key, value in config.items():
-        try:
-            raw[key.split(":", 1)[1]] = json.loads(value) if value[:1] in ("{", "[") else value
-        except json.JSONDecodeError:  # a plain string such as the secure placeholder
-            raw[key.split(":", 1)[1]] = value
-    return parse_settings(raw, f"stacks/Pulumi.{stack}.yaml", frozenset(k.split(":", 1)[1] for k in secret_keys))

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from components import alerts
+from platformctl.engine import stack_settings
 from tests.metric_catalogue import known_metrics, metric_names
-from tests.promstack import stack_settings
 
 SETTINGS = stack_settings("demo-dev")  # a 90/10 canary (resnet v1/v2) and GPU group gpu-a100 (max 3 nodes)
 GROUPS = alerts.rule_groups(SETTINGS)

@@ -10,7 +10,7 @@ import pytest
 from components import autoscaler, versions
 from components.coldstart import PLACEHOLDER_PRIORITY
 from components.config import MagnumCluster
-from platformctl.gpu_report import stack_settings
+from platformctl.engine import stack_settings
 from platformctl.plan import manifest
 from policies.rules.security import restricted_problems
 from tests import conformance

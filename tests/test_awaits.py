@@ -12,8 +12,7 @@ from components.config import ConfigError
 from components.readiness import HEADROOM, rollout_budget, wait_seconds
 from platformctl import awaits
 from platformctl.__main__ import main
-from platformctl.engine import render_stack
-from platformctl.gpu_report import stack_settings
+from platformctl.engine import render_stack, stack_settings
 from platformctl.invariants import PlanInvariantError, check_plan, plan_resources, problems
 from tests.conftest import ROOT, STACKS, base_config, render_raw, stack_plan
 from tests.random_stacks import SEEDS, random_plan

@@ -178,7 +178,7 @@ PATH_FORMS = [
 
 
 def _settings_of(tmp_path, text: str):
-    from platformctl.gpu_report import stack_settings
+    from platformctl.engine import stack_settings
 
     path = tmp_path / "Pulumi.forms.yaml"
     path.write_text(text)

@@ -12,8 +12,9 @@ from components import s3mount, versions
 from components.config import S3Cache
 from components.s3mount import CLAIM_NAME, DRIVER, NAMESPACE, SECRET_NAME, STORAGE_CLASS
 from components.weights import WeightsHandle
+from platformctl.engine import stack_settings
 from platformctl.plan import helm_release, manifest
-from platformctl.policy import load_settings, policy_config, run_policies
+from platformctl.policy import policy_config, run_policies
 from policies.rules.kube import DEFAULTS
 from tests import conformance
 from tests.conftest import STACKS, base_config, render_raw, stack_plan
@@ -160,7 +161,7 @@ def test_triton_keeps_its_s3_url(plan):
 
 
 def test_mount_stack_passes_every_policy(plan):
-    found = run_policies(plan.to_json(), policy_config(load_settings(STACK_FILE)))
+    found = run_policies(plan.to_json(), policy_config(stack_settings(STACK_FILE)))
     assert [v for v in found if v.level == "mandatory"] == [], found
 
 

@@ -9,10 +9,10 @@ import pytest
 
 from components import alerts
 from components.observability import alloy_config, dashboard_files
+from platformctl.engine import stack_settings
 from tests import dashboards
 from tests.conftest import STACKS
 from tests.metric_catalogue import known_metrics, metric_names
-from tests.promstack import stack_settings
 
 DASHBOARDS = dashboards.dashboards()
 RECORDED = set().union(*(alerts.recorded_names(alerts.rule_groups(stack_settings(s))) for s in STACKS))

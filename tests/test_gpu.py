@@ -11,7 +11,7 @@ from components.cluster import GROUP_LABEL, node_labels, node_taints
 from components.config import ConfigError, Settings, parse_settings
 from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP, gpu_operator_values
 from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
-from platformctl.gpu_report import stack_settings
+from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
 from tests.conftest import STACKS, base_config, render_raw, stack_plan

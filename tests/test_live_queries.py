@@ -8,8 +8,9 @@ import pytest
 from components import alerts
 from components.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from components.observability import adapter_rules
+from platformctl.engine import stack_settings
 from tests import dashboards
-from tests.promstack import PrometheusServer, stack_settings
+from tests.promstack import PrometheusServer
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ import pytest
 from components import endpoints as ep
 from components import mesh, versions
 from components.mesh import MeshHandle
+from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conformance import chart_values, reference_dir, unknown_values_keys
 from tests.conftest import base_config, render_raw, stack_plan
-from tests.promstack import stack_settings
 
 MESH = "inference-platform:mesh:Mesh"
 ISTIO_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io")

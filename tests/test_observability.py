@@ -11,11 +11,11 @@ from components import alerts, observability, versions
 from components import endpoints as ep
 from components.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from components.observability import ObservabilityHandle
+from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conformance import chart_values, unknown_values_keys
 from tests.conftest import STACKS, base_config, render_raw, stack_plan
 from tests.metric_catalogue import known_metrics, metric_names
-from tests.promstack import stack_settings
 
 OBS = "inference-platform:observability:Observability"
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"

@@ -11,8 +11,8 @@ import pytest
 
 from components.config import ConfigError, parse_settings
 from platformctl.__main__ import main
-from platformctl.engine import render_stack, stack_path
-from platformctl.policy import format_report, load_settings, policy_config, run_policies
+from platformctl.engine import render_stack, stack_path, stack_settings
+from platformctl.policy import format_report, policy_config, run_policies
 from policies.catalog import POLICY_NAMES
 from tests.conftest import STACKS, base_config, stack_plan
 
@@ -20,7 +20,7 @@ HOSTILE = Path(__file__).parent / "data" / "Pulumi.hostile-prod.yaml"
 
 
 def violations_of(plan_json: dict, stack_file: Path) -> list:
-    return run_policies(plan_json, policy_config(load_settings(stack_file)))
+    return run_policies(plan_json, policy_config(stack_settings(stack_file)))
 
 
 @pytest.mark.parametrize("stack", STACKS)
