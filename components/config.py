@@ -371,7 +371,6 @@ class ColdStartSettings(Model):
     """Stage durations used for the plan's cold-start estimate."""
 
 
-
 # --------------------------------------------------------------------------- mesh and observability
 
 

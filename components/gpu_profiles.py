@@ -154,13 +154,12 @@ def sharing_labels(group: NodeGroup) -> dict[str, str]:
 
 def resource_name(group: NodeGroup, mig_profile: Optional[str] = None) -> str:
     """The extended resource a workload requests on the group's nodes."""
-    sharing = group.gpu.sharing
-    if sharing.mode == "mig" and sharing.effective_mig_strategy == "mixed":
-        # The device plugin spells "+" (e.g. 1g.10gb+me) as "." in resource names.
+    if group.advertises_whole_gpus:
+        return WHOLE_GPU
+    if group.gpu.sharing.mode == "mig":
+        # MIG strategy mixed; the device plugin spells "+" (e.g. 1g.10gb+me) as "." in resource names.
         return f"nvidia.com/mig-{mig_profile}".replace("+", ".")
-    if sharing.mode in ("time-slicing", "mps") and sharing.rename_by_default:
-        return SHARED_GPU
-    return WHOLE_GPU
+    return SHARED_GPU  # time-slicing or MPS with renameByDefault
 
 
 @dataclass(frozen=True)

@@ -60,28 +60,27 @@ def _fail(value: str, what: str) -> ValueError:
     return ValueError(f"{value!r} is not {what}")
 
 
-def dns_label(value: str, max_length: int = 63) -> str:
-    if len(value) > max_length or not _DNS_LABEL.fullmatch(value):
-        raise _fail(value, f"a DNS label (lowercase letters, digits and '-', starting with a letter and ending "
-                           f"with a letter or digit, at most {max_length} characters)")
+def _whole(value: str, pattern: re.Pattern, max_length: int, what: str) -> str:
+    """value, if it is at most max_length long and pattern matches all of it."""
+    if len(value) > max_length or not pattern.fullmatch(value):
+        raise _fail(value, what)
     return value
+
+
+def dns_label(value: str, max_length: int = 63) -> str:
+    return _whole(value, _DNS_LABEL, max_length, f"a DNS label (lowercase letters, digits and '-', starting with a "
+                  f"letter and ending with a letter or digit, at most {max_length} characters)")
 
 
 def dns_subdomain(value: str) -> str:
-    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value):
-        raise _fail(value, "a DNS subdomain (dot-separated lowercase labels of letters, digits and '-', "
-                           "at most 253 characters)")
-    return value
+    return _whole(value, _DNS_SUBDOMAIN, 253, "a DNS subdomain (dot-separated lowercase labels of letters, digits "
+                  "and '-', at most 253 characters)")
 
 
-def hostname(value: str, wildcard: bool = False) -> str:
-    """A fully qualified host name; with ``wildcard``, `*` may be the whole first label."""
-    name = value[2:] if wildcard and value.startswith("*.") else value
-    if len(value) > 253 or not _HOST_NAME.fullmatch(name):
-        allowed = "; `*` only as the whole first label" if wildcard else " (no wildcards)"
-        raise _fail(value, f"a host name such as models.example.com: lowercase labels of letters, digits and '-', "
-                           f"each at most 63 characters{allowed}")
-    return value
+def hostname(value: str) -> str:
+    """A fully qualified host name, without wildcards."""
+    return _whole(value, _HOST_NAME, 253, "a host name such as models.example.com: lowercase labels of letters, "
+                  "digits and '-', each at most 63 characters (no wildcards)")
 
 
 def host_or_ip(value: str) -> str:
@@ -105,10 +104,8 @@ def qualified_key(value: str, what: str = "label key") -> str:
 
 
 def label_value(value: str) -> str:
-    if not _LABEL_VALUE.fullmatch(value):
-        raise _fail(value, "a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], "
-                           "starting and ending alphanumeric, or empty)")
-    return value
+    return _whole(value, _LABEL_VALUE, 63, "a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], "
+                  "starting and ending alphanumeric, or empty)")
 
 
 def text(value: str, max_length: int = 255) -> str:
@@ -145,17 +142,13 @@ def image_reference(value: str) -> str:
 
 def relative_path(value: str) -> str:
     """A path below some root: segments of [A-Za-z0-9-_.] starting alphanumeric, so never `..` or `/x`."""
-    if len(value) > 1024 or not _RELATIVE_PATH.fullmatch(value):
-        raise _fail(value, "a relative path such as resnet/v1 (segments of letters, digits, '-', '_' and '.', each "
-                           "starting with a letter or digit; no '..', no leading or doubled '/')")
-    return value
+    return _whole(value, _RELATIVE_PATH, 1024, "a relative path such as resnet/v1 (segments of letters, digits, '-', "
+                  "'_' and '.', each starting with a letter or digit; no '..', no leading or doubled '/')")
 
 
 def absolute_path(value: str) -> str:
-    if len(value) > 1024 or not _ABSOLUTE_PATH.fullmatch(value):
-        raise _fail(value, "an absolute path such as /exports/models (segments of letters, digits, '-', '_' and '.', "
-                           "each starting with a letter or digit; no '..')")
-    return value
+    return _whole(value, _ABSOLUTE_PATH, 1024, "an absolute path such as /exports/models (segments of letters, "
+                  "digits, '-', '_' and '.', each starting with a letter or digit; no '..')")
 
 
 def url(value: str, schemes: tuple[str, ...] = ("https",), path: bool = True) -> str:
@@ -173,7 +166,7 @@ def url(value: str, schemes: tuple[str, ...] = ("https",), path: bool = True) ->
             or "?" in value or "#" in value or port == 0 or (not path and parts.path not in ("", "/"))):
         raise _fail(value, allowed)
     try:
-        (ip_address if ":" in parts.hostname else host_or_ip)(parts.hostname)
+        host_or_ip(parts.hostname)
     except ValueError:
         raise _fail(value, allowed) from None
     if path and ".." in parts.path.split("/"):
