@@ -90,14 +90,16 @@ def test_triton_without_its_claim_is_reported_with_claim_and_volume():
     assert found[1].startswith("Deployment llm-chat/llm-chat-v7 must come after PersistentVolumeClaim llm-chat/model-weights ")
 
 
-def test_triton_without_its_s3_secret_is_reported():
+@pytest.mark.parametrize("required,expected", [
+    ((":Secret", "acme-prod-weights-s3-embed"), "Secret embed/model-weights-s3 (storage-and-secrets-before-workloads"),
+    ((":Release", "acme-prod-gpu-release"), "Release gpu-operator/gpu-operator (gpu-operator-before-triton"),
+], ids=["its S3 secret", "the GPU operator"])
+def test_triton_without_a_required_dependency_is_reported(required, expected):
     resources = resources_of("acme-prod")
     deployment = find(resources, ":Deployment", "embed-v1")
-    secret = find(resources, ":Secret", "acme-prod-weights-s3-embed")
-    deployment["dependsOn"].remove(secret["urn"])
+    deployment["dependsOn"].remove(find(resources, *required)["urn"])
     (problem,) = ordering.violations(resources)
-    assert problem.startswith("Deployment embed/embed-v1 must come after Secret embed/model-weights-s3 "
-                              "(storage-and-secrets-before-workloads")
+    assert problem.startswith(f"Deployment embed/embed-v1 must come after {expected}")
 
 
 def test_loki_without_its_bucket_is_reported():
@@ -197,12 +199,3 @@ def test_deep_chains_need_no_recursion():
     chain = [ISTIOD, INJECTED] + [workload(f"w{i}", deps=[f"w{i - 1}" if i else "istiod", "ns"]) for i in range(20000)]
     assert ordering.violations(chain) == []
 
-
-def test_triton_before_the_gpu_operator_is_reported():
-    resources = resources_of("acme-prod")
-    deployment = find(resources, ":Deployment", "embed-v1")
-    operator = find(resources, ":Release", "acme-prod-gpu-release")
-    deployment["dependsOn"].remove(operator["urn"])
-    (problem,) = ordering.violations(resources)
-    assert problem.startswith("Deployment embed/embed-v1 must come after Release gpu-operator/gpu-operator "
-                              "(gpu-operator-before-triton")
