@@ -215,6 +215,8 @@ S3_VALUES: list[tuple[str, tuple, Any]] = [
     ("mount-prefix-dotdot", S3 + ("mount",), {"enabled": True, "prefix": "a/../b"}),
     ("noncurrent-days-string", S3 + ("noncurrentDays",), "30"),
     ("versioning-string", S3 + ("versioning",), "true"),
+    ("adopt-string", S3 + ("adopt",), "true"),
+    ("adopt-int", S3 + ("adopt",), 1),
 ]
 
 
