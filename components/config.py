@@ -36,6 +36,7 @@ from pydantic_core import PydanticCustomError
 
 from . import grammar
 from .endpoints import PLATFORM_NAMESPACES
+from .node_contract import magnum_group_selector
 
 NAMESPACE = "inference-platform"
 
@@ -230,6 +231,8 @@ class NodeGroup(Model):
     """Extra Kubernetes node labels."""
     taints: list[Taint] = []
     """Extra Kubernetes node taints (GPU groups get `nvidia.com/gpu=present:NoSchedule` in addition)."""
+    selector: Labels = {}
+    """Labels that single out this group's nodes, which the platform's pods select and its node rules match. Mode `existing`: required (the labels the nodes already carry, e.g. a node pool's label). Mode `magnum`: leave unset; the label the Magnum driver gives the group's nodes is used."""
     gpu: Optional[GpuSpec] = None
     """GPUs of the group's nodes; absent for a CPU group."""
 
@@ -290,22 +293,35 @@ class MagnumTemplate(Model):
 
 
 class MagnumCluster(Model):
+    driver: Literal["clusterApi", "heat"] = "clusterApi"
+    """Which Magnum Kubernetes driver the cloud runs: `clusterApi` (Cluster API, the maintained drivers) or `heat` (Magnum's Heat driver: Fedora CoreOS only, deprecated in 2025.1 and removed after 2026.1)."""
+    cluster_api_driver: Literal["magnum-cluster-api", "magnum-capi-helm"] = "magnum-cluster-api"
+    """With driver `clusterApi`: which Cluster API driver: `magnum-cluster-api` (vexxhost) or `magnum-capi-helm` (openstack/magnum-capi-helm). They read different labels and label nodes differently."""
     template_id: Optional[Text] = None
     """Use this existing ClusterTemplate instead of creating one from `template`."""
     template: MagnumTemplate = MagnumTemplate()
     """ClusterTemplate to create when templateId is not set."""
-    kubernetes_version: str = Field(default="v1.34.1", pattern=r"^v1\.[0-9]+\.[0-9]+$")
-    """Kubernetes version label (kube_tag) of the cluster."""
+    kubernetes_version: str = Field(default="v1.34.1", pattern=r"^v1\.[0-9]{1,3}\.[0-9]{1,3}(-rancher[0-9]{1,3})?$")
+    """Kubernetes version (the `kube_tag` label). `magnum-cluster-api`: `v1.34.1`. `heat`: a tag of the hyperkube image, `v1.34.1-rancher1` from docker.io/rancher (plain `v1.34.1` only with your own `hyperkube_prefix` or `container_infra_prefix` template label). `magnum-capi-helm` takes the version from the image's `kube_version` property instead: set the same version here."""
     master_count: int = Field(default=1, ge=1, le=7)
     """Control-plane nodes (1, 3 or 5 in practice; 3 for production)."""
     keypair: Optional[Text] = None
     """Nova keypair for node access."""
     fixed_network: Optional[Text] = None
-    """Existing network for the cluster (default: Magnum creates one)."""
+    """Existing network for the cluster, name or ID (default: Magnum creates one). Needs fixedSubnet."""
     fixed_subnet: Optional[Text] = None
-    """Existing subnet for the cluster."""
+    """Existing subnet of fixedNetwork, name or ID; its CIDR (looked up in Neutron) is what may mount the file share."""
     subnet_cidr: Cidr = "10.0.0.0/24"
-    """CIDR of the cluster's node subnet, allowed to mount the file share."""
+    """CIDR of the node subnet Magnum creates (the `fixed_subnet_cidr` label), which may mount the file share. Not with fixedSubnet."""
+    api_floating_ip: bool = True
+    """A floating IP on the API server's load balancer (`master_lb_floating_ip_enabled`), so that `pulumi up`, which reaches the new cluster with its kubeconfig, can connect from outside the cluster network."""
+    api_allowed_cidrs: list[Cidr] = []
+    """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` (`master_lb_allowed_cidrs`; Magnum adds the node subnet) and `magnum-capi-helm` (`api_master_lb_allowed_cidrs`) only: `magnum-cluster-api` has no such label. Include where `pulumi up` runs."""
+
+    @property
+    def node_labeller(self) -> str:
+        """The driver that labels the nodes: `heat`, `magnum-cluster-api` or `magnum-capi-helm`."""
+        return "heat" if self.driver == "heat" else self.cluster_api_driver
 
     @field_validator("master_count")
     @classmethod
@@ -326,6 +342,17 @@ class ClusterSettings(Model):
     """Most GPUs the stack may run (sum over GPU groups of maxNodes x GPUs per node); unset means no limit."""
     node_groups: list[NodeGroup] = Field(min_length=1)
     """Node groups: at least one; CPU groups have no `gpu` key."""
+
+    @model_validator(mode="after")
+    def _magnum_selectors(self) -> "ClusterSettings":
+        # A Magnum cluster's groups are selected by the label its driver puts on their nodes.
+        # A selector the user wrote is left for cross_checks to refuse with its key path.
+        if self.mode != "magnum" or any(g.selector for g in self.node_groups):
+            return self
+        labeller = self.magnum.node_labeller
+        groups = [g.model_copy(update={"selector": magnum_group_selector(labeller, i, g.name)})
+                  for i, g in enumerate(self.node_groups)]
+        return self.model_copy(update={"node_groups": groups})
 
 
 # --------------------------------------------------------------------------- GPU operator and cold start
@@ -912,6 +939,56 @@ def loki_bucket_name(bucket: str) -> str:
     return f"{bucket}-logs"
 
 
+def _scale_from_zero_problem(m: MagnumCluster, index: int, group: NodeGroup) -> Optional[str]:
+    # What each driver's autoscaler can start from zero nodes, per its source.
+    if index == 0:
+        return "the first group is the cluster's own worker group and runs the platform; it needs minNodes >= 1"
+    if m.node_labeller == "magnum-capi-helm":
+        return "magnum-capi-helm refuses minNodes 0 (its Cluster API provider cannot scale to zero); use 1 or more"
+    if group.is_gpu:
+        # magnum-cluster-api annotates CPU, memory and labels for scale-from-zero, not GPUs; the
+        # Magnum provider of our own autoscaler (heat) builds node templates without GPUs.
+        return ("the autoscaler cannot know that a new node of this group has GPUs, so it never adds the first one; "
+                "use minNodes: 1 and hold spare capacity with coldStart.spareSlots")
+    return None
+
+
+def _cluster_problems(c: ClusterSettings) -> list[tuple[Path, str]]:
+    problems: list[tuple[Path, str]] = []
+    if c.mode == "existing":
+        for i, g in enumerate(c.node_groups):
+            if not g.selector:
+                problems.append((("cluster", "nodeGroups", i, "selector"),
+                                 "required in mode existing: the labels that single out this group's nodes "
+                                 "(for example a node pool label); the platform's labels, taints and GPU configs go to the nodes it selects"))
+        return problems
+    m = c.magnum
+    for i, g in enumerate(c.node_groups):
+        if g.selector != magnum_group_selector(m.node_labeller, i, g.name):
+            problems.append((("cluster", "nodeGroups", i, "selector"),
+                             f"not in mode magnum: the {m.node_labeller} driver labels the group's nodes itself; remove the key"))
+        problem = _scale_from_zero_problem(m, i, g) if g.min_nodes == 0 else None
+        if problem:
+            problems.append((("cluster", "nodeGroups", i, "minNodes"), problem))
+    version = ("cluster", "magnum", "kubernetesVersion")
+    rancher = "-rancher" in m.kubernetes_version
+    own_registry = {"hyperkube_prefix", "container_infra_prefix"} & set(m.template.labels)
+    if m.driver == "heat" and not rancher and not own_registry:
+        problems.append((version, f"the heat driver runs the kubelet from docker.io/rancher/hyperkube:<kube_tag>, whose tags end "
+                                  f"in -rancher<N>; write {m.kubernetes_version}-rancher1 (or set hyperkube_prefix in template.labels)"))
+    if m.driver == "clusterApi" and rancher:
+        problems.append((version, "a -rancher tag is for the heat driver; Cluster API drivers take v<major>.<minor>.<patch>"))
+    if m.api_allowed_cidrs and m.node_labeller == "magnum-cluster-api":
+        problems.append((("cluster", "magnum", "apiAllowedCidrs"), "magnum-cluster-api has no label for an API allow-list; "
+                         "remove the key, or use clusterApiDriver magnum-capi-helm or driver heat"))
+    if (m.fixed_network is None) != (m.fixed_subnet is None):
+        given, missing = ("fixedNetwork", "fixedSubnet") if m.fixed_subnet is None else ("fixedSubnet", "fixedNetwork")
+        problems.append((("cluster", "magnum", missing), f"required with {given}: Magnum puts the nodes on that network's subnet"))
+    if m.fixed_subnet is not None and "subnet_cidr" in m.model_fields_set:
+        problems.append((("cluster", "magnum", "subnetCidr"), "not with fixedSubnet: the node subnet's CIDR is read from Neutron; remove the key"))
+    return problems
+
+
 def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     """What one part of the settings says about another; plain function, testable alone."""
     problems: list[tuple[Path, str]] = []
@@ -930,10 +1007,8 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
         if s.cluster.mode == "magnum" and i > 0 and g.flavor is None:
             problems.append((("cluster", "nodeGroups", i, "flavor"),
                              f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
-        if s.cluster.mode == "magnum" and g.is_gpu and g.min_nodes == 0:
-            problems.append((("cluster", "nodeGroups", i, "minNodes"),
-                             "the Magnum cluster autoscaler cannot scale a group up from zero; "
-                             "use minNodes: 1 and hold spare capacity with coldStart.spareSlots"))
+
+    problems += _cluster_problems(s.cluster)
 
     for group, _ in s.cold_start.spare_slots.items():
         if group not in groups or not groups[group].is_gpu:

@@ -23,8 +23,8 @@ BASE_CONFIG = {
     "cluster": {
         "mode": "existing",
         "nodeGroups": [
-            {"name": "cpu", "minNodes": 1, "maxNodes": 2},
-            {"name": "gpu", "minNodes": 1, "maxNodes": 2, "gpu": {"model": "A100-80GB"}},
+            {"name": "cpu", "minNodes": 1, "maxNodes": 2, "selector": {"pool": "cpu"}},
+            {"name": "gpu", "minNodes": 1, "maxNodes": 2, "selector": {"pool": "gpu"}, "gpu": {"model": "A100-80GB"}},
         ],
     },
     "weightCaches": {"fileShare": {"mode": "existing", "server": "10.0.0.2", "path": "/models"}},
@@ -49,6 +49,14 @@ BASE_CONFIG = {
 def base_config() -> dict:
     """A fresh copy of a small valid configuration (keys without the namespace)."""
     return copy.deepcopy(BASE_CONFIG)
+
+
+def as_magnum(raw: dict) -> dict:
+    """The raw config turned into a Magnum cluster's: the driver labels the groups, so no selectors."""
+    raw["cluster"]["mode"] = "magnum"
+    for group in raw["cluster"]["nodeGroups"]:
+        group.pop("selector", None)
+    return raw
 
 
 def render_raw(raw: dict, stack: str = "test-dev", secret_keys: tuple[str, ...] = ()) -> Plan:

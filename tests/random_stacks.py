@@ -55,8 +55,8 @@ def random_stack(seed: int) -> dict:
     raw = {
         "customer": "rand", "environment": "dev",
         "production": rnd.random() < 0.5,
-        "cluster": {"mode": "existing", "nodeGroups": [{"name": "cpu", "minNodes": 1, "maxNodes": 3}]
-                    + [dict(g, minNodes=1, maxNodes=60) for g in groups]},
+        "cluster": {"mode": "existing", "nodeGroups": [{"name": "cpu", "minNodes": 1, "maxNodes": 3, "selector": {"pool": "cpu"}}]
+                    + [dict(g, minNodes=1, maxNodes=60, selector={"pool": g["name"]}) for g in groups]},
         "gpuOperator": {"enabled": rnd.random() < 0.8,
                         "driver": {"mode": rnd.choice(["precompiled", "compiled", "preinstalled"])}},
         "coldStart": {"imagePrePull": rnd.random() < 0.7,

@@ -14,7 +14,7 @@ from platformctl.engine import stack_settings
 from platformctl.plan import manifest
 from policies.rules.security import restricted_problems
 from tests import conformance
-from tests.conftest import base_config, render_raw, stack_plan
+from tests.conftest import as_magnum, base_config, render_raw, stack_plan
 
 COMPONENT = "inference-platform:autoscaler:NodeGroupAutoscaler"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -46,8 +46,7 @@ def flag(args: list[str], name: str) -> list[str]:
 
 
 def magnum(*groups: dict) -> dict:
-    raw = base_config()
-    raw["cluster"]["mode"] = "magnum"
+    raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"] = [dict(g, flavor="f1") for g in groups]
     return raw
 

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from components.config import ConfigError, Settings, parse_settings
-from tests.conftest import base_config
+from tests.conftest import as_magnum, base_config
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 
@@ -81,7 +81,24 @@ BAD = [
     ("anonymous-kiali-in-production", [("production", True), ("mesh", {"kialiAuth": "anonymous"})], "inference-platform:mesh.kialiAuth", ["not allowed in a production stack"]),
     ("gpu-quota-exceeded", [("cluster.gpuQuota", 1)], "inference-platform:cluster.gpuQuota", ["2 GPUs, over the quota of 1"]),
     ("bad-memory-quantity", [(f"{V0}.resources", {"memory": "16 GB"})], "inference-platform:services[0].versions[0].resources.memory", ["not a Kubernetes quantity"]),
-    ("magnum-gpu-min-zero", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.minNodes", 0)], "inference-platform:cluster.nodeGroups[1].minNodes", ["cannot scale a group up from zero", "minNodes: 1"]),
+    ("magnum-gpu-min-zero", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.minNodes", 0)], "inference-platform:cluster.nodeGroups[1].minNodes", ["never adds the first one", "minNodes: 1"]),
+    ("capi-helm-cpu-min-zero", [("cluster.mode", "magnum"), ("cluster.magnum", {"clusterApiDriver": "magnum-capi-helm"}),
+                                ("cluster.nodeGroups.1", {"name": "batch", "flavor": "m1", "minNodes": 0, "maxNodes": 2})],
+     "inference-platform:cluster.nodeGroups[1].minNodes", ["magnum-capi-helm refuses minNodes 0"]),
+    ("existing-group-without-selector", [("cluster.nodeGroups.0.selector", DELETE)], "inference-platform:cluster.nodeGroups[0].selector",
+     ["required in mode existing"]),
+    ("magnum-group-with-selector", [("cluster.mode", "magnum"), ("cluster.nodeGroups.0.selector", {"pool": "cpu"})],
+     "inference-platform:cluster.nodeGroups[0].selector", ["not in mode magnum", "labels the group's nodes itself"]),
+    ("heat-plain-kube-tag", [("cluster.mode", "magnum"), ("cluster.magnum", {"driver": "heat"})],
+     "inference-platform:cluster.magnum.kubernetesVersion", ["rancher/hyperkube", "v1.34.1-rancher1"]),
+    ("capi-rancher-kube-tag", [("cluster.mode", "magnum"), ("cluster.magnum", {"kubernetesVersion": "v1.34.1-rancher1"})],
+     "inference-platform:cluster.magnum.kubernetesVersion", ["for the heat driver"]),
+    ("vexxhost-allow-list", [("cluster.mode", "magnum"), ("cluster.magnum", {"apiAllowedCidrs": ["203.0.113.0/24"]})],
+     "inference-platform:cluster.magnum.apiAllowedCidrs", ["magnum-cluster-api has no label"]),
+    ("subnet-without-network", [("cluster.mode", "magnum"), ("cluster.magnum", {"fixedSubnet": "nodes"})],
+     "inference-platform:cluster.magnum.fixedNetwork", ["required with fixedSubnet"]),
+    ("subnet-cidr-with-fixed-subnet", [("cluster.mode", "magnum"), ("cluster.magnum", {"fixedNetwork": "n", "fixedSubnet": "s", "subnetCidr": "10.1.0.0/24"})],
+     "inference-platform:cluster.magnum.subnetCidr", ["read from Neutron"]),
     ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[1].name", ["role Magnum gives its own node groups"]),
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
@@ -97,6 +114,8 @@ def _apply(edits) -> dict:
             raw["services"].append(dict(raw["services"][0], hosts=["other.example.com"]))
         elif value == "DUPV":
             raw["services"][0]["versions"] = [dict(raw["services"][0]["versions"][0], weight=50)] * 2
+        elif (path, value) == ("cluster.mode", "magnum"):
+            as_magnum(raw)
         else:
             _set(raw, path, value)
     return raw

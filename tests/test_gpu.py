@@ -14,7 +14,7 @@ from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_prof
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
-from tests.conftest import STACKS, base_config, render_raw, stack_plan
+from tests.conftest import STACKS, as_magnum, base_config, render_raw, stack_plan
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -28,7 +28,7 @@ def parse(raw: dict) -> Settings:
 def with_groups(*gpu_groups: dict, **top) -> dict:
     """Base config whose GPU groups are replaced; the service stays on the first one."""
     raw = base_config()
-    raw["cluster"]["nodeGroups"] = [raw["cluster"]["nodeGroups"][0], *gpu_groups]
+    raw["cluster"]["nodeGroups"] = [raw["cluster"]["nodeGroups"][0], *({"selector": {"pool": g["name"]}} | g for g in gpu_groups)]
     raw["services"][0]["versions"][0]["gpu"]["group"] = gpu_groups[0]["name"]
     return raw | top
 
@@ -185,8 +185,7 @@ def test_gpu_nodes_carry_the_config_they_select():
 
 
 def test_magnum_kubelet_options_register_labels_and_taints():
-    raw = base_config()
-    raw["cluster"]["mode"] = "magnum"
+    raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"][1] |= {"flavor": "g1", "gpu": {"model": "A30-24GB", "sharing": {
         "mode": "mig", "migProfile": "all-2g.12gb"}}}
     plan = render_raw(raw)
@@ -201,8 +200,7 @@ def test_magnum_kubelet_options_register_labels_and_taints():
 
 
 def test_magnum_refuses_a_gpu_default_group():
-    raw = base_config()
-    raw["cluster"]["mode"] = "magnum"
+    raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"].reverse()
     raw["cluster"]["nodeGroups"][1]["flavor"] = "m1.large"
     with pytest.raises(ConfigError) as err:

@@ -12,7 +12,7 @@ import pytest
 from platformctl.engine import SECURE_PLACEHOLDER
 from platformctl.plan import HELM_RELEASE, is_k8s_object, manifest
 from tests import conformance
-from tests.conftest import ROOT, STACKS, base_config, render_raw, stack_plan
+from tests.conftest import ROOT, STACKS, as_magnum, base_config, render_raw, stack_plan
 
 
 def run_ctl(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -78,7 +78,7 @@ def test_production_protects_the_cluster():
     plan = stack_plan("acme-prod")
     for r in plan.of_type("openstack:containerinfra/cluster:Cluster") + plan.of_type("openstack:containerinfra/nodeGroup:NodeGroup"):
         assert r.protect, r.name
-    raw = base_config() | {"cluster": dict(base_config()["cluster"], mode="magnum")}
+    raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"][1]["flavor"] = "g1.a100"
     dev = render_raw(raw)
     assert not any(r.protect for r in dev.resources)
