@@ -64,8 +64,10 @@ RULES: list[dict[str, Any]] = [
 
 
 def deployed(settings: Settings) -> bool:
-    """Magnum's own autoscaler sizes the default group; this one exists for the others."""
-    return settings.cluster.mode == "magnum" and len(settings.cluster.node_groups) > 1
+    """Heat clusters only: Magnum's autoscaler there sizes the default group, this one the
+    others. The Cluster API drivers autoscale every group themselves."""
+    c = settings.cluster
+    return c.mode == "magnum" and c.magnum.driver == "heat" and len(c.node_groups) > 1
 
 
 def pod_monitor_spec() -> dict[str, Any]:

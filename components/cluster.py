@@ -4,6 +4,7 @@ the kubernetes Provider every other part uses."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,7 +15,7 @@ import pulumi_openstack as openstack
 from .autoscaler import NodeGroupAutoscaler
 from .autoscaler import deployed as autoscaler_deployed
 from .common import resource_opts
-from .config import NodeGroup, Settings
+from .config import MagnumCluster, NodeGroup, Settings
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GROUP_LABEL = "inference-platform/node-group"
@@ -52,31 +53,61 @@ class ClusterHandle:
     provider: k8s.Provider
     kubeconfig: Optional[pulumi.Output]
     node_groups: tuple[NodeGroup, ...]
-    subnet_cidr: Optional[str]
-
-
-def _kubelet_options(group: NodeGroup) -> str:
-    # Magnum's Kubernetes driver appends the `kubelet_options` label to the kubelet's
-    # arguments on every node of the group (configure-kubernetes-minion.sh), next to
-    # its own magnum.openstack.org/{role,nodegroup} labels; the cluster's labels also
-    # reach the control plane, hence a CPU group first (gpu_profiles.check_gpu_settings).
-    labels = dict(node_labels(group))
-    if group.advertises_whole_gpus:
-        # The Magnum cluster-autoscaler counts a node carrying this label as not ready
-        # until it advertises nvidia.com/gpu, so it does not add a second node while
-        # drivers install. Nodes that advertise MIG slices or renamed shares never do,
-        # and would count as unready for ever: they go without it.
-        labels[MAGNUM_GPU_LABEL] = "true"
-    labels = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-    taints = ",".join(f"{t['key']}{'=' + t['value'] if t['value'] else ''}:{t['effect']}" for t in node_taints(group))
-    options = f"--node-labels={labels}"
-    return options + (f" --register-with-taints={taints}" if taints else "")
+    subnet_cidr: Optional[pulumi.Input[str]]
 
 
 # node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
 # reads the live count back. Without this, the next `up` would resize every group to
 # its starting count and undo the autoscaler.
 _AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
+# The default group's bounds are cluster labels, and a change of the cluster's labels is a new
+# cluster: they count at creation only. Later, `openstack coe nodegroup update <cluster>
+# default-worker replace max_node_count=<n>` changes them (README, "What `pulumi up` will do").
+_DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(
+    ignore_changes=["node_count", 'labels["min_node_count"]', 'labels["max_node_count"]'])
+
+
+def template_labels(m: MagnumCluster) -> dict[str, str]:
+    """Labels of the cluster template: the version, and what the driver needs to run at all."""
+    labels = {"kube_tag": m.kubernetes_version}
+    if m.driver == "heat":
+        # The Heat driver's default runtime is host-docker (kubecluster.yaml, container_runtime),
+        # and Kubernetes has had no dockershim since 1.24.
+        labels["container_runtime"] = "containerd"
+    return {**labels, **m.template.labels}
+
+
+def cluster_labels(m: MagnumCluster, default: NodeGroup) -> dict[str, str]:
+    """Labels of the cluster, read by each driver at creation: autoscaling, the default
+    group's bounds, the API load balancer's floating IP and allow-list, the node subnet."""
+    labels = {
+        "auto_scaling_enabled": "true",
+        "min_node_count": str(default.min_nodes),
+        "max_node_count": str(default.max_nodes),
+        # All three drivers read it (heat template_def.py, magnum-cluster-api utils.py
+        # get_cluster_floating_ip_disabled, magnum-capi-helm driver.py apiServer.associateFloatingIP).
+        "master_lb_floating_ip_enabled": "true" if m.api_floating_ip else "false",
+    }
+    if m.fixed_subnet is None:
+        # The subnet Magnum creates for the nodes (all three drivers: fixed_subnet_cidr).
+        labels["fixed_subnet_cidr"] = m.subnet_cidr
+    if m.api_allowed_cidrs:
+        # heat appends the node subnet itself (k8s_template_def._set_master_lb_allowed_cidrs);
+        # magnum-capi-helm passes the list to the API load balancer (apiServer.allowedCidrs).
+        key = "master_lb_allowed_cidrs" if m.driver == "heat" else "api_master_lb_allowed_cidrs"
+        labels[key] = ",".join(m.api_allowed_cidrs)
+    return labels
+
+
+def node_subnet_cidr(m: MagnumCluster) -> pulumi.Input[str]:
+    """The CIDR of the nodes' subnet: the one Magnum creates, or the given subnet's, from Neutron."""
+    if m.fixed_subnet is None:
+        return m.subnet_cidr
+    by = "subnet_id" if _UUID.fullmatch(m.fixed_subnet) else "name"
+    return openstack.networking.get_subnet_output(**{by: m.fixed_subnet}).cidr
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def gpu_node_ready_seconds(settings: Settings) -> int:
@@ -100,7 +131,7 @@ class Cluster(pulumi.ComponentResource):
             magnum, node_groups = self._magnum(name, settings, protect)
             kubeconfig = pulumi.Output.secret(magnum.kubeconfig["raw_config"])
             context = None
-            subnet = cfg.magnum.subnet_cidr
+            subnet = node_subnet_cidr(cfg.magnum)
         else:
             kubeconfig = (
                 pulumi.Output.secret(settings.kubeconfig.get_secret_value()) if settings.kubeconfig else None
@@ -114,7 +145,7 @@ class Cluster(pulumi.ComponentResource):
             opts=resource_opts(self),
         )
         if magnum is not None and autoscaler_deployed(settings):
-            # Magnum's own autoscaler sizes only the default group; this one the others.
+            # Heat: Magnum's own autoscaler sizes only the default group; this one the others.
             NodeGroupAutoscaler(f"{name}-autoscaler", cfg.node_groups[1:], magnum.id, self.provider,
                                 depends_on=node_groups, gpu_node_ready_seconds=gpu_node_ready_seconds(settings),
                                 opts=pulumi.ResourceOptions(parent=self))
@@ -131,31 +162,12 @@ class Cluster(pulumi.ComponentResource):
         if m.template_id:
             template_id: pulumi.Input[str] = m.template_id
         else:
-            t = m.template
-            template = openstack.containerinfra.ClusterTemplate(
-                f"{name}-template",
-                coe="kubernetes",
-                image=t.image,
-                external_network_id=t.external_network_id,
-                master_flavor=t.master_flavor,
-                flavor=t.flavor,
-                docker_volume_size=t.docker_volume_size,
-                network_driver=t.network_driver,
-                dns_nameserver=t.dns_nameserver,
-                master_lb_enabled=t.master_lb_enabled,
-                floating_ip_enabled=t.floating_ip_enabled,
-                labels={"kube_tag": m.kubernetes_version, **t.labels},
-                opts=resource_opts(self),
-            )
-            template_id = template.id
-        # The first group is Magnum's default worker group; the others are NodeGroups.
-        # Autoscaling: the cluster labels turn on the cluster-autoscaler Magnum deploys,
-        # which sizes only the default group (--nodes=min:max:default-worker). The
-        # NodeGroups are scaled between min_node_count and max_node_count by our own
-        # cluster-autoscaler (autoscaler.py), which finds them with
-        # --node-group-auto-discovery=magnum:role=<roles> (role = the group's name) and
-        # reuses the Secrets Magnum creates for its autoscaler. The Magnum provider's node
-        # template has no GPUs, so a GPU group cannot scale up from zero.
+            template_id = self._template(name, m).id
+        # The first group is Magnum's default worker group; the others are NodeGroups, whose
+        # bounds Magnum updates in place. Every driver autoscales between min and max once the
+        # cluster label auto_scaling_enabled is set: the Cluster API drivers all groups (from
+        # MachineDeployment annotations), Heat the default group only (its own autoscaler; ours,
+        # autoscaler.py, sizes the NodeGroups).
         default, extra = groups[0], groups[1:]
         cluster = openstack.containerinfra.Cluster(
             f"{name}-magnum",
@@ -167,13 +179,8 @@ class Cluster(pulumi.ComponentResource):
             fixed_network=m.fixed_network,
             fixed_subnet=m.fixed_subnet,
             merge_labels=True,
-            labels={
-                "auto_scaling_enabled": "true",
-                "min_node_count": str(default.min_nodes),
-                "max_node_count": str(default.max_nodes),
-                "kubelet_options": _kubelet_options(default),
-            },
-            opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
+            labels=cluster_labels(m, default),
+            opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED),
         )
         node_groups = [
             openstack.containerinfra.NodeGroup(
@@ -185,10 +192,30 @@ class Cluster(pulumi.ComponentResource):
                 node_count=group.start_nodes,
                 min_node_count=group.min_nodes,
                 max_node_count=group.max_nodes,
-                merge_labels=True,
-                labels={"kubelet_options": _kubelet_options(group)},
                 opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
             )
             for group in extra
         ]
         return cluster, node_groups
+
+    def _template(self, name: str, m: MagnumCluster) -> openstack.containerinfra.ClusterTemplate:
+        t = m.template
+        return openstack.containerinfra.ClusterTemplate(
+            f"{name}-template",
+            coe="kubernetes",
+            image=t.image,
+            external_network_id=t.external_network_id,
+            master_flavor=t.master_flavor,
+            flavor=t.flavor,
+            docker_volume_size=t.docker_volume_size,
+            network_driver=t.network_driver,
+            dns_nameserver=t.dns_nameserver,
+            master_lb_enabled=t.master_lb_enabled,
+            floating_ip_enabled=t.floating_ip_enabled,
+            labels=template_labels(m),
+            # Magnum refuses to update a template a cluster uses (only its name and visibility:
+            # db/sqlalchemy/api.py _do_update_cluster_template, ClusterTemplateReferenced). A
+            # changed template is a new one; the cluster then moves to it in place (Magnum's
+            # cluster upgrade), and the old one, no longer referenced, is deleted.
+            opts=pulumi.ResourceOptions.merge(resource_opts(self), pulumi.ResourceOptions(replace_on_changes=["*"])),
+        )

@@ -73,14 +73,18 @@ def preferred_export(locations: Optional[list[Any]]) -> str:
     return locations[0]["path"]
 
 
-def share_access_cidrs(share: FileShareCache, subnet_cidr: Optional[str]) -> list[str]:
-    """Client CIDRs allowed to mount the Manila share."""
-    cidrs = list(share.access_cidrs) or ([subnet_cidr] if subnet_cidr else [])
-    if not cidrs:
-        raise ValueError(
-            "weightCaches.fileShare (manila) needs accessCidrs: the cluster is not created by this stack, so its subnet is unknown"
-        )
-    return cidrs
+def share_access_cidrs(share: FileShareCache, subnet_cidr: Optional[pulumi.Input[str]]) -> dict[str, pulumi.Input[str]]:
+    """Client CIDRs allowed to mount the Manila share, by the name of their access rule: the
+    configured ones, or else the cluster's node subnet (looked up when Magnum uses an existing one)."""
+    if share.access_cidrs:
+        return {_role(cidr): cidr for cidr in share.access_cidrs}
+    if isinstance(subnet_cidr, str):
+        return {_role(subnet_cidr): subnet_cidr}
+    if subnet_cidr is not None:
+        return {"nodes": subnet_cidr}
+    raise ValueError(
+        "weightCaches.fileShare (manila) needs accessCidrs: the cluster is not created by this stack, so its subnet is unknown"
+    )
 
 
 def triton_s3_url(endpoint: str, bucket: str, path: str) -> str:
@@ -221,14 +225,14 @@ class WeightCaches(pulumi.ComponentResource):
         # rw: the share is filled from inside the cluster network; Triton mounts it read-only.
         self._share_access = [
             openstack.sharedfilesystem.ShareAccess(
-                f"{self._name}-share-access-{_role(cidr)}",
+                f"{self._name}-share-access-{role}",
                 share_id=self._share.id,
                 access_type="ip",
                 access_to=cidr,
                 access_level="rw",
                 opts=self._opts(k8s_provider=False),
             )
-            for cidr in cidrs
+            for role, cidr in cidrs.items()
         ]
         export = self._share.export_locations.apply(lambda locs: parse_export_location(preferred_export(locs)))
         return export[0], export[1]

@@ -6,7 +6,8 @@ follows the providers' rules (replacement.py) and the engine's own:
 
 - a changed explicit provider replaces the resource when the provider's config diff
   would (different provider, or one that is itself replaced);
-- `ignoreChanges` paths take their old values before anything is compared;
+- `ignoreChanges` paths take their old values before anything is compared (a note names
+  each edit that is kept out this way: it does not reach the cloud);
 - a replaced resource's outputs are unknown until it exists again, so a dependent whose
   inputs carry them (its id or name as the plan shows them; any secret) sees those
   inputs change, and is replaced where they force it. The offline plan does not record
@@ -30,7 +31,8 @@ from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset
 from .replacement import PROVIDERS, forcing_change, rules_for
 
-COMPARED = ("inputs", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges")
+COMPARED = ("inputs", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges",
+            "replaceOnChanges")
 REDACTED = ("[secret]", "[unknown]")
 # Shorter ids or names match too much by substring.
 MIN_TOKEN = 6
@@ -243,6 +245,17 @@ def _provider_replaced(old: dict[str, Any], new: dict[str, Any], ra, rb, replace
     return None
 
 
+def _replace_on_changes(new: dict[str, Any], input_changes: list[PropPath]) -> Optional[str]:
+    # step_generator.go: a changed input under a replaceOnChanges path replaces the resource,
+    # whatever the provider's diff says ("*" matches every input).
+    for text in new.get("replaceOnChanges") or ():
+        pattern = parse(text)
+        for path in input_changes:
+            if is_prefix(pattern, path) or is_prefix(path, pattern):
+                return f"replaceOnChanges {text} (input {format_path(path)})"
+    return None
+
+
 def _delete_first(old: dict[str, Any], new: dict[str, Any]) -> bool:
     if new.get("deleteBeforeReplace"):
         return True
@@ -255,19 +268,23 @@ def _delete_first(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return bool(meta_new.get("name")) and all(meta_old.get(k) == meta_new.get(k) for k in ("name", "namespace"))
 
 
-def _classify(ra, rb) -> tuple[list[Change], list[str]]:
+def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
     changes: list[Change] = []
     errors: list[str] = []
+    notes: list[str] = []
     replaced: dict[str, str] = {}  # key -> reason
     tokens: dict[str, set[str]] = {}
     common = set(ra) & set(rb)
     for key in _topological(common, rb):
         old, new = ra[key], rb[key]
-        paths = [p for f in COMPARED for p in changed_paths(old.get(f), new.get(f), f)]
         old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
         ignores = _ignore_paths(new)
         for ignore in ignores:
-            new_in = reset(old_in, new_in, ignore)
+            kept = reset(old_in, new_in, ignore)
+            notes += [f"note: {key}: inputs.{format_path(p)} changed but ignoreChanges keeps the old value"
+                      for p in leaf_changes(kept, new_in)]
+            new_in = kept
+        paths = [p for f in COMPARED for p in changed_paths(old.get(f), dict(new, inputs=new_in).get(f), f)]
         unknown = _unknown_inputs(new, new_in, ignores, replaced, rb, tokens)
         reason = None
         if new.get("custom", True) and new["type"] not in PROVIDERS:
@@ -276,8 +293,10 @@ def _classify(ra, rb) -> tuple[list[Change], list[str]]:
             continue
         rules = rules_for(new, (rb.get(_provider_key(new)) or {}).get("inputs"))
         input_changes = leaf_changes(old_in, new_in)
+        if reason is None:
+            reason = _replace_on_changes(new, input_changes)
         if rules is None:
-            if input_changes or unknown:
+            if (input_changes or unknown) and reason is None:
                 errors.append(f"error: no replacement rules for {new['type']} ({key}): cannot tell update from replace")
         elif reason is None:
             forced = forcing_change(rules, old_in, new_in, input_changes)
@@ -298,7 +317,7 @@ def _classify(ra, rb) -> tuple[list[Change], list[str]]:
     for c in changes:
         if c.action in ("replace", "delete"):
             errors += _guard_errors(c, ra[c.key])
-    return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.key)), errors
+    return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.key)), errors, notes
 
 
 def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
@@ -326,13 +345,14 @@ def _typed(resource: dict[str, Any]) -> dict[str, Any]:
 def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     ra = {_key(r): _typed(_strip_stack(r, a["stack"])) for r in a["resources"]}
     rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
-    changes, errors = _classify(ra, rb)
+    changes, errors, notes = _classify(ra, rb)
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),
         "changed": {c.key: c.paths for c in sorted(changes, key=lambda c: c.key) if c.paths},
         "changes": changes,
         "errors": sorted(errors),
+        "notes": sorted(notes),
     }
 
 
@@ -352,7 +372,7 @@ def format_diff(d: dict[str, Any]) -> str:
         lines += [f"    {p}" for p in c.paths]
         if c.action == "update" and not c.paths:
             lines += [f"    {p} <- replaced {dep}" for p, dep in c.unknown.items()]
-    lines += d["errors"]
+    lines += d["errors"] + d["notes"]
     counts = {a: sum(c.action == a for c in d["changes"]) for a in ACTIONS}
     lines.append(", ".join(f"{n} to {a}" for a, n in counts.items()) + f"; {len(d['errors'])} errors")
     return "\n".join(lines)

@@ -58,6 +58,7 @@ class Resource:
     delete_before_replace: bool
     ignore_changes: list[str]
     inputs: dict[str, Any]
+    replace_on_changes: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The `customTimeouts` option as sent (Go durations by operation: create, update, delete)."""
@@ -75,6 +76,7 @@ class Resource:
             "retainOnDelete": self.retain_on_delete,
             "deleteBeforeReplace": self.delete_before_replace,
             "ignoreChanges": self.ignore_changes,
+            "replaceOnChanges": self.replace_on_changes,
             "customTimeouts": self.custom_timeouts,
             "inputs": self.inputs,
             **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
@@ -166,6 +168,9 @@ users: [{name: mock, user: {token: mock}}]
 """
 
 
+MOCK_SUBNET_CIDR = "192.168.64.0/20"
+
+
 class PlatformMocks(Mocks):
     """Believable outputs for the computed fields the program reads."""
 
@@ -205,6 +210,9 @@ class PlatformMocks(Mocks):
         return rid, outputs
 
     def call(self, args):
+        if args.token == "openstack:networking/getSubnet:getSubnet":
+            # The CIDR Neutron would report for the cluster's existing subnet.
+            return {"id": f"{_short_hash(str(args.args))}-id", "cidr": MOCK_SUBNET_CIDR}
         return {}
 
 
@@ -251,6 +259,7 @@ class RecordingMonitor(MockMonitor):
                 retain_on_delete=bool(request.retainOnDelete),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 ignore_changes=list(request.ignoreChanges),
+                replace_on_changes=list(request.replaceOnChanges),
                 inputs=inputs,
                 outputs=state,
                 custom_timeouts=_custom_timeouts(request),

@@ -15,6 +15,7 @@ from platformctl.plan import manifest
 from policies.rules.security import restricted_problems
 from tests import conformance
 from tests.conftest import as_magnum, base_config, render_raw, stack_plan
+from tests.variants import heat_plan, heat_settings
 
 COMPONENT = "inference-platform:autoscaler:NodeGroupAutoscaler"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -47,17 +48,18 @@ def flag(args: list[str], name: str) -> list[str]:
 
 def magnum(*groups: dict) -> dict:
     raw = as_magnum(base_config())
+    raw["cluster"]["magnum"] = {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}
     raw["cluster"]["nodeGroups"] = [dict(g, flavor="f1") for g in groups]
     return raw
 
 
 @pytest.fixture(scope="module")
 def prod():
-    return parts(stack_plan("acme-prod"))
+    return parts(heat_plan())
 
 
 def test_manages_exactly_the_extra_groups(prod):
-    settings = stack_settings("acme-prod")
+    settings = heat_settings()
     extra = [g.name for g in settings.cluster.node_groups[1:]]
     assert extra == ["gpu-h100", "gpu-l4"]
     (deployment,) = prod[DEPLOYMENT]
@@ -67,12 +69,12 @@ def test_manages_exactly_the_extra_groups(prod):
     assert flag(args, "cloud-provider") == ["magnum"]
     assert flag(args, "cloud-config") == ["/config/cloud-config"]
     # Each discovered role is a NodeGroup's role.
-    roles = {ng.inputs["role"] for ng in stack_plan("acme-prod").of_type(NODE_GROUP)}
+    roles = {ng.inputs["role"] for ng in heat_plan().of_type(NODE_GROUP)}
     assert roles == set(extra)
 
 
 def test_cluster_name_is_the_magnum_cluster_id(prod):
-    node_groups = stack_plan("acme-prod").of_type(NODE_GROUP)
+    node_groups = heat_plan().of_type(NODE_GROUP)
     cluster_ids = {ng.inputs["clusterId"] for ng in node_groups}
     assert len(cluster_ids) == 1
     assert flag(args_of(prod[DEPLOYMENT][0]), "cluster-name") == [cluster_ids.pop()]
@@ -130,7 +132,7 @@ def test_deployment_reuses_magnums_secrets_and_runs_restricted(prod):
 
 
 def test_deployment_waits_for_the_node_groups(prod):
-    node_groups = {ng.urn for ng in stack_plan("acme-prod").of_type(NODE_GROUP)}
+    node_groups = {ng.urn for ng in heat_plan().of_type(NODE_GROUP)}
     assert node_groups <= set(prod[DEPLOYMENT][0].depends_on)
 
 
@@ -148,7 +150,7 @@ def test_image_matches_the_kubernetes_minor():
     tag = versions.CLUSTER_AUTOSCALER_IMAGE.rsplit(":", 1)[1]
     assert re.fullmatch(r"v1\.\d+\.\d+", tag)
     assert _minor(tag) == _minor(MagnumCluster().kubernetes_version)
-    assert _minor(tag) == _minor(stack_settings("acme-prod").cluster.magnum.kubernetes_version)
+    assert _minor(tag) == _minor(heat_settings().cluster.magnum.kubernetes_version)
 
 
 def test_discovery_follows_configuration_order():
@@ -172,39 +174,6 @@ def test_none_for_a_single_magnum_group():
     assert not plan.of_type(NODE_GROUP)
 
 
-def test_magnum_gpu_nodes_carry_the_autoscaler_gpu_label():
-    from components.cluster import MAGNUM_GPU_LABEL
-
-    plan = stack_plan("acme-prod")
-    for group in ("gpu-h100", "gpu-l4"):
-        options = plan.get("openstack:containerinfra/nodeGroup:NodeGroup", f"acme-prod-cluster-{group}").inputs["labels"]["kubelet_options"]
-        assert f"{MAGNUM_GPU_LABEL}=true" in options
-    cpu = plan.get("openstack:containerinfra/cluster:Cluster", "acme-prod-cluster-magnum").inputs["labels"]["kubelet_options"]
-    assert MAGNUM_GPU_LABEL not in cpu
-
-
-def test_gpu_label_only_where_nodes_advertise_whole_gpus():
-    from components.cluster import MAGNUM_GPU_LABEL
-
-    # A node with the label counts as unready until it advertises nvidia.com/gpu, which
-    # MIG-mixed nodes and renamed shares never do.
-    groups = {
-        "whole": {"model": "H100-80GB"},
-        "mig-single": {"model": "A100-80GB", "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}},
-        "mig-mixed": {"model": "A100-80GB", "sharing": {"mode": "mig", "migStrategy": "mixed", "migProfile": {"1g.10gb": 2, "3g.40gb": 1}}},
-        "shared": {"model": "L4-24GB", "sharing": {"mode": "time-slicing", "replicas": 4}},
-        "renamed": {"model": "L4-24GB", "sharing": {"mode": "mps", "replicas": 4, "renameByDefault": True}},
-    }
-    for name, gpu in groups.items():
-        raw = magnum({"name": "cpu", "maxNodes": 3},
-                     {"name": name, "flavor": "g1", "minNodes": 1, "maxNodes": 2, "gpu": gpu}) | {"services": []}
-        if name == "mig-single":
-            raw["cluster"]["nodeGroups"][1]["gpu"]["sharing"]["migStrategy"] = "single"
-        plan = render_raw(raw)
-        options = plan.get(NODE_GROUP, f"test-dev-cluster-{name}").inputs["labels"]["kubelet_options"]
-        assert (f"{MAGNUM_GPU_LABEL}=true" in options) == (name in ("whole", "mig-single", "shared")), name
-
-
 def test_provision_time_covers_gpu_node_boot_and_driver_install():
     def flag(raw) -> str:
         (deployment,) = [r for r in render_raw(raw).of_type("kubernetes:apps/v1:Deployment") if "autoscaler" in r.name]
@@ -220,14 +189,18 @@ def test_provision_time_covers_gpu_node_boot_and_driver_install():
     assert flag(slow) == "30m"  # (600 + 300 + 300) x 1.5
 
 
-def test_refresh_never_resizes_autoscaled_groups():
-    plan = stack_plan("acme-prod")
-    for r in plan.of_type(NODE_GROUP) + plan.of_type("openstack:containerinfra/cluster:Cluster"):
+@pytest.mark.parametrize("plan", [heat_plan, lambda: stack_plan("acme-prod")], ids=["heat", "clusterApi"])
+def test_refresh_never_resizes_autoscaled_groups(plan):
+    plan = plan()
+    for r in plan.of_type(NODE_GROUP):
         assert r.ignore_changes == ["nodeCount"], r.name
+    (cluster,) = plan.of_type("openstack:containerinfra/cluster:Cluster")
+    # The default group's bounds count at creation only (cluster labels force a new cluster).
+    assert cluster.ignore_changes == ["nodeCount", 'labels["min_node_count"]', 'labels["max_node_count"]']
 
 
 def test_prometheus_scrapes_the_platform_autoscaler_only():
-    plan = stack_plan("acme-prod")
+    plan = heat_plan()
     (monitor,) = [r for r in plan.resources if r.inputs.get("kind") == "PodMonitor" and "cluster-autoscaler" in r.name]
     spec = monitor.inputs["spec"]
     (deployment,) = [r for r in plan.of_type("kubernetes:apps/v1:Deployment") if "autoscaler" in r.name]

@@ -75,7 +75,6 @@ NEW_SERVICE = {
 
 # The edit must reach the cluster somehow (which objects carry it is the node contract's business).
 CHANGES_THE_CLUSTER = "some change"
-MAGNUM_LABELS = "issue 12: Magnum keeps these settings in labels, which force a new cluster or node group"
 
 # (row id, stack, edit, expected {(action, logical name)}, xfail reason)
 CATALOGUE = [
@@ -99,13 +98,14 @@ CATALOGUE = [
     ("change an extra node group's min/max", "acme-prod", lambda c: _group(c, 2).update(minNodes=2, maxNodes=3),
      # the capacity alert rule names the group's size
      {("update", "acme-prod-cluster-gpu-l4"), ("update", "acme-prod-observability-rules")}, None),
-    ("change the default node group's max", "acme-prod", lambda c: _group(c, 0).update(maxNodes=8),
-     {("update", "acme-prod-cluster-magnum")}, MAGNUM_LABELS),
+    # Its bounds are cluster labels, read at creation only: the plan changes nothing and the
+    # diff says so (test_default_group_bounds_are_kept_out_with_a_note).
+    ("change the default node group's max", "acme-prod", lambda c: _group(c, 0).update(maxNodes=8), set(), None),
     ("add a node group", "acme-prod",
      lambda c: c[_key("cluster")]["nodeGroups"].append({"name": "cpu-batch", "flavor": "m1.xlarge", "minNodes": 1, "maxNodes": 3}),
-     {("create", "acme-prod-cluster-cpu-batch"), ("update", "acme-prod-cluster-autoscaler-deployment")}, None),
+     {("create", "acme-prod-cluster-cpu-batch")}, None),
     ("change time-slicing replicas", "acme-prod", lambda c: _group(c, 2)["gpu"]["sharing"].update(replicas=8),
-     {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin")}, MAGNUM_LABELS),
+     {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin")}, None),
     ("change the MIG profile", "demo-dev", lambda c: _group(c, 1)["gpu"]["sharing"].update(migProfile="all-2g.20gb"),
      CHANGES_THE_CLUSTER,
      "issue 12: on an existing cluster the node contract (MIG config label) is not applied by the platform"),
@@ -145,3 +145,10 @@ def test_everyday_edit(tmp_path, stack, edit, expected):
         assert classified
     else:
         assert classified == expected
+
+
+def test_default_group_bounds_are_kept_out_with_a_note(tmp_path):
+    d = diff_plans(stack_plan("acme-prod").to_json(), _edited(tmp_path, "acme-prod", lambda c: _group(c, 0).update(maxNodes=8)))
+    assert d["changes"] == [] and d["errors"] == []
+    assert d["notes"] == ["note: inference-platform::inference-platform:cluster:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum: "
+                          'inputs.labels.max_node_count changed but ignoreChanges keeps the old value']

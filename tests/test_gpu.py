@@ -184,21 +184,6 @@ def test_gpu_nodes_carry_the_config_they_select():
             grammar.label_value(v)
 
 
-def test_magnum_kubelet_options_register_labels_and_taints():
-    raw = as_magnum(base_config())
-    raw["cluster"]["nodeGroups"][1] |= {"flavor": "g1", "gpu": {"model": "A30-24GB", "sharing": {
-        "mode": "mig", "migProfile": "all-2g.12gb"}}}
-    plan = render_raw(raw)
-    ng = plan.get("openstack:containerinfra/nodeGroup:NodeGroup", "test-dev-cluster-gpu")
-    assert ng.inputs["minNodeCount"] == 1 and ng.inputs["maxNodeCount"] == 2 and ng.inputs["role"] == "gpu"
-    options = ng.inputs["labels"]["kubelet_options"]
-    assert "--register-with-taints=nvidia.com/gpu=present:NoSchedule" in options
-    assert "nvidia.com/mig.config=all-2g.12gb" in options and f"{GROUP_LABEL}=gpu" in options
-    cluster = plan.of_type("openstack:containerinfra/cluster:Cluster")[0]
-    assert {k: cluster.inputs["labels"][k] for k in ("auto_scaling_enabled", "min_node_count", "max_node_count")} == {
-        "auto_scaling_enabled": "true", "min_node_count": "1", "max_node_count": "2"}
-
-
 def test_magnum_refuses_a_gpu_default_group():
     raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"].reverse()
