@@ -17,6 +17,7 @@ import yaml
 from platformctl.diff import diff_plans
 from platformctl.engine import render_stack
 from tests.conftest import ROOT, stack_plan
+from tests.variants import HEAT_FILE, HEAT_STACK, heat_plan
 
 # Resources that hold nodes or data: an everyday edit never replaces or deletes one.
 STATEFUL_TYPES = {
@@ -106,6 +107,17 @@ CATALOGUE = [
      {("create", "acme-prod-cluster-cpu-batch")}, None),
     ("change time-slicing replicas", "acme-prod", lambda c: _group(c, 2)["gpu"]["sharing"].update(replicas=8),
      {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin")}, None),
+    # The same node-group edits on Magnum's Heat driver, whose extra groups our autoscaler sizes
+    # (the stack keeps acme-prod's customer and environment, which name the resources).
+    ("heat: change the default node group's max", HEAT_STACK, lambda c: _group(c, 0).update(maxNodes=8), set(), None),
+    ("heat: change an extra node group's min/max", HEAT_STACK, lambda c: _group(c, 2).update(minNodes=2, maxNodes=3),
+     {("update", "acme-prod-cluster-gpu-l4"), ("update", "acme-prod-observability-rules")}, None),
+    ("heat: add a node group", HEAT_STACK,
+     lambda c: c[_key("cluster")]["nodeGroups"].append({"name": "cpu-batch", "flavor": "m1.xlarge", "minNodes": 1, "maxNodes": 3}),
+     # the platform's autoscaler discovers the new group by its role
+     {("create", "acme-prod-cluster-cpu-batch"), ("update", "acme-prod-cluster-autoscaler-deployment")}, None),
+    ("heat: change time-slicing replicas", HEAT_STACK, lambda c: _group(c, 2)["gpu"]["sharing"].update(replicas=8),
+     {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin")}, None),
     ("change the MIG profile", "demo-dev", lambda c: _group(c, 1)["gpu"]["sharing"].update(migProfile="all-2g.20gb"),
      CHANGES_THE_CLUSTER,
      "issue 12: on an existing cluster the node contract (MIG config label) is not applied by the platform"),
@@ -118,8 +130,16 @@ CATALOGUE = [
 ]
 
 
+def _stack_file(stack: str) -> Path:
+    return HEAT_FILE if stack == HEAT_STACK else ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def _plan(stack: str):
+    return heat_plan() if stack == HEAT_STACK else stack_plan(stack)
+
+
 def _edited(tmp_path: Path, stack: str, edit) -> dict:
-    raw = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    raw = yaml.safe_load(_stack_file(stack).read_text())
     edit(raw["config"])
     stack_file = tmp_path / f"Pulumi.{stack}.yaml"
     stack_file.write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -134,8 +154,8 @@ def _rows():
 
 @pytest.mark.parametrize("stack,edit,expected", list(_rows()))
 def test_everyday_edit(tmp_path, stack, edit, expected):
-    before = stack_plan(stack).to_json()
-    assert STATEFUL_TYPES <= {r["type"] for r in before["resources"]} or stack != "acme-prod"
+    before = _plan(stack).to_json()
+    assert STATEFUL_TYPES <= {r["type"] for r in before["resources"]} or stack == "demo-dev"
     d = diff_plans(before, _edited(tmp_path, stack, edit))
     damaging = [c for c in d["changes"] if c.type in STATEFUL_TYPES and c.action in ("replace", "delete")]
     assert not damaging, [(c.action, c.key, c.reason) for c in damaging]
