@@ -981,6 +981,10 @@ def _cluster_problems(c: ClusterSettings) -> list[tuple[Path, str]]:
     if m.api_allowed_cidrs and m.node_labeller == "magnum-cluster-api":
         problems.append((("cluster", "magnum", "apiAllowedCidrs"), "magnum-cluster-api has no label for an API allow-list; "
                          "remove the key, or use clusterApiDriver magnum-capi-helm or driver heat"))
+    if m.driver == "heat" and m.api_floating_ip and not (m.template.master_lb_enabled or m.template.floating_ip_enabled):
+        # heat template_def.add_fip_env_file: the API's floating IP sits on the load balancer.
+        problems.append((("cluster", "magnum", "template", "masterLbEnabled"),
+                         "apiFloatingIp needs the API load balancer on the heat driver; allowed: masterLbEnabled: true, or apiFloatingIp: false"))
     if (m.fixed_network is None) != (m.fixed_subnet is None):
         given, missing = ("fixedNetwork", "fixedSubnet") if m.fixed_subnet is None else ("fixedSubnet", "fixedNetwork")
         problems.append((("cluster", "magnum", missing), f"required with {given}: Magnum puts the nodes on that network's subnet"))

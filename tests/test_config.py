@@ -93,6 +93,8 @@ BAD = [
      "inference-platform:cluster.magnum.kubernetesVersion", ["rancher/hyperkube", "v1.34.1-rancher1"]),
     ("capi-rancher-kube-tag", [("cluster.mode", "magnum"), ("cluster.magnum", {"kubernetesVersion": "v1.34.1-rancher1"})],
      "inference-platform:cluster.magnum.kubernetesVersion", ["for the heat driver"]),
+    ("heat-floating-ip-without-lb", [("cluster.mode", "magnum"), ("cluster.magnum", {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1", "template": {"masterLbEnabled": False}})],
+     "inference-platform:cluster.magnum.template.masterLbEnabled", ["needs the API load balancer"]),
     ("vexxhost-allow-list", [("cluster.mode", "magnum"), ("cluster.magnum", {"apiAllowedCidrs": ["203.0.113.0/24"]})],
      "inference-platform:cluster.magnum.apiAllowedCidrs", ["magnum-cluster-api has no label"]),
     ("subnet-without-network", [("cluster.mode", "magnum"), ("cluster.magnum", {"fixedSubnet": "nodes"})],
