@@ -34,7 +34,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from . import grammar
+from . import driver_support, grammar
+from .driver_support import OsId
 from .endpoints import PLATFORM_NAMESPACES
 from .node_contract import magnum_group_selector
 
@@ -221,6 +222,8 @@ class NodeGroup(Model):
     """OpenStack flavor of the group's nodes (Magnum clusters: required for every group after the first, which defaults to the template's flavor)."""
     image: Optional[Text] = None
     """Magnum only: Glance image of the group's nodes (default: the cluster template's image)."""
+    os: Optional[OsId] = None
+    """OS of the group's nodes, which decides the GPU driver modes that work (README: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`)."""
     min_nodes: int = Field(default=1, ge=0, le=1000)
     """Fewest nodes the cluster autoscaler keeps."""
     max_nodes: int = Field(default=1, ge=1, le=1000)
@@ -270,8 +273,10 @@ class ExistingCluster(Model):
 
 
 class MagnumTemplate(Model):
-    image: Text = "fedora-coreos-40"
-    """Glance image of the cluster's nodes."""
+    image: Text = "ubuntu-24.04"
+    """Glance image of the cluster's nodes, by the cloud's name for it: an image with the Kubernetes of kubernetesVersion and the `os_distro` property the driver selects on (`ubuntu`, `debian`, `rockylinux`, `flatcar` or `fedora-coreos`). Set `os` to what it is."""
+    os: OsId = "ubuntu-24.04"
+    """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (README: OS and GPU driver mode)."""
     external_network_id: Text = "public"
     """External network for floating IPs and load balancers."""
     master_flavor: Text = "m1.large"
@@ -360,9 +365,9 @@ class ClusterSettings(Model):
 
 class DriverSettings(Model):
     mode: Literal["precompiled", "compiled", "preinstalled"] = "precompiled"
-    """`precompiled`: driver images built for the node kernel (fastest node start); `compiled`: built on each node; `preinstalled`: the node image has the driver."""
+    """`precompiled`: driver images NVIDIA builds per kernel (fastest node start; Ubuntu only); `compiled`: built on each node (the OSes the GPU operator supports); `preinstalled`: the node image has the driver (any OS). Checked against each GPU group's `os`."""
     branch: str = Field(default="595", pattern=r"^[0-9]{3}$")
-    """Driver branch (precompiled) or the major of the driver version (compiled)."""
+    """Driver branch (precompiled: one NVIDIA publishes for the nodes' OS, 580 or 595; 595 only on Ubuntu 26.04) or the major of the pinned driver version (compiled: 595)."""
 
 
 class GpuOperatorSettings(Model):
@@ -993,6 +998,63 @@ def _cluster_problems(c: ClusterSettings) -> list[tuple[Path, str]]:
     return problems
 
 
+_TEMPLATE_OS: Path = ("cluster", "magnum", "template", "os")
+
+
+def _template_os(s: Settings) -> Optional[str]:
+    """The OS of the Magnum template's image; None in mode existing, and for a templateId
+    whose image template.os does not describe."""
+    m = s.cluster.magnum
+    if s.cluster.mode != "magnum" or (m.template_id is not None and "os" not in m.template.model_fields_set):
+        return None
+    return m.template.os
+
+
+def _node_os(s: Settings, index: int, group: NodeGroup) -> tuple[Optional[str], Path]:
+    """The OS a group's nodes run and the key that says so (None where no key does)."""
+    own: Path = ("cluster", "nodeGroups", index, "os")
+    if group.os is not None or group.image is not None or _template_os(s) is None:
+        return group.os, own
+    return _template_os(s), _TEMPLATE_OS
+
+
+def _node_os_problems(s: Settings) -> list[tuple[Path, str]]:
+    """Each node OS against what the Magnum driver boots and, on GPU groups, against the
+    driver mode of the GPU operator (the rules are data in driver_support)."""
+    problems: dict[Path, str] = {}  # groups that share the template's OS share one problem
+    template_os = _template_os(s)
+    labeller = s.cluster.magnum.node_labeller
+    if template_os is not None:
+        problem = driver_support.magnum_boot_problem(labeller, template_os)
+        if problem:
+            problems[_TEMPLATE_OS] = problem
+    driver = s.gpu_operator.driver
+    managed = s.gpu_operator.enabled and driver.mode != "preinstalled"
+    for i, g in enumerate(s.cluster.node_groups):
+        os_id, path = _node_os(s, i, g)
+        if s.cluster.mode == "magnum" and g.os is not None:
+            problem = driver_support.magnum_boot_problem(labeller, g.os) or (
+                template_os and driver_support.magnum_group_problem(labeller, template_os, g.os, default_group=i == 0))
+            if problem:
+                problems.setdefault(path, problem)
+                continue
+        if not (g.is_gpu and managed) or path in problems:
+            continue
+        if os_id is None:
+            why = ("mode existing" if s.cluster.mode == "existing" else "it sets its own image" if g.image
+                   else "templateId is set without template.os")
+            problems[path] = (f"required on GPU group {g.name!r} ({why}) while the GPU operator installs drivers "
+                              f"(driver mode {driver.mode}): the OS of its nodes; allowed with {driver.mode}: "
+                              f"{', '.join(driver_support.mode_oses(driver.mode))}")
+            continue
+        found = driver_support.driver_mode_problem(os_id, driver.mode, driver.branch)
+        if found:
+            key, message = found
+            where = path if key == "os" else ("gpuOperator", "driver", "branch")
+            problems.setdefault(where, f"GPU group {g.name!r} runs {os_id} with driver mode {driver.mode}: {message}")
+    return list(problems.items())
+
+
 def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     """What one part of the settings says about another; plain function, testable alone."""
     problems: list[tuple[Path, str]] = []
@@ -1013,6 +1075,7 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
                              f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
 
     problems += _cluster_problems(s.cluster)
+    problems += _node_os_problems(s)
 
     for group, _ in s.cold_start.spare_slots.items():
         if group not in groups or not groups[group].is_gpu:

@@ -24,7 +24,8 @@ BASE_CONFIG = {
         "mode": "existing",
         "nodeGroups": [
             {"name": "cpu", "minNodes": 1, "maxNodes": 2, "selector": {"pool": "cpu"}},
-            {"name": "gpu", "minNodes": 1, "maxNodes": 2, "selector": {"pool": "gpu"}, "gpu": {"model": "A100-80GB"}},
+            {"name": "gpu", "minNodes": 1, "maxNodes": 2, "selector": {"pool": "gpu"}, "os": "ubuntu-24.04",
+             "gpu": {"model": "A100-80GB"}},
         ],
     },
     "weightCaches": {"fileShare": {"mode": "existing", "server": "10.0.0.2", "path": "/models"}},
@@ -52,10 +53,26 @@ def base_config() -> dict:
 
 
 def as_magnum(raw: dict) -> dict:
-    """The raw config turned into a Magnum cluster's: the driver labels the groups, so no selectors."""
+    """The raw config turned into a Magnum cluster's: the driver labels the groups, so no
+    selectors, and the groups run the template's OS."""
     raw["cluster"]["mode"] = "magnum"
     for group in raw["cluster"]["nodeGroups"]:
         group.pop("selector", None)
+        group.pop("os", None)
+    return raw
+
+
+# Magnum's Heat driver boots Fedora CoreOS only, where the NVIDIA driver must come with the
+# image (components/driver_support.py).
+HEAT = {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1",
+        "template": {"image": "fedora-coreos-40-nvidia", "os": "fedora-coreos"}}
+
+
+def on_heat(raw: dict, **magnum) -> dict:
+    """A Magnum config on the Heat driver (Fedora CoreOS nodes whose image brings the driver),
+    with further cluster.magnum settings."""
+    raw["cluster"]["magnum"] = copy.deepcopy(HEAT) | magnum
+    raw["gpuOperator"] = {"driver": {"mode": "preinstalled"}}
     return raw
 
 

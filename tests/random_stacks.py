@@ -56,7 +56,7 @@ def random_stack(seed: int) -> dict:
         "customer": "rand", "environment": "dev",
         "production": rnd.random() < 0.5,
         "cluster": {"mode": "existing", "nodeGroups": [{"name": "cpu", "minNodes": 1, "maxNodes": 3, "selector": {"pool": "cpu"}}]
-                    + [dict(g, minNodes=1, maxNodes=60, selector={"pool": g["name"]}) for g in groups]},
+                    + [dict(g, minNodes=1, maxNodes=60, selector={"pool": g["name"]}, os="ubuntu-24.04") for g in groups]},
         "gpuOperator": {"enabled": rnd.random() < 0.8,
                         "driver": {"mode": rnd.choice(["precompiled", "compiled", "preinstalled"])}},
         "coldStart": {"imagePrePull": rnd.random() < 0.7,

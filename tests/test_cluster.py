@@ -8,7 +8,7 @@ import pytest
 from components.node_contract import MAGNUM_GROUP_LABELS
 from platformctl.diff import diff_plans
 from platformctl.engine import MOCK_SUBNET_CIDR, render_stack
-from tests.conftest import ROOT, as_magnum, base_config, render_raw, stack_plan
+from tests.conftest import ROOT, as_magnum, base_config, on_heat, render_raw, stack_plan
 from tests.variants import heat_plan
 
 CLUSTER = "openstack:containerinfra/cluster:Cluster"
@@ -25,7 +25,10 @@ def one(plan, typ):
 
 def magnum(**magnum) -> dict:
     raw = as_magnum(base_config())
-    raw["cluster"]["magnum"] = magnum
+    if magnum.get("driver") == "heat":
+        on_heat(raw, **magnum)
+    else:
+        raw["cluster"]["magnum"] = magnum
     raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
     raw["weightCaches"] = {"fileShare": {"mode": "manila", "sizeGb": 100}}
     return raw

@@ -28,7 +28,7 @@ def parse(raw: dict) -> Settings:
 def with_groups(*gpu_groups: dict, **top) -> dict:
     """Base config whose GPU groups are replaced; the service stays on the first one."""
     raw = base_config()
-    raw["cluster"]["nodeGroups"] = [raw["cluster"]["nodeGroups"][0], *({"selector": {"pool": g["name"]}} | g for g in gpu_groups)]
+    raw["cluster"]["nodeGroups"] = [raw["cluster"]["nodeGroups"][0], *({"selector": {"pool": g["name"]}, "os": "ubuntu-24.04"} | g for g in gpu_groups)]
     raw["services"][0]["versions"][0]["gpu"]["group"] = gpu_groups[0]["name"]
     return raw | top
 

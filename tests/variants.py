@@ -21,6 +21,7 @@ def to_heat(config: dict[str, Any]) -> dict[str, Any]:
     magnum = config["inference-platform:cluster"]["magnum"]
     magnum["driver"] = "heat"
     magnum["template"]["image"] = "fedora-coreos-40-nvidia"
+    magnum["template"]["os"] = "fedora-coreos"
     magnum["template"]["labels"] = {"hyperkube_prefix": "registry.acme.example/magnum/"}
     magnum.pop("apiAllowedCidrs", None)
     config["inference-platform:gpuOperator"]["driver"] = {"mode": "preinstalled"}
