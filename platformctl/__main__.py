@@ -78,7 +78,7 @@ def cmd_docs(args) -> int:
     updated = docs.update_readme(text)
     if args.check:
         if updated != text:
-            print("README.md configuration reference is out of date: run python -m platformctl docs", file=sys.stderr)
+            print("README.md generated sections are out of date: run python -m platformctl docs", file=sys.stderr)
             return 1
         return 0
     write_text(readme, updated)
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("a")
     d.add_argument("b")
     d.set_defaults(func=cmd_diff)
-    r = sub.add_parser("docs", help="regenerate the README configuration reference")
+    r = sub.add_parser("docs", help="regenerate the README configuration reference and OS support table")
     r.add_argument("--check", action="store_true", help="fail when the README is out of date")
     r.set_defaults(func=cmd_docs)
     pol = sub.add_parser("policy", help="run the policy pack over a stack's offline plan; exit 1 on a mandatory violation")

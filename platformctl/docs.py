@@ -8,10 +8,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from components import driver_support as support
 from components.config import NAMESPACE, Settings
+from components.versions import GPU_DRIVER_VERSION
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
+OS_BEGIN = "<!-- os-support:begin -->"
+OS_END = "<!-- os-support:end -->"
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -94,6 +98,24 @@ def undocumented() -> list[str]:
     return missing
 
 
+def os_support() -> str:
+    """The table of node OSes: which Magnum driver boots each, which driver modes work there."""
+    rows = [f"| `os` | booted by (image `os_distro`) | `precompiled`: branches; kernel; flavours | "
+            f"`compiled` ({GPU_DRIVER_VERSION}) | `preinstalled` |", "|---|---|---|---|---|"]
+    for os_id in support.OS_IDS:
+        boots = ", ".join(f"{d} (`{m[os_id]}`)" for d, m in support.MAGNUM_OS_DISTRO.items() if os_id in m)
+        p = support.PRECOMPILED.get(os_id)
+        pre = f"{', '.join(p.branches)}; {' or '.join(p.kernels)}; {', '.join(p.flavors)}" if p else "no"
+        rows.append(f"| `{os_id}` | {boots or 'no Magnum driver (existing clusters)'} | {pre} | "
+                    f"{'yes' if os_id in support.COMPILED else 'no'} | yes |")
+    return "\n".join(rows) + "\n"
+
+
+def _between(text: str, begin: str, end: str, body: str) -> str:
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return text[:start] + "\n" + body + text[stop:]
+
+
 def update_readme(text: str) -> str:
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + reference() + text[end:]
+    """The README with its generated parts (configuration reference, OS support table) renewed."""
+    return _between(_between(text, BEGIN, END, reference()), OS_BEGIN, OS_END, os_support())
