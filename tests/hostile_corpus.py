@@ -179,6 +179,12 @@ HOSTILE_VALUES: list[tuple[str, tuple, Any]] = [
     ("nfs-server-newline", ("weightCaches", "fileShare", "server"), "10.0.0.20\n"),
     ("spare-slots-string", ("coldStart", "spareSlots", "gpu-a100"), "1"),
     ("spare-slots-huge", ("coldStart", "spareSlots", "gpu-a100"), 1000),
+    # closed lists: a node OS outside it, or inside it but with no driver for the stack's mode
+    ("os-unknown", ("cluster", "nodeGroups", 1, "os"), "windows-2022"),
+    ("os-uppercase", ("cluster", "nodeGroups", 1, "os"), "Ubuntu-24.04"),
+    ("os-trailing-newline", ("cluster", "nodeGroups", 1, "os"), "ubuntu-24.04\n"),
+    ("os-version-only", ("cluster", "nodeGroups", 1, "os"), "24.04"),
+    ("os-without-precompiled-driver", ("cluster", "nodeGroups", 1, "os"), "rhel-9"),
     ("context-newline", ("cluster", "existing", "context"), "demo\nx"),
     ("context-empty", ("cluster", "existing", "context"), ""),
     ("mirror-percent-zero", ("services", 0), "MIRROR0"),
