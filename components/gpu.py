@@ -2,7 +2,7 @@
 DCGM exporter, with the MIG layouts and GPU sharing configs the node groups select.
 
 Each GPU group's nodes carry `nvidia.com/mig.config` (MIG) or
-`nvidia.com/device-plugin.config` (time-slicing / MPS), see cluster.node_labels; the
+`nvidia.com/device-plugin.config` (time-slicing / MPS), see node_rules.node_labels; the
 operator's MIG manager and device plugin read those labels and apply the named config.
 """
 
@@ -19,7 +19,8 @@ from . import versions
 from .cluster import ClusterHandle
 from .common import helm_release, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
-from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
+from .gpu_profiles import mig_mix
+from .node_rules import device_plugin_config_name, mig_config_name
 from .readiness import release_timeout
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE

@@ -173,7 +173,7 @@ def test_none_for_a_single_magnum_group():
 
 
 def test_magnum_gpu_nodes_carry_the_autoscaler_gpu_label():
-    from components.cluster import MAGNUM_GPU_LABEL
+    from components.node_contract import MAGNUM_GPU_LABEL
 
     plan = stack_plan("acme-prod")
     for group in ("gpu-h100", "gpu-l4"):
@@ -184,7 +184,7 @@ def test_magnum_gpu_nodes_carry_the_autoscaler_gpu_label():
 
 
 def test_gpu_label_only_where_nodes_advertise_whole_gpus():
-    from components.cluster import MAGNUM_GPU_LABEL
+    from components.node_contract import MAGNUM_GPU_LABEL
 
     # A node with the label counts as unready until it advertises nvidia.com/gpu, which
     # MIG-mixed nodes and renamed shares never do.

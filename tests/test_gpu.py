@@ -7,10 +7,11 @@ import pytest
 import yaml
 
 from components import grammar, versions
-from components.cluster import GROUP_LABEL, node_labels, node_taints
 from components.config import ConfigError, Settings, parse_settings
 from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP, gpu_operator_values
 from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
+from components.node_contract import GROUP_LABEL
+from components.node_rules import node_labels, node_taints
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
