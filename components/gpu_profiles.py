@@ -14,7 +14,6 @@ from typing import Optional
 
 from . import versions
 from .config import NodeGroup, Path, Settings, Version
-from .node_contract import GROUP_LABEL
 
 # sharing_labels: cluster.node_labels reads it from here.
 from .node_rules import node_taints, sharing_labels  # noqa: F401
@@ -162,7 +161,7 @@ def gpu_scheduling(group: NodeGroup, count: int = 1, mig_profile: Optional[str] 
     # Tolerate every taint of the group (the GPU taint and any configured ones).
     tolerations = [{"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]} for t in node_taints(group)]
     return GpuScheduling(
-        node_selector={GROUP_LABEL: group.name},
+        node_selector=dict(group.selector),
         tolerations=tolerations,
         resource_name=resource_name(group, mig_profile),
         quantity=count,

@@ -332,7 +332,7 @@ def test_every_gpu_workload_matches_its_group(stack):
     settings = stack_settings(stack)
     seen = 0
     for r, pod, resources in _gpu_pods(stack):
-        group = settings.node_group(pod["nodeSelector"][GROUP_LABEL])
+        (group,) = [g for g in settings.cluster.node_groups if g.selector == pod["nodeSelector"]]
         assert group.is_gpu, r.name
         taints = node_taints(group)
         assert pod["tolerations"] == [{"operator": "Equal", **t} for t in taints], r.name
