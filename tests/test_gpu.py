@@ -88,11 +88,14 @@ def _all_values() -> list:
 
 
 def test_values_keys_exist_in_the_pinned_chart(reference):
-    defaults = conformance.chart_values("gpu-operator", versions.GPU_OPERATOR.version)
+    # The node-feature-discovery subchart's keys are in its own values.yaml (vendored with the chart).
+    defaults = conformance.vendored_chart_values("gpu-operator", versions.GPU_OPERATOR.version)
     for values in _all_values():
         assert conformance.unknown_values_keys(values, defaults) == []
-    # The checker itself notices a misspelt key.
+    # The checker itself notices a misspelt key, in the chart and in its subchart.
     assert conformance.unknown_values_keys({"migManager": {"confg": {}}}, defaults) == ["migManager.confg"]
+    assert conformance.unknown_values_keys({"node-feature-discovery": {"master": {"enableTaint": True}}}, defaults) == [
+        "node-feature-discovery.master.enableTaint"]
 
 
 def test_release_is_pinned_and_waits_for_its_configs():
@@ -160,9 +163,12 @@ def test_named_profiles_only_use_the_operators_discovered_configs():
 def test_gpu_objects_of_a_custom_layout_validate(reference):
     plan = render_raw(CUSTOM)
     docs = [manifest(r) for r in plan.resources if is_k8s_object(r) and ("-gpu-" in r.name or "-coldstart-" in r.name)]
-    assert {d["kind"] for d in docs} >= {"ConfigMap", "Namespace", "Deployment", "DaemonSet", "PriorityClass"}
+    assert {d["kind"] for d in docs} >= {"ConfigMap", "Namespace", "Deployment", "DaemonSet", "PriorityClass", "NodeFeatureRule"}
     for doc in docs:
-        conformance.validate_core(doc)
+        if conformance.is_core(doc):
+            conformance.validate_core(doc)
+        else:
+            conformance.validate_custom(doc)
 
 
 # --------------------------------------------------------------------------- node labels
