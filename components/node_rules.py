@@ -28,7 +28,7 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .common import resource_opts, standard_labels
-from .config import NodeGroup, Settings
+from .config import NodeGroup, Path, Settings
 from .node_contract import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_MODEL_LABEL,
@@ -194,6 +194,61 @@ def marker_pod(group: NodeGroup) -> dict[str, Any]:
                         "securityContext": restricted}],
         "volumes": [{"name": "features-d", "hostPath": {"path": FEATURES_DIR, "type": "DirectoryOrCreate"}}],
     }
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _nfd_key_problem(key: str) -> Optional[str]:
+    # nfd-master drops labels and taints whose key has no prefix or a kubernetes.io prefix
+    # (pkg/apis/nfd/validate/validate.go, NFD v0.19.0).
+    prefix = key.rpartition("/")[0]
+    if not prefix:
+        return "has no prefix"
+    if prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io"):
+        return "is in a kubernetes.io namespace"
+    return None
+
+
+def contract_problems(settings: Settings) -> list[tuple[Path, str]]:
+    """What keeps NFD from giving the groups' nodes their labels and taints."""
+    groups = settings.cluster.node_groups
+    magnum = magnum_labeller(settings)
+    if not settings.gpu_operator.enabled:
+        needy = [g.name for g in groups if g.is_gpu or g.labels or g.taints]
+        if magnum is None or not needy:
+            return []
+        return [(("gpuOperator", "enabled"), "false leaves the nodes of Magnum groups " + ", ".join(needy)
+                 + " without their labels and taints (Node Feature Discovery, which applies them, comes with the "
+                 "GPU operator); allowed: true, or no GPU groups and no node labels or taints")]
+    contract = {GROUP_LABEL, GPU_MODEL_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, MAGNUM_GPU_LABEL}
+    problems: list[tuple[Path, str]] = []
+    for i, g in enumerate(groups):
+        base: Path = ("cluster", "nodeGroups", i)
+        for key in g.labels:
+            problem = _nfd_key_problem(key)
+            if problem:
+                problem = f"{problem}, which Node Feature Discovery refuses; use your own prefix (example.com/{key.rpartition('/')[2]})"
+            elif key in contract:
+                problem = "is set by the platform; choose another key"
+            elif key in g.selector:
+                problem = "is in the group's selector, whose labels belong to whoever puts the nodes in the group"
+            if problem:
+                problems.append((base + ("labels", key), f"label key {key!r} {problem}"))
+        seen: set[tuple[str, str]] = set()
+        for ti, t in enumerate(g.taints):
+            path = base + ("taints", ti)
+            problem = _nfd_key_problem(t.key)
+            if problem:
+                problems.append((path + ("key",), f"taint key {t.key!r} {problem}, which Node Feature Discovery "
+                                 f"refuses; use your own prefix (example.com/{t.key.rpartition('/')[2]})"))
+            if (t.key, t.effect) in seen:
+                problems.append((path, f"a second {t.key} taint with effect {t.effect}; a node holds one per key and effect"))
+            seen.add((t.key, t.effect))
+            if magnum is not None and t.key == GPU_TAINT["key"] and t.model_dump() != GPU_TAINT:
+                problems.append((path + ("key",), "on a Magnum cluster every NVIDIA GPU node is tainted "
+                                 f"{GPU_TAINT['key']}={GPU_TAINT['value']}:{GPU_TAINT['effect']}; remove this taint"))
+    return problems
 
 
 # --------------------------------------------------------------------------- component
