@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cluster import GROUP_LABEL
 from .config import Service, Settings
+from .node_contract import GROUP_LABEL
 
 # kube-state-metrics turns the allow-listed label into label_<name with _>.
 NODE_GROUP_LABEL = "label_" + GROUP_LABEL.replace("/", "_").replace("-", "_").replace(".", "_")

@@ -231,9 +231,9 @@ class NodeGroup(Model):
     initial_nodes: Optional[int] = Field(default=None, ge=0, le=1000)
     """Nodes at creation (default: minNodes)."""
     labels: Labels = {}
-    """Extra Kubernetes node labels."""
+    """Extra Kubernetes node labels, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), neither the platform's labels nor the selector's."""
     taints: list[Taint] = []
-    """Extra Kubernetes node taints (GPU groups get `nvidia.com/gpu=present:NoSchedule` in addition)."""
+    """Extra Kubernetes node taints, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), one per key and effect (GPU groups get `nvidia.com/gpu=present:NoSchedule` in addition)."""
     selector: Labels = {}
     """Labels that single out this group's nodes, which the platform's pods select and its node rules match. Mode `existing`: required (the labels the nodes already carry, e.g. a node pool's label). Mode `magnum`: leave unset; the label the Magnum driver gives the group's nodes is used."""
     gpu: Optional[GpuSpec] = None
@@ -372,7 +372,7 @@ class DriverSettings(Model):
 
 class GpuOperatorSettings(Model):
     enabled: bool = True
-    """Install the NVIDIA GPU operator."""
+    """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints."""
     driver: DriverSettings = DriverSettings()
     """NVIDIA driver installation."""
     dcgm_exporter: bool = True
@@ -1168,10 +1168,11 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
         raise ConfigError(stack_file, _pydantic_problems(err)) from None
     problems = cross_checks(settings)
     if not problems:
-        # Imported here: gpu_profiles builds on this module's settings classes.
+        # Imported here: gpu_profiles and node_rules build on this module's settings classes.
         from .gpu_profiles import check_gpu_settings
+        from .node_rules import contract_problems
 
-        problems = check_gpu_settings(settings)
+        problems = check_gpu_settings(settings) + contract_problems(settings)
     if problems:
         raise ConfigError(stack_file, problems)
     return settings

@@ -2,8 +2,10 @@
 DCGM exporter, with the MIG layouts and GPU sharing configs the node groups select.
 
 Each GPU group's nodes carry `nvidia.com/mig.config` (MIG) or
-`nvidia.com/device-plugin.config` (time-slicing / MPS), see cluster.node_labels; the
+`nvidia.com/device-plugin.config` (time-slicing / MPS), see node_rules.node_labels; the
 operator's MIG manager and device plugin read those labels and apply the named config.
+The chart's Node Feature Discovery puts them on the nodes, with the rest of the node
+contract (node_rules.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,19 @@ from . import versions
 from .cluster import ClusterHandle
 from .common import helm_release, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
-from .gpu_profiles import device_plugin_config_name, mig_config_name, mig_mix
-from .readiness import release_timeout
+from .gpu_profiles import mig_mix
+from .node_contract import GPU_TAINT
+from .node_rules import (
+    CONTROL_PLANE_TAINT,
+    NodeContract,
+    NodeContractArgs,
+    device_plugin_config_name,
+    group_taints,
+    magnum_labeller,
+    mig_config_name,
+    tolerations,
+)
+from .readiness import custom_timeouts, gpu_node_join_budget, release_timeout
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE
 MIG_CONFIG_MAP = "mig-parted-config"
@@ -87,6 +100,14 @@ def gpu_operator_values(settings: Settings) -> dict[str, Any]:
         "dcgmExporter": {"enabled": dcgm, "serviceMonitor": {"enabled": dcgm}},
         "mig": {"strategy": strategies.pop() if strategies else "single"},
         "migManager": {"enabled": bool(mig_groups)},
+        # The operator's daemonsets run on every GPU node, whatever the group's own taints.
+        "daemonsets": {"tolerations": tolerations([GPU_TAINT, *group_taints(settings.gpu_groups)])},
+        "node-feature-discovery": {
+            # NodeFeatureRule taints (node_rules.py) reach nodes only with this on.
+            "master": {"enableTaints": True},
+            # nfd-worker keeps running where the rules' taints arrive, NoExecute ones included.
+            "worker": {"tolerations": tolerations([CONTROL_PLANE_TAINT, *group_taints(settings.cluster.node_groups)])},
+        },
     }
     if mig_parted_config(settings) is not None:
         values["migManager"]["config"] = {"name": MIG_CONFIG_MAP, "create": False, "default": MIG_DEFAULT_CONFIG}
@@ -101,8 +122,8 @@ def _yaml(doc: dict[str, Any]) -> str:
 
 
 class GpuOperator(pulumi.ComponentResource):
-    """The GPU operator's Helm release and the configs it reads; `release` is the handle
-    to depend on (its CRDs and device plugin).
+    """The GPU operator's Helm release, the configs it reads and the node contract its Node
+    Feature Discovery applies; `release` is the handle to depend on (its CRDs and device plugin).
 
     `monitor_crds` is the release that installs the ServiceMonitor CRD: the operator creates
     DCGM's ServiceMonitor only if that CRD exists when it reconciles, so it comes after.
@@ -134,6 +155,16 @@ class GpuOperator(pulumi.ComponentResource):
             resource_opts(self, provider=cluster.provider, depends_on=after),
             timeout_seconds=release_timeout(settings, chart.name, values),
         )
+        budget = gpu_node_join_budget(settings)
+        self.node_contract = NodeContract(f"{name}-contract", NodeContractArgs(
+            groups=tuple(settings.cluster.node_groups),
+            provider=cluster.provider,
+            namespace=NAMESPACE,
+            crds=self.release,
+            magnum_driver=magnum_labeller(settings),
+            after=(self.namespace,),
+            marker_timeouts=custom_timeouts(budget) if budget is not None else None,
+        ), opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"release": self.release.name, "namespace": NAMESPACE})
 
     def _config_map(self, logical: str, name: str, data: dict[str, str], opts: pulumi.ResourceOptions) -> k8s.core.v1.ConfigMap:

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import versions
-from .cluster import GROUP_LABEL, node_taints
 from .config import NodeGroup, Path, Settings, Version
+
+# sharing_labels: cluster.node_labels reads it from here.
+from .node_rules import node_taints, sharing_labels  # noqa: F401
 
 WHOLE_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 # --------------------------------------------------------------------------- MIG catalogue
@@ -125,30 +125,6 @@ def mig_mix(group: NodeGroup) -> dict[str, int]:
     return named_profiles(group.gpu.model)[profile]
 
 
-def mig_config_name(group: NodeGroup) -> str:
-    """Value of the group's `nvidia.com/mig.config` label: the mig-parted config it applies."""
-    profile = group.gpu.sharing.mig_profile
-    return profile if isinstance(profile, str) else f"custom-{group.name}"
-
-
-def device_plugin_config_name(group: NodeGroup) -> str:
-    """Value of the group's `nvidia.com/device-plugin.config` label (time-slicing / MPS)."""
-    s = group.gpu.sharing
-    return f"{s.mode}-{s.replicas}" + ("-renamed" if s.rename_by_default else "")
-
-
-def sharing_labels(group: NodeGroup) -> dict[str, str]:
-    """Node labels that select the group's MIG layout or device-plugin sharing config."""
-    if group.gpu is None:
-        return {}
-    mode = group.gpu.sharing.mode
-    if mode == "mig":
-        return {MIG_CONFIG_LABEL: mig_config_name(group)}
-    if mode in ("time-slicing", "mps"):
-        return {DEVICE_PLUGIN_CONFIG_LABEL: device_plugin_config_name(group)}
-    return {}
-
-
 # --------------------------------------------------------------------------- scheduling
 
 
@@ -185,7 +161,7 @@ def gpu_scheduling(group: NodeGroup, count: int = 1, mig_profile: Optional[str] 
     # Tolerate every taint of the group (the GPU taint and any configured ones).
     tolerations = [{"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]} for t in node_taints(group)]
     return GpuScheduling(
-        node_selector={GROUP_LABEL: group.name},
+        node_selector=dict(group.selector),
         tolerations=tolerations,
         resource_name=resource_name(group, mig_profile),
         quantity=count,

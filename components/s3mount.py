@@ -29,9 +29,9 @@ import pulumi_kubernetes as k8s
 
 from . import common, versions
 from . import endpoints as ep
-from .cluster import node_taints
 from .common import resource_opts, standard_labels
 from .config import S3Cache, Settings
+from .node_rules import group_taints, tolerations
 from .readiness import release_timeout
 
 NAMESPACE = ep.CSI_S3_NAMESPACE
@@ -52,12 +52,6 @@ def volume_handle(bucket: str, prefix: str) -> str:
     return f"{bucket}/{prefix}" if prefix else bucket
 
 
-def node_tolerations(settings: Settings) -> list[dict[str, str]]:
-    """Tolerations of every node group's taints: readers may run on any node, GPU nodes included."""
-    seen = {(t["key"], t["effect"]) for g in settings.cluster.node_groups for t in node_taints(g)}
-    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in sorted(seen)]
-
-
 def csi_s3_values(settings: Settings) -> dict[str, Any]:
     """Values of the csi-s3 chart: driver, node plugin and provisioner only."""
     values: dict[str, Any] = {
@@ -65,9 +59,10 @@ def csi_s3_values(settings: Settings) -> dict[str, Any]:
         "secret": {"create": False, "name": SECRET_NAME},
         "storageClass": {"create": False},
     }
-    tolerations = node_tolerations(settings)
-    if tolerations:
-        values["tolerations"] = {"node": tolerations}
+    # Readers may run on any node, GPU nodes included.
+    node = tolerations(group_taints(settings.cluster.node_groups))
+    if node:
+        values["tolerations"] = {"node": node}
     return values
 
 

@@ -16,7 +16,14 @@ from typing import Any, Iterable, Optional
 
 from components import coldstart
 from components.config import Settings
-from components.readiness import Budget, release_budget, service_endpoints_budget, triton_rollout_budget
+from components.node_rules import MARKER_COMPONENT
+from components.readiness import (
+    Budget,
+    gpu_node_join_budget,
+    release_budget,
+    service_endpoints_budget,
+    triton_rollout_budget,
+)
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 SOURCE_COMMIT = "pulumi/pulumi-kubernetes@94977969"
@@ -234,6 +241,11 @@ def expectations(resources: Iterable[dict[str, Any]], settings: Settings) -> lis
                    if pod.get("priorityClassName") == coldstart.PRIORITY_CLASS
                    else "image pre-pull waits for every GPU node, booting ones included")
             out.append(Expectation(r, None, pending_by_design=why))
+        elif key == "apps/v1/DaemonSet" and (meta.get("labels") or {}).get("app.kubernetes.io/component") == MARKER_COMPONENT:
+            # A node-group marker runs on every node of its group, GPU nodes joining meanwhile included.
+            budget = gpu_node_join_budget(settings)
+            if budget is not None:
+                out.append(Expectation(r, budget))
         elif key == "apps/v1/Deployment" and runs_tritonserver(_pod_spec(r)):
             labels = meta.get("labels") or {}
             found = versions.get((ns, labels.get("app"), labels.get("version")))

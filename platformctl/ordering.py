@@ -248,6 +248,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          dependents=AnyOf((CustomResources(ISTIO_GROUPS), Charts(("istiod", "gateway")))),
          after=Charts(("base",)),
          reason="Istio's CRDs come with its base chart"),
+    Rule("nfd-crds",
+         dependents=CustomResources(("nfd.k8s-sigs.io",), ("NodeFeatureRule",)),
+         after=Charts(("gpu-operator",)),
+         reason="the GPU operator's chart installs Node Feature Discovery and its CRDs: a NodeFeatureRule "
+                "created before them is rejected"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

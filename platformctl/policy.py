@@ -56,7 +56,8 @@ def stack_facts(settings: Settings) -> dict[str, Any]:
     facts: dict[str, Any] = {
         "production": settings.production,
         "gpuGroups": {
-            g.name: {"gpusPerNode": g.gpu.per_node, "maxNodes": g.max_nodes, "resources": sorted(slots_per_node(g))}
+            g.name: {"gpusPerNode": g.gpu.per_node, "maxNodes": g.max_nodes, "resources": sorted(slots_per_node(g)),
+                     "selector": dict(g.selector)}
             for g in settings.gpu_groups
         },
     }

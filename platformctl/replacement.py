@@ -237,6 +237,7 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:networking.istio.io/v1:Gateway",
     "kubernetes:networking.istio.io/v1:VirtualService",
     "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    "kubernetes:nfd.k8s-sigs.io/v1alpha1:NodeFeatureRule",
     "kubernetes:policy/v1:PodDisruptionBudget",
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass",

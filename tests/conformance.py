@@ -66,7 +66,7 @@ def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     ref = reference_dir()
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted((ref / "crds").glob("*.yaml")):
-        for crd in yaml.safe_load_all(path.read_text()):
+        for crd in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):
             if not crd or crd.get("kind") != "CustomResourceDefinition":
                 continue
             group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
@@ -98,6 +98,24 @@ def is_core(doc: dict[str, Any]) -> bool:
 @functools.cache
 def chart_values(chart_dir: str, version: str) -> dict[str, Any]:
     return yaml.safe_load((reference_dir() / "charts" / chart_dir / version / "values.yaml").read_text()) or {}
+
+
+def _merged(defaults: Any, overrides: Any) -> Any:
+    if not (isinstance(defaults, dict) and isinstance(overrides, dict)):
+        return defaults if overrides is None else overrides
+    return {**defaults, **{k: _merged(defaults.get(k), v) for k, v in overrides.items()}}
+
+
+@functools.cache
+def vendored_chart_values(chart: str, version: str) -> dict[str, Any]:
+    """Defaults of a whole chart in reference/helm, as Helm coalesces them: its values.yaml, and
+    under each vendored subchart's name that subchart's values.yaml beneath the parent's settings for it."""
+    root = reference_dir() / "helm" / chart / version
+    values = yaml.safe_load((root / "values.yaml").read_text()) or {}
+    for sub in sorted((root / "charts").glob("*/values.yaml")):
+        name = sub.parent.name
+        values[name] = _merged(yaml.safe_load(sub.read_text()) or {}, values.get(name))
+    return values
 
 
 def unknown_values_keys(values: Any, defaults: Any, free_form: frozenset[str] = frozenset(), path: str = "") -> list[str]:

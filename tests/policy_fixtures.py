@@ -9,7 +9,8 @@ from platformctl.policy import Violation, run_policies
 from policies.rules import BY_NAME
 
 HELM = "kubernetes:helm.sh/v3:Release"
-GPU_GROUPS = {"gpu": {"gpusPerNode": 1, "maxNodes": 2, "resources": ["nvidia.com/gpu"]}}
+GPU_SELECTOR = {"pool.example.com/name": "gpu"}
+GPU_GROUPS = {"gpu": {"gpusPerNode": 1, "maxNodes": 2, "resources": ["nvidia.com/gpu"], "selector": GPU_SELECTOR}}
 
 
 def urn(type_: str, name: str) -> str:
@@ -55,7 +56,7 @@ def triton_container(**over) -> dict:
 def pod(container: Optional[dict] = None, **over) -> dict:
     p = {
         "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
-        "nodeSelector": {"inference-platform/node-group": "gpu"},
+        "nodeSelector": dict(GPU_SELECTOR),
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
         "containers": [container or triton_container()],
     }

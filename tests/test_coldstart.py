@@ -7,7 +7,6 @@ import copy
 import pytest
 
 from components import versions
-from components.cluster import GROUP_LABEL
 from components.coldstart import PRIORITY_CLASS, cold_start_estimate
 from components.config import parse_settings
 from platformctl.plan import manifest
@@ -20,6 +19,8 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 PRIORITY = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 TRITON = "nvcr.io/nvidia/tritonserver:25.01-py3"
 TRITON_LLM = "nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3"
+# The GPU group's selector in the base config.
+GPU_SELECTOR = base_config()["cluster"]["nodeGroups"][1]["selector"]
 
 
 def two_images() -> dict:
@@ -61,7 +62,7 @@ def test_placeholder_holds_a_real_replicas_slot():
     spec = pod(placeholder)
     assert placeholder.inputs["spec"]["replicas"] == 1
     assert spec["priorityClassName"] == PRIORITY_CLASS
-    assert spec["nodeSelector"] == replica["nodeSelector"] == {GROUP_LABEL: "gpu"}
+    assert spec["nodeSelector"] == replica["nodeSelector"] == GPU_SELECTOR
     assert spec["tolerations"] == replica["tolerations"]
     (container,) = spec["containers"]
     assert container["image"] == versions.PAUSE_IMAGE
@@ -86,7 +87,7 @@ def test_prepull_pulls_each_image_once_without_a_gpu():
     assert [c["image"] for c in spec["initContainers"]] == [TRITON, TRITON_LLM]
     assert all(c["command"] == ["sh", "-c", "exit 0"] for c in spec["initContainers"])
     assert spec["containers"][0]["image"] == versions.PAUSE_IMAGE
-    assert spec["nodeSelector"] == {GROUP_LABEL: "gpu"}
+    assert spec["nodeSelector"] == GPU_SELECTOR
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in spec["tolerations"]
     for c in spec["initContainers"] + spec["containers"]:
         assert not any(k.startswith("nvidia.com/") for k in c["resources"]["requests"]), c["name"]

@@ -77,7 +77,7 @@ def test_release_values_keys_exist_in_the_pinned_chart(plan, reference):
 
 def test_node_plugin_tolerates_every_node_group_taint(plan):
     tolerations = helm_release(csi_release(plan))["values"]["tolerations"]["node"]
-    assert {(t["key"], t["effect"]) for t in tolerations} == {("dedicated", "NoSchedule"), ("nvidia.com/gpu", "NoSchedule")}
+    assert {(t["key"], t["effect"]) for t in tolerations} == {("mount.example.com/dedicated", "NoSchedule"), ("nvidia.com/gpu", "NoSchedule")}
     assert all(t["operator"] == "Exists" for t in tolerations)
 
 

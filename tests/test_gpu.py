@@ -7,10 +7,11 @@ import pytest
 import yaml
 
 from components import grammar, versions
-from components.cluster import GROUP_LABEL, node_labels, node_taints
 from components.config import ConfigError, Settings, parse_settings
 from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP, gpu_operator_values
 from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
+from components.node_contract import GROUP_LABEL
+from components.node_rules import node_labels, node_taints
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
@@ -87,11 +88,14 @@ def _all_values() -> list:
 
 
 def test_values_keys_exist_in_the_pinned_chart(reference):
-    defaults = conformance.chart_values("gpu-operator", versions.GPU_OPERATOR.version)
+    # The node-feature-discovery subchart's keys are in its own values.yaml (vendored with the chart).
+    defaults = conformance.vendored_chart_values("gpu-operator", versions.GPU_OPERATOR.version)
     for values in _all_values():
         assert conformance.unknown_values_keys(values, defaults) == []
-    # The checker itself notices a misspelt key.
+    # The checker itself notices a misspelt key, in the chart and in its subchart.
     assert conformance.unknown_values_keys({"migManager": {"confg": {}}}, defaults) == ["migManager.confg"]
+    assert conformance.unknown_values_keys({"node-feature-discovery": {"master": {"enableTaint": True}}}, defaults) == [
+        "node-feature-discovery.master.enableTaint"]
 
 
 def test_release_is_pinned_and_waits_for_its_configs():
@@ -159,9 +163,12 @@ def test_named_profiles_only_use_the_operators_discovered_configs():
 def test_gpu_objects_of_a_custom_layout_validate(reference):
     plan = render_raw(CUSTOM)
     docs = [manifest(r) for r in plan.resources if is_k8s_object(r) and ("-gpu-" in r.name or "-coldstart-" in r.name)]
-    assert {d["kind"] for d in docs} >= {"ConfigMap", "Namespace", "Deployment", "DaemonSet", "PriorityClass"}
+    assert {d["kind"] for d in docs} >= {"ConfigMap", "Namespace", "Deployment", "DaemonSet", "PriorityClass", "NodeFeatureRule"}
     for doc in docs:
-        conformance.validate_core(doc)
+        if conformance.is_core(doc):
+            conformance.validate_core(doc)
+        else:
+            conformance.validate_custom(doc)
 
 
 # --------------------------------------------------------------------------- node labels
@@ -316,7 +323,7 @@ def test_every_gpu_workload_matches_its_group(stack):
     settings = stack_settings(stack)
     seen = 0
     for r, pod, resources in _gpu_pods(stack):
-        group = settings.node_group(pod["nodeSelector"][GROUP_LABEL])
+        (group,) = [g for g in settings.cluster.node_groups if g.selector == pod["nodeSelector"]]
         assert group.is_gpu, r.name
         taints = node_taints(group)
         assert pod["tolerations"] == [{"operator": "Equal", **t} for t in taints], r.name

@@ -10,6 +10,7 @@ from policies import catalog
 from policies.rules import ALL_POLICIES
 from tests.policy_fixtures import (
     GPU_GROUPS,
+    GPU_SELECTOR,
     check,
     custom,
     deployment,
@@ -124,11 +125,15 @@ CASES = [
       deployment(pod_spec=gpu_pod({"nvidia.com/gpu": "1"}, {}))], {}),
     ("gpu-workloads-scheduling", [deployment(), deployment(pod_spec=gpu_pod({}, {}, tolerations=[], nodeSelector={}))],
      [deployment(pod_spec=pod(tolerations=[])), deployment(pod_spec=pod(nodeSelector={})),
-      deployment(pod_spec=pod(nodeSelector={"inference-platform/node-group": "cpu"}))], {"gpuGroups": GPU_GROUPS}),
+      deployment(pod_spec=pod(nodeSelector={"pool.example.com/name": "cpu"})),
+      # The group's selector and more is not the group's selector.
+      deployment(pod_spec=pod(nodeSelector={**GPU_SELECTOR, "zone": "a"})),
+      # A label the platform puts on the nodes is not what singles them out.
+      deployment(pod_spec=pod(nodeSelector={"inference-platform/node-group": "gpu"}))], {"gpuGroups": GPU_GROUPS}),
     ("gpu-resources-in-group-profile",
      [deployment(pod_spec=gpu_pod({"nvidia.com/mig-1g.10gb": "1"}, {"nvidia.com/mig-1g.10gb": "1"}))],
      [deployment(pod_spec=gpu_pod({"nvidia.com/mig-3g.40gb": "1"}, {"nvidia.com/mig-3g.40gb": "1"}))],
-     {"gpuGroups": {"gpu": {"gpusPerNode": 1, "maxNodes": 2, "resources": ["nvidia.com/mig-1g.10gb"]}}}),
+     {"gpuGroups": {"gpu": {"gpusPerNode": 1, "maxNodes": 2, "resources": ["nvidia.com/mig-1g.10gb"], "selector": GPU_SELECTOR}}}),
     ("triton-probes", [deployment()], [deployment(pod_spec=pod(triton_container(startupProbe=None)))], {}),
     ("crd-resources-depend-on-release",
      [ISTIO_BASE, virtual_service([route(90, 10)], deps=(ISTIO_BASE,))],
@@ -174,6 +179,19 @@ def test_gpu_quota():
     two = {**QUOTA_GROUPS, "gpu-b": {"gpusPerNode": 1, "maxNodes": 4, "resources": []}}
     found = check("gpu-quota", [], gpuQuota=10, gpuGroups=two)
     assert [v.urn for v in found] == [None] and "together" in found[0].message
+
+
+def test_gpu_pods_select_a_group_by_exactly_its_selector():
+    def found(selector):
+        return check("gpu-workloads-scheduling", [deployment(pod_spec=pod(nodeSelector=selector))], gpuGroups=GPU_GROUPS)
+
+    assert found(dict(GPU_SELECTOR)) == []
+    for selector in ({}, {"pool.example.com/name": "cpu"}, {**GPU_SELECTOR, "zone": "a"}, {"inference-platform/node-group": "gpu"}):
+        (violation,) = found(selector)
+        assert "selector" in violation.message, selector
+    # The profile check finds the group by the same selector.
+    mig = {"gpu": {**GPU_GROUPS["gpu"], "resources": ["nvidia.com/mig-1g.10gb"]}}
+    assert len(check("gpu-resources-in-group-profile", [deployment()], gpuGroups=mig)) == 1
 
 
 def test_non_production_stacks_are_not_held_to_production_rules():

@@ -117,7 +117,8 @@ def test_policy_config_carries_facts_and_levels(capsys):
     assert sorted(config) == sorted(POLICY_NAMES)
     assert config["stateful-resources-protected"] == {"enforcementLevel": "mandatory", "production": True}
     assert config["gpu-quota"]["gpuQuota"] == 16
-    assert config["gpu-quota"]["gpuGroups"]["gpu-l4"] == {"gpusPerNode": 2, "maxNodes": 4, "resources": ["nvidia.com/gpu"]}
+    assert config["gpu-quota"]["gpuGroups"]["gpu-l4"] == {"gpusPerNode": 2, "maxNodes": 4, "resources": ["nvidia.com/gpu"],
+                                                          "selector": {"node.cluster.x-k8s.io/nodegroup": "gpu-l4"}}
     assert config["hpa-target-sets-no-replicas"] == {"enforcementLevel": "advisory"}
 
 

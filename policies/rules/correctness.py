@@ -17,7 +17,6 @@ from pulumi_policy import (
 
 from .kube import (
     GPU_TAINT_KEY,
-    GROUP_LABEL,
     HELM_RELEASE,
     INJECTION_LABEL,
     api_group,
@@ -275,6 +274,16 @@ def tolerates_gpu_taint(pod: Mapping) -> bool:
     return False
 
 
+def _labels(value: Any) -> dict:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def selected_group(pod: Mapping, groups: Mapping) -> Optional[str]:
+    """The GPU group whose node selector the pod's nodeSelector is, or None."""
+    selector = _labels(get(pod, "nodeSelector"))
+    return next((name for name, g in groups.items() if selector and _labels(get(g, "selector")) == selector), None)
+
+
 def _gpu_scheduling(args: ResourceValidationArgs, report) -> None:
     pod = pod_spec(args.resource_type, args.props)
     if not gpu_pod(pod):
@@ -283,18 +292,18 @@ def _gpu_scheduling(args: ResourceValidationArgs, report) -> None:
     if not tolerates_gpu_taint(pod):
         report(fix(f"GPU pod does not tolerate the {GPU_TAINT_KEY} taint",
                    f"add a toleration for {GPU_TAINT_KEY} (NoSchedule), as gpu_profiles.gpu_scheduling builds"), None)
-    group = get(pod, "nodeSelector", GROUP_LABEL)
-    if group is None:
-        report(fix(f"GPU pod selects no GPU group (nodeSelector {GROUP_LABEL})",
-                   f"set nodeSelector {GROUP_LABEL}: <GPU group> (services[].versions[].gpu.group)"), None)
-    elif groups and group not in groups:
-        report(fix(f"GPU pod selects group {group!r}, which is not a GPU group of the stack ({', '.join(sorted(groups))})",
-                   "select one of the stack's GPU node groups"), None)
+    selector = _labels(get(pod, "nodeSelector"))
+    hint = "set nodeSelector to the GPU group's selector (cluster.nodeGroups[].selector), as gpu_profiles.gpu_scheduling does"
+    if not selector:
+        report(fix("GPU pod selects no GPU group (it has no nodeSelector)", hint), None)
+    elif groups and selected_group(pod, groups) is None:
+        known = "; ".join(f"{name}: {_labels(get(g, 'selector'))}" for name, g in sorted(groups.items()))
+        report(fix(f"GPU pod's nodeSelector {selector} is no GPU group's selector ({known})", hint), None)
 
 
 gpu_workloads_scheduling = ResourceValidationPolicy(
     name="gpu-workloads-scheduling",
-    description="GPU workloads tolerate the nvidia.com/gpu taint and select a GPU node group.",
+    description="GPU workloads tolerate the nvidia.com/gpu taint and select a GPU node group by its selector.",
     enforcement_level=MANDATORY,
     validate=_gpu_scheduling,
     config_schema=schema("gpuGroups"),
@@ -306,8 +315,8 @@ def _gpu_profile(args: ResourceValidationArgs, report) -> None:
     groups = setting(args, "gpuGroups")
     if not gpu_pod(pod) or not groups:
         return
-    group = get(pod, "nodeSelector", GROUP_LABEL)
-    if group not in groups:
+    group = selected_group(pod, groups)
+    if group is None:
         return  # gpu-workloads-scheduling reports it
     offered = list(get(groups[group], "resources", default=[]))
     for _, c in containers(pod):
@@ -378,7 +387,7 @@ def _crd_order(args: StackValidationArgs, report) -> None:
 
 crd_resources_depend_on_release = StackValidationPolicy(
     name="crd-resources-depend-on-release",
-    description="Custom resources of CRD-installing charts (Istio, Prometheus operator, NVIDIA, KubeRay) depend directly on that Helm release.",
+    description="Custom resources of CRD-installing charts (Istio, Prometheus operator, NVIDIA, NFD, KubeRay) depend directly on that Helm release.",
     enforcement_level=MANDATORY,
     validate=_crd_order,
     config_schema=schema("crdCharts"),

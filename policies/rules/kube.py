@@ -20,7 +20,6 @@ REDACTED = "[secret]"
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_RESOURCE_PREFIX = "nvidia.com/"
-GROUP_LABEL = "inference-platform/node-group"
 INJECTION_LABEL = "istio-injection"
 
 # Workload kinds and where their pod template lives.
@@ -51,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
         "monitoring.coreos.com": ["kube-prometheus-stack", "prometheus-operator-crds"],
         "nvidia.com": ["gpu-operator"],
         "ray.io": ["kuberay-operator"],
+        "nfd.k8s-sigs.io": ["gpu-operator"],
     },
 }
 
@@ -59,13 +59,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "gpuQuota": {"type": "integer", "minimum": 0, "description": "Most GPUs the stack may run; absent: no limit."},
     "gpuGroups": {
         "type": "object",
-        "description": "GPU node groups by name: gpusPerNode, maxNodes and the GPU resource names a node advertises.",
+        "description": "GPU node groups by name: gpusPerNode, maxNodes, the GPU resource names a node advertises and "
+                       "the node selector that singles out the group's nodes.",
         "additionalProperties": {
             "type": "object",
             "properties": {
                 "gpusPerNode": {"type": "integer", "minimum": 1},
                 "maxNodes": {"type": "integer", "minimum": 0},
                 "resources": {"type": "array", "items": {"type": "string"}},
+                "selector": {"type": "object", "additionalProperties": {"type": "string"}},
             },
         },
     },
