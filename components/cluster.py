@@ -17,34 +17,6 @@ from .autoscaler import deployed as autoscaler_deployed
 from .common import resource_opts
 from .config import MagnumCluster, NodeGroup, Settings
 
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-GROUP_LABEL = "inference-platform/node-group"
-GPU_MODEL_LABEL = "inference-platform/gpu-model"
-# cluster-autoscaler cloudprovider/magnum: GPULabel.
-MAGNUM_GPU_LABEL = "magnum.openstack.org/gpu"
-
-
-def node_labels(group: NodeGroup) -> dict[str, str]:
-    """Kubernetes labels every node of the group carries (the scheduling contract):
-    the group, and on GPU groups the GPU model and the MIG or device-plugin config
-    the GPU operator applies to the node."""
-    # Imported here: gpu_profiles builds on this module's taints and labels.
-    from .gpu_profiles import sharing_labels
-
-    labels = {GROUP_LABEL: group.name, **group.labels}
-    if group.gpu is not None:
-        labels[GPU_MODEL_LABEL] = group.gpu.model
-        labels.update(sharing_labels(group))
-    return labels
-
-
-def node_taints(group: NodeGroup) -> list[dict[str, str]]:
-    """Taints of the group's nodes: the configured ones, plus the GPU taint on GPU groups."""
-    taints = [t.model_dump() for t in group.taints]
-    if group.gpu is not None and not any(t["key"] == GPU_TAINT["key"] for t in taints):
-        taints.append(dict(GPU_TAINT))
-    return taints
-
 
 @dataclass(frozen=True)
 class ClusterHandle:

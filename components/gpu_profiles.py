@@ -14,9 +14,7 @@ from typing import Optional
 
 from . import versions
 from .config import NodeGroup, Path, Settings, Version
-
-# sharing_labels: cluster.node_labels reads it from here.
-from .node_rules import node_taints, sharing_labels  # noqa: F401
+from .node_rules import node_taints
 
 WHOLE_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
@@ -289,9 +287,9 @@ def check_gpu_settings(settings: Settings) -> list[tuple[Path, str]]:
     problems: list[tuple[Path, str]] = []
     groups = settings.cluster.node_groups
     if settings.cluster.mode == "magnum" and groups[0].is_gpu:
-        # Magnum's default worker group shares its kubelet options with the control plane.
+        # The default worker group runs the platform's own pods and never shrinks below one node.
         problems.append((_group_path(0, "gpu"), f"group {groups[0].name!r} is the Magnum cluster's default worker group, "
-                         "whose node labels and taints the control plane shares; list a CPU group first"))
+                         "which runs the platform's own pods and keeps at least one node; list a CPU group first"))
     driver = settings.gpu_operator.driver
     if driver.mode == "compiled" and versions.GPU_DRIVER_VERSION.split(".")[0] != driver.branch:
         problems.append((("gpuOperator", "driver", "branch"), f"compiled drivers build the pinned driver "

@@ -251,6 +251,6 @@ def test_template_id_needs_a_described_os():
                                         ("flatcar", "preinstalled")])
 def test_gpu_operator_values_render_with_known_keys(reference, os_id, mode):
     values = gpu_operator_values(parse(existing(os_id, mode)))
-    defaults = conformance.chart_values("gpu-operator", versions.GPU_OPERATOR.version)
+    defaults = conformance.vendored_chart_values("gpu-operator", versions.GPU_OPERATOR.version)
     assert conformance.unknown_values_keys(values, defaults) == []
     assert values["driver"]["enabled"] == (mode != "preinstalled")

@@ -32,7 +32,7 @@ from platformctl.diff import diff_plans
 from platformctl.engine import render_stack, stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
-from tests.conftest import ROOT, STACKS, as_magnum, base_config, render_raw, stack_plan
+from tests.conftest import ROOT, STACKS, as_magnum, base_config, on_heat, render_raw, stack_plan
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 RULE = "kubernetes:nfd.k8s-sigs.io/v1alpha1:NodeFeatureRule"
@@ -264,14 +264,14 @@ def test_magnum_gpu_label_only_on_heat_groups_that_advertise_whole_gpus():
         "renamed": {"model": "L4-24GB", "sharing": {"mode": "mps", "replicas": 4, "renameByDefault": True}},
     }
     for name, gpu in groups.items():
-        for driver in ({"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}, {"clusterApiDriver": "magnum-capi-helm"}):
+        for heat in (True, False):
             raw = as_magnum(base_config()) | {"services": []}
             raw["cluster"]["nodeGroups"][1] |= {"name": name, "flavor": "g1", "gpu": gpu}
-            raw["cluster"]["magnum"] = driver
+            raw = on_heat(raw) if heat else raw | {"cluster": dict(raw["cluster"], magnum={"clusterApiDriver": "magnum-capi-helm"})}
             settings, plan = parse(raw), render_raw(raw)
             group = settings.node_group(name)
             labels, _ = apply_rules(rule_specs(plan), node_features(marker_of(plan, group), [NVIDIA_GPU]))
-            heat = driver.get("driver") == "heat"
+            driver = "heat" if heat else "magnum-capi-helm"
             assert labels == expected_labels(group, heat=heat), (driver, name)
             assert (MAGNUM_GPU_LABEL in labels) == (heat and name in ("whole", "mig-single", "shared")), (driver, name)
 
