@@ -352,10 +352,10 @@ class ClusterSettings(Model):
     def _magnum_selectors(self) -> "ClusterSettings":
         # A Magnum cluster's groups are selected by the label its driver puts on their nodes.
         # A selector the user wrote is left for cross_checks to refuse with its key path.
-        if self.mode != "magnum" or any(g.selector for g in self.node_groups):
+        if self.mode != "magnum":
             return self
         labeller = self.magnum.node_labeller
-        groups = [g.model_copy(update={"selector": magnum_group_selector(labeller, i, g.name)})
+        groups = [g if g.selector else g.model_copy(update={"selector": magnum_group_selector(labeller, i, g.name)})
                   for i, g in enumerate(self.node_groups)]
         return self.model_copy(update={"node_groups": groups})
 

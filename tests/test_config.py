@@ -136,6 +136,14 @@ def test_bad_config_names_path_and_problem(case, edits, path, words):
         assert w in line, f"{case}: {w!r} not in {line}"
 
 
+def test_a_selector_on_magnum_is_refused_where_it_was_written_only():
+    raw = _apply([("cluster.mode", "magnum"), ("cluster.nodeGroups.0.selector", {"pool": "cpu"})])
+    raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
+    with pytest.raises(ConfigError) as info:
+        parse(raw)
+    assert info.value.paths == ["inference-platform:cluster.nodeGroups[0].selector"]
+
+
 def test_secret_keys_must_be_secret():
     raw = base_config() | {"kubeconfig": "apiVersion: v1"}
     with pytest.raises(ConfigError) as info:
