@@ -67,7 +67,7 @@ def deployed(settings: Settings) -> bool:
     """Heat clusters only: Magnum's autoscaler there sizes the default group, this one the
     others. The Cluster API drivers autoscale every group themselves."""
     c = settings.cluster
-    return c.mode == "magnum" and c.magnum.driver == "heat" and len(c.node_groups) > 1
+    return c.magnum_labeller == "heat" and len(c.node_groups) > 1
 
 
 def pod_monitor_spec() -> dict[str, Any]:

@@ -34,7 +34,7 @@ class ClusterHandle:
 _AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
 # The default group's bounds are cluster labels, and a change of the cluster's labels is a new
 # cluster: they count at creation only. Later, `openstack coe nodegroup update <cluster>
-# default-worker replace max_node_count=<n>` changes them (README, "What `pulumi up` will do").
+# default-worker replace max_node_count=<n>` changes them (README, "Magnum drivers").
 _DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(
     ignore_changes=["node_count", 'labels["min_node_count"]', 'labels["max_node_count"]'])
 
@@ -71,15 +71,15 @@ def cluster_labels(m: MagnumCluster, default: NodeGroup) -> dict[str, str]:
     return labels
 
 
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def node_subnet_cidr(m: MagnumCluster) -> pulumi.Input[str]:
     """The CIDR of the nodes' subnet: the one Magnum creates, or the given subnet's, from Neutron."""
     if m.fixed_subnet is None:
         return m.subnet_cidr
     by = "subnet_id" if _UUID.fullmatch(m.fixed_subnet) else "name"
     return openstack.networking.get_subnet_output(**{by: m.fixed_subnet}).cidr
-
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def gpu_node_ready_seconds(settings: Settings) -> int:

@@ -348,6 +348,11 @@ class ClusterSettings(Model):
     node_groups: list[NodeGroup] = Field(min_length=1)
     """Node groups: at least one; CPU groups have no `gpu` key."""
 
+    @property
+    def magnum_labeller(self) -> Optional[str]:
+        """The Magnum driver that labels the nodes (`MagnumCluster.node_labeller`), None on an existing cluster."""
+        return self.magnum.node_labeller if self.mode == "magnum" else None
+
     @model_validator(mode="after")
     def _magnum_selectors(self) -> "ClusterSettings":
         # A Magnum cluster's groups are selected by the label its driver puts on their nodes.

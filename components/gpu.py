@@ -29,7 +29,6 @@ from .node_rules import (
     NodeContractArgs,
     device_plugin_config_name,
     group_taints,
-    magnum_labeller,
     mig_config_name,
     tolerations,
 )
@@ -161,7 +160,7 @@ class GpuOperator(pulumi.ComponentResource):
             provider=cluster.provider,
             namespace=NAMESPACE,
             crds=self.release,
-            magnum_driver=magnum_labeller(settings),
+            magnum_driver=settings.cluster.magnum_labeller,
             after=(self.namespace,),
             marker_timeouts=custom_timeouts(budget) if budget is not None else None,
         ), opts=pulumi.ResourceOptions(parent=self))

@@ -115,11 +115,6 @@ def group_taints(groups: Iterable[NodeGroup]) -> list[dict[str, str]]:
     return [t for g in groups for t in node_taints(g)]
 
 
-def magnum_labeller(settings: Settings) -> Optional[str]:
-    """The Magnum driver that labels the nodes, or None on an existing cluster."""
-    return settings.cluster.magnum.node_labeller if settings.cluster.mode == "magnum" else None
-
-
 # --------------------------------------------------------------------------- NFD objects
 
 
@@ -213,7 +208,7 @@ def _nfd_key_problem(key: str) -> Optional[str]:
 def contract_problems(settings: Settings) -> list[tuple[Path, str]]:
     """What keeps NFD from giving the groups' nodes their labels and taints."""
     groups = settings.cluster.node_groups
-    magnum = magnum_labeller(settings)
+    magnum = settings.cluster.magnum_labeller
     if not settings.gpu_operator.enabled:
         needy = [g.name for g in groups if g.is_gpu or g.labels or g.taints]
         if magnum is None or not needy:

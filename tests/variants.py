@@ -10,6 +10,7 @@ from typing import Any
 
 from components.config import Settings
 from platformctl.engine import Plan, render_stack, stack_settings
+from tests.conftest import HEAT
 
 HEAT_STACK = "acme-prod-heat"
 HEAT_FILE = Path(__file__).parent / "data" / f"Pulumi.{HEAT_STACK}.yaml"
@@ -20,8 +21,7 @@ def to_heat(config: dict[str, Any]) -> dict[str, Any]:
     drivers come with the image; the kubelet's hyperkube image from the operator's registry."""
     magnum = config["inference-platform:cluster"]["magnum"]
     magnum["driver"] = "heat"
-    magnum["template"]["image"] = "fedora-coreos-40-nvidia"
-    magnum["template"]["os"] = "fedora-coreos"
+    magnum["template"].update(HEAT["template"])
     magnum["template"]["labels"] = {"hyperkube_prefix": "registry.acme.example/magnum/"}
     magnum.pop("apiAllowedCidrs", None)
     config["inference-platform:gpuOperator"]["driver"] = {"mode": "preinstalled"}
