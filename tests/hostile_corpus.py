@@ -185,12 +185,26 @@ HOSTILE_VALUES: list[tuple[str, tuple, Any]] = [
     ("os-trailing-newline", ("cluster", "nodeGroups", 1, "os"), "ubuntu-24.04\n"),
     ("os-version-only", ("cluster", "nodeGroups", 1, "os"), "24.04"),
     ("os-without-precompiled-driver", ("cluster", "nodeGroups", 1, "os"), "rhel-9"),
+    ("selector-key-space", ("cluster", "nodeGroups", 0, "selector"), {"bad key": "x"}),
+    ("selector-not-a-map", ("cluster", "nodeGroups", 0, "selector"), "pool=cpu"),
     ("context-newline", ("cluster", "existing", "context"), "demo\nx"),
     ("context-empty", ("cluster", "existing", "context"), ""),
     ("mirror-percent-zero", ("services", 0), "MIRROR0"),
 ]
 
 S3 = ("weightCaches", "s3")
+MAGNUM = ("cluster", "magnum")
+MAGNUM_VALUES: list[tuple[str, tuple, Any]] = [
+    ("magnum-driver-unknown", MAGNUM + ("driver",), "openshift"),
+    ("magnum-driver-case", MAGNUM + ("driver",), "ClusterApi"),
+    ("magnum-capi-driver-unknown", MAGNUM + ("clusterApiDriver",), "capi"),
+    ("magnum-floating-ip-text", MAGNUM + ("apiFloatingIp",), "true"),
+    ("magnum-allowed-cidr-bad", MAGNUM + ("apiAllowedCidrs",), ["10.0.0.0/33"]),
+    ("magnum-allowed-cidr-not-list", MAGNUM + ("apiAllowedCidrs",), "0.0.0.0/0"),
+    ("magnum-kube-tag-rancher", MAGNUM + ("kubernetesVersion",), "v1.34.1-rancher1"),
+    ("magnum-kube-tag-suffix", MAGNUM + ("kubernetesVersion",), "v1.34.1-eks"),
+    ("magnum-group-selector", ("cluster", "nodeGroups", 1, "selector"), {"pool": "gpu"}),
+]
 S3_VALUES: list[tuple[str, tuple, Any]] = [
     ("endpoint-port-99999", S3 + ("endpoint",), "https://s3.example.com:99999"),
     ("endpoint-port-0", S3 + ("endpoint",), "https://s3.example.com:0"),
@@ -236,6 +250,9 @@ def _expected_path(path: tuple, value: Any) -> str:
 
 # Cases whose error lands on a key other than the one mutated (a cross-field rule).
 _REDIRECTED = {
+    "magnum-allowed-cidr-bad": MAGNUM + ("apiAllowedCidrs", 0),
+    "magnum-group-selector": ("cluster", "nodeGroups", 1, "selector"),
+    "selector-key-space": ("cluster", "nodeGroups", 0, "selector"),
     "mesh-enabled-off": ("mesh", "enabled"),
     "cpu-limit-below-request": V + ("resources",),
     "memory-limit-below-request": V + ("resources",),
@@ -275,7 +292,7 @@ _REDIRECTED = {
 def value_cases() -> Iterator[tuple[str, bytes, Any]]:
     demo = example("demo-dev")
     prod = example("acme-prod")
-    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES)):
+    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES)):
         for case, path, value in values:
             if value == "MIRROR0":
                 doc = _set(base, path + ("mirror",), {"version": "v2", "percent": 0})
