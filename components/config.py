@@ -761,6 +761,8 @@ class Version(Model):
     """Fixed replica count, used only when autoscaling is disabled."""
     autoscaling: Optional[Autoscaling] = None
     """Autoscaling of this version (default: the service's)."""
+    llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
+    """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
 
     @field_validator("server_args")
     @classmethod
