@@ -489,6 +489,68 @@ class ObservabilitySettings(Model):
     """Alert thresholds."""
 
 
+# --------------------------------------------------------------------------- user interfaces
+
+
+def _oauth_scope(value: str) -> str:
+    # RFC 6749 3.3 scope-token; Grafana joins the scopes with spaces.
+    if not re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e]{1,128}", value):
+        raise ValueError(f"{json.dumps(value)} is not an OAuth scope; allowed: 1-128 printable ASCII characters "
+                         "without spaces, '\"' or '\\'")
+    return value
+
+
+class GrafanaOidc(Model):
+    auth_url: HttpsUrl
+    """The identity provider's authorization endpoint (Grafana `auth.generic_oauth` `auth_url`)."""
+    token_url: HttpsUrl
+    """The identity provider's token endpoint (`token_url`)."""
+    api_url: HttpsUrl
+    """The identity provider's user-info endpoint (`api_url`)."""
+    client_id: Text
+    """Grafana's client id at the identity provider. The client secret is the stack secret `grafanaOidcClientSecret`; register `https://<ui.grafana.host>/login/generic_oauth` as the redirect URL."""
+    scopes: list[Annotated[str, AfterValidator(_oauth_scope)]] = Field(default=["openid", "email", "profile"], min_length=1)
+    """OAuth scopes Grafana asks for (printable ASCII without spaces, `"` or `\\`)."""
+    role_attribute_path: Optional[Text] = None
+    """JMESPath over the user info that yields the Grafana role (`Admin`, `Editor` or `Viewer`); unset: every user signs in as a Viewer."""
+
+
+class GrafanaUi(Model):
+    host: Host
+    """Host name Grafana is served on through the ingress gateway."""
+    auth: Literal["admin", "oidc"] = "admin"
+    """Login: `admin` (user `admin`, password in the stack output `grafanaAdminPassword`) or `oidc` (an identity provider, with the admin login kept for recovery)."""
+    oidc: Optional[GrafanaOidc] = None
+    """Identity provider of auth `oidc` (required with it)."""
+
+    @model_validator(mode="after")
+    def _oidc_settings(self) -> "GrafanaUi":
+        if self.auth == "oidc" and self.oidc is None:
+            raise ValueError("auth 'oidc' needs oidc.authUrl, oidc.tokenUrl, oidc.apiUrl and oidc.clientId")
+        if self.auth != "oidc" and self.oidc is not None:
+            raise ValueError(f"oidc applies to auth 'oidc' only, auth is '{self.auth}'")
+        return self
+
+
+class KialiUi(Model):
+    host: Host
+    """Host name Kiali is served on through the ingress gateway (at `/`; login as `mesh.kialiAuth` says)."""
+
+
+class UiSettings(Model):
+    grafana: Optional[GrafanaUi] = None
+    """Serve Grafana on a host of its own (off when unset: reach it with `kubectl port-forward`)."""
+    kiali: Optional[KialiUi] = None
+    """Serve Kiali on a host of its own (off when unset). Jaeger has no host: its traces are read in Grafana (Jaeger datasource) and Kiali."""
+    allow_plain_http: bool = False
+    """Serve the UI hosts over plain HTTP while `mesh.tls` is off; non-production stacks only (logins then cross the network unencrypted)."""
+
+    @property
+    def hosts(self) -> dict[str, str]:
+        """UI name -> host, for the UIs given a host."""
+        return {name: ui.host for name, ui in (("grafana", self.grafana), ("kiali", self.kiali)) if ui is not None}
+
+
 # --------------------------------------------------------------------------- weight caches
 
 
@@ -847,6 +909,8 @@ class Settings(Model):
     """Istio, Jaeger and Kiali."""
     observability: ObservabilitySettings = ObservabilitySettings()
     """Prometheus, prometheus-adapter, Loki, Alloy and Grafana."""
+    ui: UiSettings = UiSettings()
+    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (see README: Reaching the UIs)."""
     weight_caches: WeightCacheSettings = WeightCacheSettings()
     """Caches of model weights."""
     services: list[Service] = []
@@ -859,6 +923,8 @@ class Settings(Model):
     """Secret. Access key of the S3 weight cache."""
     s3_secret_access_key: Optional[SecretStr] = None
     """Secret. Secret key of the S3 weight cache."""
+    grafana_oidc_client_secret: Optional[SecretStr] = None
+    """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.cluster.node_groups if g.name == name)
@@ -868,7 +934,7 @@ class Settings(Model):
         return [g for g in self.cluster.node_groups if g.is_gpu]
 
 
-SECRET_KEYS = ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey")
+SECRET_KEYS = ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcClientSecret")
 
 
 # --------------------------------------------------------------------------- errors
@@ -1062,6 +1128,38 @@ def _node_os_problems(s: Settings) -> list[tuple[Path, str]]:
     return list(problems.items())
 
 
+def _ui_problems(s: Settings) -> list[tuple[Path, str]]:
+    """UI hosts: served by the platform's gateway, with TLS (or plain HTTP opted into outside
+    production), on hosts no service uses; the OIDC client secret where Grafana needs it."""
+    problems: list[tuple[Path, str]] = []
+    ui = s.ui
+    oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
+    if oidc and s.grafana_oidc_client_secret is None:
+        problems.append((("grafanaOidcClientSecret",), f"ui.grafana.auth 'oidc' needs the secret {NAMESPACE}:grafanaOidcClientSecret "
+                         "(pulumi config set --secret grafanaOidcClientSecret ...)"))
+    if not oidc and s.grafana_oidc_client_secret is not None:
+        problems.append((("grafanaOidcClientSecret",), "applies to ui.grafana.auth 'oidc' only; remove the key"))
+    if s.production and ui.allow_plain_http:
+        problems.append((("ui", "allowPlainHttp"), "plain HTTP UIs are not allowed in a production stack; allowed: false (set mesh.tls)"))
+    service_hosts = {h: si for si, svc in enumerate(s.services) for h in svc.hosts}
+    seen: dict[str, str] = {}
+    for name, host in ui.hosts.items():
+        path: Path = ("ui", name, "host")
+        if not s.mesh.enabled:
+            problems.append((path, "a UI host needs the platform's ingress gateway; allowed with mesh.enabled: true only"))
+        elif name == "grafana" and not s.observability.enabled:
+            problems.append((path, "Grafana is not installed (observability.enabled: false); remove ui.grafana"))
+        elif not s.mesh.tls.enabled and (s.production or not ui.allow_plain_http):
+            problems.append((path, "a UI login needs HTTPS: set mesh.tls.enabled and mesh.tls.secretName"
+                             + ("" if s.production else ", or ui.allowPlainHttp: true (non-production stacks only)")))
+        if host in service_hosts:
+            problems.append((path, f"host {host!r} is already served by services[{service_hosts[host]}]"))
+        elif host in seen:
+            problems.append((path, f"host {host!r} is already ui.{seen[host]}.host"))
+        seen.setdefault(host, name)
+    return problems
+
+
 def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     """What one part of the settings says about another; plain function, testable alone."""
     problems: list[tuple[Path, str]] = []
@@ -1110,6 +1208,8 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
         for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
             if value is None:
                 problems.append(((key,), f"weightCaches.s3 needs the secret {NAMESPACE}:{key} (pulumi config set --secret {key} ...)"))
+
+    problems += _ui_problems(s)
 
     names: dict[str, int] = {}
     hosts: dict[str, int] = {}
