@@ -1,4 +1,4 @@
-"""In-cluster names of the mesh and observability services.
+"""In-cluster names of the mesh and observability services, and the browser URLs of the UIs.
 
 Helm release names are fixed so every service name is known before anything is
 installed: Kiali (in the mesh) points at Prometheus and Grafana (observability),
@@ -43,3 +43,19 @@ PROMETHEUS_URL = f"http://{PROMETHEUS_HOST}:{PROMETHEUS_PORT}"
 GRAFANA_URL = f"http://{KUBE_PROMETHEUS_RELEASE}-grafana.{MONITORING_NAMESPACE}.{_SVC}"
 # Monolithic Loki without its nginx gateway: the release's own Service on 3100.
 LOKI_URL = f"http://{LOKI_RELEASE}.{MONITORING_NAMESPACE}.{_SVC}:3100"
+
+# The UIs' Services, as the pinned charts name them (routed to by the UI VirtualServices):
+# - Grafana: kube-prometheus-stack 88.5.3 vendors grafana 12.11.1, whose grafana.fullname is
+#   "<release>-grafana" (charts/grafana/templates/_helpers.tpl) with service.port 80 -> 3000
+#   (charts/grafana/values.yaml); kube-prometheus-stack names the port http-web (its values.yaml).
+# - Kiali: kiali-server 2.29.0 names the Service deployment.instance_name ("kiali") and serves
+#   server.port 20001 on a port named http (templates/service.yaml, values.yaml).
+GRAFANA_SERVICE_HOST = f"{KUBE_PROMETHEUS_RELEASE}-grafana.{MONITORING_NAMESPACE}.{_SVC}"
+GRAFANA_SERVICE_PORT = 80
+KIALI_SERVICE_HOST = f"{KIALI_RELEASE}.{ISTIO_NAMESPACE}.{_SVC}"
+KIALI_SERVICE_PORT = 20001
+
+
+def external_url(host: str, tls: bool) -> str:
+    """The URL a browser opens for a UI served at the root of `host` by the ingress gateway."""
+    return f"{'https' if tls else 'http'}://{host}/"

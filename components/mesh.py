@@ -6,14 +6,18 @@ namespace; traces go to Jaeger through an OpenTelemetry extension provider that 
 mesh-wide Telemetry resource selects with the configured sampling percentage.
 
 The customer Gateway lists every service's hosts (never `*`), so a VirtualService
-can only bind hosts the stack declares. With `mesh.enabled: false` nothing is
+can only bind hosts the stack declares; the UI hosts (`ui.grafana.host`, `ui.kiali.host`)
+have servers of their own on it, with the same TLS, and a VirtualService each to the
+Grafana or Kiali Service. Neither UI runs with a sidecar (istio-system and monitoring are
+not injected), so the gateway talks plain HTTP to them (auto mTLS) and the mesh-wide
+STRICT policy, which only binds workloads with a sidecar, does not apply. With `mesh.enabled: false` nothing is
 installed and the handle names the Gateway `istio-system/inference-gateway`, which
 the cluster's own Istio must provide.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
@@ -56,6 +60,8 @@ class MeshHandle:
     """Name of the tracing extension provider in meshConfig."""
     urls: dict[str, str]
     """In-cluster URLs of the mesh UIs (Kiali, Jaeger) when installed."""
+    ui_urls: dict[str, str] = field(default_factory=dict)
+    """Browser URLs of the UIs the gateway serves on hosts of their own (Grafana, Kiali)."""
 
 
 def gateway_ref() -> str:
@@ -97,20 +103,55 @@ def gateway_values(settings: Settings) -> dict[str, Any]:
     }
 
 
-def gateway_spec(settings: Settings) -> dict[str, Any]:
-    """The customer Gateway: HTTPS with an HTTP redirect when TLS is configured, HTTP otherwise."""
-    hosts = service_hosts(settings)
-    http: dict[str, Any] = {"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": hosts}
-    tls = settings.mesh.tls
+def ui_hosts(settings: Settings) -> list[str]:
+    """The UI hosts the stack serves (Grafana only where observability installs it)."""
+    return list(settings.ui.hosts.values())
+
+
+def ui_urls(settings: Settings) -> dict[str, str]:
+    """UI name -> the URL a browser opens."""
+    return {name: ep.external_url(host, settings.mesh.tls.enabled) for name, host in settings.ui.hosts.items()}
+
+
+def _servers(hosts: list[str], suffix: str, tls: Any) -> list[dict[str, Any]]:
+    """HTTPS with an HTTP redirect when TLS is configured, HTTP otherwise; port names end in `suffix`."""
+    http: dict[str, Any] = {"port": {"number": 80, "name": f"http{suffix}", "protocol": "HTTP"}, "hosts": hosts}
     if not tls.enabled:
-        return {"selector": dict(INGRESS_SELECTOR), "servers": [http]}
+        return [http]
     http["tls"] = {"httpsRedirect": True}
     https = {
-        "port": {"number": 443, "name": "https", "protocol": "HTTPS"},
+        "port": {"number": 443, "name": f"https{suffix}", "protocol": "HTTPS"},
         "hosts": hosts,
         "tls": {"mode": "SIMPLE", "credentialName": tls.secret_name},
     }
-    return {"selector": dict(INGRESS_SELECTOR), "servers": [https, http]}
+    return [https, http]
+
+
+def gateway_spec(settings: Settings) -> dict[str, Any]:
+    """The customer Gateway: the services' hosts, and the UI hosts on servers of their own."""
+    servers: list[dict[str, Any]] = []
+    if service_hosts(settings):
+        servers += _servers(service_hosts(settings), "", settings.mesh.tls)
+    if ui_hosts(settings):
+        servers += _servers(ui_hosts(settings), "-ui", settings.mesh.tls)
+    return {"selector": dict(INGRESS_SELECTOR), "servers": servers}
+
+
+# UI name -> (Service host, port) the gateway routes the UI's host to.
+UI_BACKENDS = {
+    "grafana": (ep.GRAFANA_SERVICE_HOST, ep.GRAFANA_SERVICE_PORT),
+    "kiali": (ep.KIALI_SERVICE_HOST, ep.KIALI_SERVICE_PORT),
+}
+
+
+def ui_virtual_service_spec(name: str, host: str) -> dict[str, Any]:
+    """Everything on the UI's host to its Service; the UI's own login guards it."""
+    service, port = UI_BACKENDS[name]
+    return {
+        "hosts": [host],
+        "gateways": [gateway_ref()],
+        "http": [{"name": name, "route": [{"destination": {"host": service, "port": {"number": port}}}]}],
+    }
 
 
 def telemetry_spec(settings: Settings) -> dict[str, Any]:
@@ -175,22 +216,40 @@ def kiali_auth(settings: Settings) -> dict[str, Any]:
     return auth
 
 
-def kiali_values(settings: Settings) -> dict[str, Any]:
+def kiali_server(settings: Settings) -> dict[str, Any]:
+    """Kiali's public address when it has a host: at the host's root, so redirects and the
+    openid callback (`https://<host>/`) point where the browser is."""
+    if settings.ui.kiali is None:
+        return {}
     return {
+        "web_fqdn": settings.ui.kiali.host,
+        "web_schema": "https" if settings.mesh.tls.enabled else "http",
+        "web_root": "/",
+    }
+
+
+def kiali_values(settings: Settings) -> dict[str, Any]:
+    urls = ui_urls(settings)
+    tracing: dict[str, Any] = {
+        "enabled": True,
+        "provider": "jaeger",
+        "internal_url": ep.JAEGER_QUERY_GRPC_URL,
+        "use_grpc": True,
+    }
+    # Jaeger's UI is not served outside the cluster: with UI hosts Kiali links to no in-cluster
+    # address, and traces are read in Kiali itself and in Grafana's Jaeger datasource.
+    if not urls:
+        tracing["external_url"] = ep.JAEGER_QUERY_URL
+    grafana = {"enabled": True, "internal_url": ep.GRAFANA_URL, "external_url": urls.get("grafana", ep.GRAFANA_URL)}
+    values: dict[str, Any] = {
         "auth": kiali_auth(settings),
         "deployment": {"image_version": versions.KIALI_IMAGE_TAG},
-        "external_services": {
-            "prometheus": {"url": ep.PROMETHEUS_URL},
-            "tracing": {
-                "enabled": True,
-                "provider": "jaeger",
-                "internal_url": ep.JAEGER_QUERY_GRPC_URL,
-                "use_grpc": True,
-                "external_url": ep.JAEGER_QUERY_URL,
-            },
-            "grafana": {"enabled": True, "internal_url": ep.GRAFANA_URL, "external_url": ep.GRAFANA_URL},
-        },
+        "external_services": {"prometheus": {"url": ep.PROMETHEUS_URL}, "tracing": tracing, "grafana": grafana},
     }
+    server = kiali_server(settings)
+    if server:
+        values["server"] = server
+    return values
 
 
 # --------------------------------------------------------------------------- component
@@ -200,6 +259,7 @@ def mesh_handle(
     crds: Optional[pulumi.Resource] = None,
     urls: Optional[dict[str, str]] = None,
     injector: Optional[pulumi.Resource] = None,
+    ui_urls: Optional[dict[str, str]] = None,
 ) -> MeshHandle:
     """The handle; without `crds` (mesh not installed) it names the Gateway the cluster must provide."""
     return MeshHandle(
@@ -212,6 +272,7 @@ def mesh_handle(
         ingress_principal=ingress_principal(),
         tracing_provider=TRACING_PROVIDER,
         urls=dict(urls or {}),
+        ui_urls=dict(ui_urls or {}),
     )
 
 
@@ -260,8 +321,11 @@ class Mesh(pulumi.ComponentResource):
 
         custom("mtls", "security.istio.io/v1", "PeerAuthentication", "default", {"mtls": {"mode": "STRICT"}})
         custom("tracing", "telemetry.istio.io/v1", "Telemetry", "mesh-default", telemetry_spec(settings))
-        if service_hosts(settings):
+        if service_hosts(settings) or ui_hosts(settings):
             custom("gateway-customer", "networking.istio.io/v1", "Gateway", ep.GATEWAY_NAME, gateway_spec(settings))
+        for ui_name, host in settings.ui.hosts.items():
+            custom(f"ui-{ui_name}", "networking.istio.io/v1", "VirtualService", f"ui-{ui_name}",
+                   ui_virtual_service_spec(ui_name, host))
 
         jaeger_deps = []
         if settings.mesh.jaeger_storage == "persistent":
@@ -292,5 +356,7 @@ class Mesh(pulumi.ComponentResource):
         release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(settings), *jaeger_deps)
         release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(settings), istiod)
 
-        self.handle = mesh_handle(base, {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}, injector=istiod)
-        self.register_outputs({"gateway": self.handle.gateway, "urls": self.handle.urls})
+        self.handle = mesh_handle(
+            base, {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}, injector=istiod, ui_urls=ui_urls(settings),
+        )
+        self.register_outputs({"gateway": self.handle.gateway, "urls": self.handle.urls, "uiUrls": self.handle.ui_urls})

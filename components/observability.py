@@ -38,6 +38,11 @@ DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
+# Grafana's OIDC client secret; Grafana reads it from the environment (GF_<SECTION>_<KEY>),
+# so it stays out of the Helm values and grafana.ini.
+GRAFANA_OIDC_SECRET = "grafana-oidc"
+GRAFANA_OIDC_SECRET_KEY = "client-secret"
+GRAFANA_OIDC_SECRET_ENV = "GF_AUTH_GENERIC_OAUTH_CLIENT_SECRET"
 LOKI_S3_SECRET = "loki-s3"
 # Pod and node labels kube-state-metrics exposes (as label_<name>) for dashboards and alerts.
 POD_LABELS = ("app", "version")
@@ -61,6 +66,8 @@ class ObservabilityHandle:
     """In-cluster UI URLs to export (Grafana, Prometheus, and the mesh's Kiali and Jaeger)."""
     grafana_admin_password: Optional[pulumi.Output] = None
     """Secret output: Grafana's admin password (user `admin`)."""
+    ui_urls: dict[str, str] = field(default_factory=dict)
+    """Browser URLs of the UIs served on hosts of their own (Grafana, and the mesh's Kiali)."""
 
 
 # --------------------------------------------------------------------------- values
@@ -81,6 +88,58 @@ def datasources(mesh: MeshHandle) -> list[dict[str, Any]]:
     return sources
 
 
+def grafana_ini(settings: Settings) -> dict[str, Any]:
+    """grafana.ini sections for a Grafana served on its own host: its public root URL (links,
+    redirects, the OAuth callback) and, with auth `oidc`, the generic OAuth login."""
+    ui = settings.ui.grafana
+    if ui is None:
+        return {}
+    tls = settings.mesh.tls.enabled
+    ini: dict[str, Any] = {"server": {"root_url": ep.external_url(ui.host, tls)}}
+    if tls:
+        ini["security"] = {"cookie_secure": True}
+    if ui.oidc is not None:
+        oauth: dict[str, Any] = {
+            "enabled": True,
+            "name": "Single sign-on",
+            "client_id": ui.oidc.client_id,
+            "scopes": " ".join(ui.oidc.scopes),
+            "auth_url": ui.oidc.auth_url,
+            "token_url": ui.oidc.token_url,
+            "api_url": ui.oidc.api_url,
+            "use_pkce": True,
+            "allow_sign_up": True,
+        }
+        if ui.oidc.role_attribute_path:
+            oauth["role_attribute_path"] = ui.oidc.role_attribute_path
+        ini["auth.generic_oauth"] = oauth
+    return ini
+
+
+def grafana_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
+    """The grafana subchart's values inside kube-prometheus-stack."""
+    values: dict[str, Any] = {
+        "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
+        "sidecar": {
+            "dashboards": {
+                "enabled": True,
+                "label": DASHBOARD_LABEL,
+                "labelValue": DASHBOARD_LABEL_VALUE,
+                "searchNamespace": "ALL",
+            }
+        },
+        "additionalDataSources": datasources(mesh),
+    }
+    ini = grafana_ini(settings)
+    if ini:
+        values["grafana.ini"] = ini
+    if "auth.generic_oauth" in ini:
+        values["envValueFrom"] = {
+            GRAFANA_OIDC_SECRET_ENV: {"secretKeyRef": {"name": GRAFANA_OIDC_SECRET, "key": GRAFANA_OIDC_SECRET_KEY}}
+        }
+    return values
+
+
 def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
     o = settings.observability
     allow_pods = ",".join(POD_LABELS)
@@ -94,18 +153,7 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
                 "storageSpec": {"volumeClaimTemplate": {"spec": _claim_spec(o.prometheus_storage_size, o.storage_class)}},
             }
         },
-        "grafana": {
-            "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
-            "sidecar": {
-                "dashboards": {
-                    "enabled": True,
-                    "label": DASHBOARD_LABEL,
-                    "labelValue": DASHBOARD_LABEL_VALUE,
-                    "searchNamespace": "ALL",
-                }
-            },
-            "additionalDataSources": datasources(mesh),
-        },
+        "grafana": grafana_values(settings, mesh),
         "kube-state-metrics": {
             "metricLabelsAllowlist": [f"pods=[{allow_pods}]", f"nodes=[{alerts.GROUP_LABEL}]"],
         },
@@ -304,7 +352,7 @@ class Observability(pulumi.ComponentResource):
         if not settings.observability.enabled:
             self.handle = ObservabilityHandle(
                 namespace=ep.MONITORING_NAMESPACE, crds=None, grafana_url=None, prometheus_url=None,
-                loki_url=None, urls=dict(mesh.urls),
+                loki_url=None, urls=dict(mesh.urls), ui_urls=dict(mesh.ui_urls),
             )
             self.register_outputs({"urls": self.handle.urls})
             return
@@ -333,6 +381,17 @@ class Observability(pulumi.ComponentResource):
             opts=opts_(namespace),
         )
 
+        grafana_secrets: list[pulumi.Resource] = [admin_secret]
+        if settings.ui.grafana is not None and settings.ui.grafana.auth == "oidc":
+            grafana_secrets.append(k8s.core.v1.Secret(
+                f"{name}-grafana-oidc",
+                metadata=meta(GRAFANA_OIDC_SECRET, "grafana"),
+                type="Opaque",
+                string_data={GRAFANA_OIDC_SECRET_KEY: pulumi.Output.secret(
+                    settings.grafana_oidc_client_secret.get_secret_value())},
+                opts=opts_(namespace),
+            ))
+
         def release(role: str, chart: versions.Chart, release_name: str, values: Any, *deps) -> k8s.helm.v3.Release:
             return common.helm_release(
                 f"{name}-{role}", release_name, chart, ep.MONITORING_NAMESPACE, values, opts_(namespace, *deps),
@@ -344,7 +403,7 @@ class Observability(pulumi.ComponentResource):
             versions.KUBE_PROMETHEUS_STACK,
             ep.KUBE_PROMETHEUS_RELEASE,
             kube_prometheus_values(settings, mesh),
-            admin_secret,
+            *grafana_secrets,
         )
         release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(), stack)
 
@@ -414,5 +473,8 @@ class Observability(pulumi.ComponentResource):
             loki_url=ep.LOKI_URL,
             urls=urls,
             grafana_admin_password=pulumi.Output.secret(password.result),
+            ui_urls=dict(mesh.ui_urls),
         )
-        self.register_outputs({"urls": urls, "grafanaAdminPassword": self.handle.grafana_admin_password})
+        self.register_outputs(
+            {"urls": urls, "uiUrls": self.handle.ui_urls, "grafanaAdminPassword": self.handle.grafana_admin_password}
+        )

@@ -47,6 +47,9 @@ class InferencePlatform(pulumi.ComponentResource):
         # Observability (observability.py)
         self.observability = Observability(f"{name}-observability", settings, cluster, self.mesh, opts=child).handle
         self.outputs["urls"] = self.observability.urls
+        if self.observability.ui_urls:
+            # What a browser opens: the UIs served through the ingress gateway (`ui` settings).
+            self.outputs["uiUrls"] = self.observability.ui_urls
         if self.observability.grafana_admin_password is not None:
             self.outputs["grafanaAdminPassword"] = self.observability.grafana_admin_password
         # GPU stack (gpu.py, coldstart.py): the operator after the ServiceMonitor CRD it uses.
