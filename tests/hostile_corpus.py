@@ -239,6 +239,23 @@ S3_VALUES: list[tuple[str, tuple, Any]] = [
     ("adopt-int", S3 + ("adopt",), 1),
 ]
 
+UI = ("ui",)
+# acme-prod serves Grafana (OIDC) and Kiali on hosts of their own.
+UI_VALUES: list[tuple[str, tuple, Any]] = [
+    ("ui-host-wildcard", UI + ("grafana", "host"), "*.acme.example.com"),
+    ("ui-host-newline", UI + ("kiali", "host"), "kiali.acme.example.com\n"),
+    ("ui-host-service-clash", UI + ("kiali", "host"), "chat.acme.example.com"),
+    ("ui-host-twice", UI + ("kiali", "host"), "grafana.acme.example.com"),
+    ("ui-plain-http-in-prod", UI + ("allowPlainHttp",), True),
+    ("ui-tls-off-in-prod", ("mesh", "tls"), {"enabled": False}),
+    ("ui-grafana-auth-unknown", UI + ("grafana", "auth"), "anonymous"),
+    ("ui-oidc-auth-url-http", UI + ("grafana", "oidc", "authUrl"), "http://sso.acme.example.com/auth"),
+    ("ui-oidc-token-url-userinfo", UI + ("grafana", "oidc", "tokenUrl"), "https://u:p@sso.acme.example.com/token"),
+    ("ui-oidc-scope-space", UI + ("grafana", "oidc", "scopes"), ["openid email"]),
+    ("ui-oidc-role-path-newline", UI + ("grafana", "oidc", "roleAttributePath"), "'Admin'\nx"),
+    ("ui-jaeger-host", UI + ("jaeger",), {"host": "jaeger.acme.example.com"}),
+]
+
 
 def _expected_path(path: tuple, value: Any) -> str:
     """Where the error must point: the key itself, or the deepest key of a mapping value."""
@@ -286,13 +303,17 @@ _REDIRECTED = {
     "gpu-count-over-node": V + ("gpu", "count"),
     "reserved-ns-monitoring": ("services", 0, "name"),
     "mirror-percent-zero": ("services", 0, "mirror", "percent"),
+    "ui-plain-http-in-prod": UI + ("allowPlainHttp",),
+    "ui-tls-off-in-prod": UI + ("grafana", "host"),
+    "ui-oidc-scope-space": UI + ("grafana", "oidc", "scopes", 0),
+    "ui-jaeger-host": UI + ("jaeger",),
 }
 
 
 def value_cases() -> Iterator[tuple[str, bytes, Any]]:
     demo = example("demo-dev")
     prod = example("acme-prod")
-    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES)):
+    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES)):
         for case, path, value in values:
             if value == "MIRROR0":
                 doc = _set(base, path + ("mirror",), {"version": "v2", "percent": 0})

@@ -243,3 +243,48 @@ def test_path_forms_pulumi_writes(tmp_path, form, path, value, accepted):
         with pytest.raises(ConfigError) as err:
             _settings_of(tmp_path, dump(doc).decode())
         assert key_path(path) in err.value.one_line() or key_path(path[:-1]) in err.value.one_line()
+
+
+# --------------------------------------------------------------------------- UI hosts
+
+GRAFANA_OIDC = {"authUrl": "https://sso.example.com/auth", "tokenUrl": "https://sso.example.com/token",
+                "apiUrl": "https://sso.example.com/userinfo", "clientId": "grafana"}
+TLS = {"tls": {"enabled": True, "secretName": "test-tls"}}
+# (case id, raw edits, secret keys, expected key path, words the message must contain)
+BAD_UI = [
+    ("ui-dev-without-tls", {"ui": {"kiali": {"host": "kiali.example.com"}}}, (),
+     "inference-platform:ui.kiali.host", ["needs HTTPS", "allowPlainHttp: true"]),
+    ("ui-without-mesh", {"mesh": {"enabled": False}, "ui": {"kiali": {"host": "kiali.example.com"}, "allowPlainHttp": True}}, (),
+     "inference-platform:ui.kiali.host", ["mesh.enabled: true"]),
+    ("ui-grafana-without-observability", {"mesh": TLS, "observability": {"enabled": False},
+                                          "ui": {"grafana": {"host": "grafana.example.com"}}}, (),
+     "inference-platform:ui.grafana.host", ["observability.enabled: false"]),
+    ("ui-host-is-a-service-host", {"mesh": TLS, "ui": {"grafana": {"host": "svc.example.com"}}}, (),
+     "inference-platform:ui.grafana.host", ["already served by services[0]"]),
+    ("ui-oidc-without-provider", {"mesh": TLS, "ui": {"grafana": {"host": "g.example.com", "auth": "oidc"}}}, (),
+     "inference-platform:ui.grafana", ["needs oidc.authUrl"]),
+    ("ui-oidc-without-secret", {"mesh": TLS, "ui": {"grafana": {"host": "g.example.com", "auth": "oidc", "oidc": GRAFANA_OIDC}}}, (),
+     "inference-platform:grafanaOidcClientSecret", ["pulumi config set --secret grafanaOidcClientSecret"]),
+    ("ui-secret-without-oidc", {"mesh": TLS, "ui": {"grafana": {"host": "g.example.com"}}, "grafanaOidcClientSecret": "s"},
+     ("grafanaOidcClientSecret",), "inference-platform:grafanaOidcClientSecret", ["applies to ui.grafana.auth 'oidc' only"]),
+    ("ui-oidc-secret-in-plain-text", {"mesh": TLS, "ui": {"grafana": {"host": "g.example.com", "auth": "oidc", "oidc": GRAFANA_OIDC}},
+                                      "grafanaOidcClientSecret": "s"}, (),
+     "inference-platform:grafanaOidcClientSecret", ["must be a secret"]),
+    ("ui-plain-http-in-production", {"production": True, "ui": {"allowPlainHttp": True}}, (),
+     "inference-platform:ui.allowPlainHttp", ["not allowed in a production stack"]),
+]
+
+
+@pytest.mark.parametrize("case,edits,secrets,path,words", BAD_UI, ids=[c[0] for c in BAD_UI])
+def test_bad_ui_config_names_path_and_problem(case, edits, secrets, path, words):
+    with pytest.raises(ConfigError) as info:
+        parse(base_config() | edits, secrets)
+    assert path in info.value.paths, f"{case}: {info.value.one_line()}"
+    for w in words:
+        assert w in info.value.one_line(), f"{case}: {w!r} not in {info.value.one_line()}"
+
+
+def test_ui_is_off_by_default_and_plain_http_is_an_explicit_dev_choice():
+    assert parse(base_config()).ui.hosts == {}
+    s = parse(base_config() | {"ui": {"grafana": {"host": "grafana.example.com"}, "allowPlainHttp": True}})
+    assert s.ui.hosts == {"grafana": "grafana.example.com"} and s.ui.grafana.auth == "admin"

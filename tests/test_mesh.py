@@ -24,7 +24,9 @@ ISTIO_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io"
 FREE_FORM = {
     versions.ISTIOD: frozenset({"meshConfig.enableTracing", "meshConfig.extensionProviders"}),
     # Kiali's values are its config file; external_services takes the Kiali CR's fields.
-    versions.KIALI: frozenset({"external_services.prometheus.url", "external_services.tracing", "external_services.grafana"}),
+    versions.KIALI: frozenset({"external_services.prometheus.url", "external_services.tracing", "external_services.grafana",
+                               # Read by the chart's templates/service.yaml (kiali.io/external-url) and Kiali's config.
+                               "server.web_fqdn", "server.web_schema"}),
     # The chart writes userconfig verbatim as Jaeger's configuration file.
     versions.JAEGER: frozenset({"userconfig"}),
 }
@@ -114,9 +116,10 @@ def test_gateway_http_only_without_tls():
 def test_gateway_https_with_redirect_and_every_host():
     plan = stack_plan("acme-prod")
     [gw] = _custom(plan, "Gateway")
-    servers = {s["port"]["protocol"]: s for s in gw.inputs["spec"]["servers"]}
-    assert servers["HTTPS"]["tls"] == {"mode": "SIMPLE", "credentialName": "acme-gateway-tls"}
-    assert servers["HTTP"]["tls"] == {"httpsRedirect": True}
+    # The services' servers; the UI hosts have servers of their own (see the UI tests below).
+    servers = {s["port"]["name"]: s for s in gw.inputs["spec"]["servers"] if not s["port"]["name"].endswith("-ui")}
+    assert servers["https"]["tls"] == {"mode": "SIMPLE", "credentialName": "acme-gateway-tls"}
+    assert servers["http"]["tls"] == {"httpsRedirect": True}
     hosts = [h for s in stack_settings("acme-prod").services for h in s.hosts]
     for server in servers.values():
         assert server["hosts"] == hosts
@@ -226,3 +229,118 @@ def test_kiali_openid_wires_the_identity_provider():
     raw["mesh"] = {"kialiAuth": "openid"}
     with pytest.raises(ConfigError, match=r"inference-platform:mesh: kialiAuth 'openid' needs kialiOpenid"):
         parse_settings(raw, "stacks/Pulumi.test-dev.yaml")
+
+
+# --------------------------------------------------------------------------- UIs through the gateway
+
+UI_RAW = {
+    "mesh": {"tls": {"enabled": True, "secretName": "test-tls"}},
+    "ui": {"grafana": {"host": "grafana.example.com"}, "kiali": {"host": "kiali.example.com"}},
+}
+VIRTUAL_SERVICE = "kubernetes:networking.istio.io/v1:VirtualService"
+
+
+@pytest.fixture(scope="module")
+def ui_plan():
+    return render_raw(base_config() | UI_RAW)
+
+
+def _ui_virtual_services(plan) -> dict:
+    return {r.inputs["metadata"]["name"]: r for r in plan.of_type(VIRTUAL_SERVICE) if r.inputs["metadata"]["name"].startswith("ui-")}
+
+
+def test_ui_hosts_get_tls_servers_of_their_own_on_the_customer_gateway(ui_plan):
+    [gw] = _custom(ui_plan, "Gateway")
+    servers = {s["port"]["name"]: s for s in gw.inputs["spec"]["servers"]}
+    assert set(servers) == {"https", "http", "https-ui", "http-ui"}
+    assert servers["https-ui"]["hosts"] == ["grafana.example.com", "kiali.example.com"]
+    assert servers["https-ui"]["tls"] == {"mode": "SIMPLE", "credentialName": "test-tls"}
+    assert servers["http-ui"]["tls"] == {"httpsRedirect": True}
+    # The services' servers still list only the services' hosts.
+    assert servers["https"]["hosts"] == ["svc.example.com"]
+
+
+def test_ui_virtual_services_route_each_host_to_its_service(ui_plan):
+    vs = _ui_virtual_services(ui_plan)
+    assert set(vs) == {"ui-grafana", "ui-kiali"}
+    expected = {
+        "ui-grafana": ("grafana.example.com", "kube-prometheus-stack-grafana.monitoring.svc.cluster.local", 80),
+        "ui-kiali": ("kiali.example.com", "kiali.istio-system.svc.cluster.local", 20001),
+    }
+    base = releases(ui_plan)[ep.ISTIO_BASE_RELEASE]
+    for name, (host, service, port) in expected.items():
+        spec = vs[name].inputs["spec"]
+        assert spec["hosts"] == [host] and spec["gateways"] == [mesh.gateway_ref()]
+        [route] = spec["http"]
+        assert route["route"] == [{"destination": {"host": service, "port": {"number": port}}}]
+        assert base.urn in vs[name].depends_on
+
+
+def test_ui_objects_validate_against_the_istio_crds(ui_plan, reference):
+    import yaml
+
+    docs = yaml.load_all((reference / "crds" / "istio-1.30.3.yaml").read_text(), Loader=yaml.CSafeLoader)
+    schemas = {}
+    for doc in docs:
+        if doc and doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["group"] == "networking.istio.io":
+            for v in doc["spec"]["versions"]:
+                if v["name"] == "v1":
+                    schemas[doc["spec"]["names"]["kind"]] = v["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    [gw] = _custom(ui_plan, "Gateway")
+    jsonschema.validate(gw.inputs["spec"], schemas["Gateway"])
+    for r in _ui_virtual_services(ui_plan).values():
+        jsonschema.validate(r.inputs["spec"], schemas["VirtualService"])
+
+
+def test_the_services_backing_the_ui_routes_are_the_charts_own(reference):
+    """The names and ports the routes use are what the pinned charts render."""
+    helm = reference / "helm"
+    kiali = chart_defaults(versions.KIALI)
+    assert ep.KIALI_SERVICE_HOST.split(".")[0] == kiali["deployment"]["instance_name"]
+    assert ep.KIALI_SERVICE_PORT == kiali["server"]["port"]
+    grafana = chart_values("grafana", "12.11.1")
+    assert ep.GRAFANA_SERVICE_PORT == grafana["service"]["port"]
+    assert ep.GRAFANA_SERVICE_HOST.startswith(f"{ep.KUBE_PROMETHEUS_RELEASE}-grafana.{ep.MONITORING_NAMESPACE}.")
+    helpers = (helm / "kube-prometheus-stack/88.5.3/charts/grafana/templates/_helpers.tpl").read_text()
+    assert 'printf "%s-%s" .Release.Name $name' in helpers
+
+
+def test_kiali_links_to_the_public_grafana_and_serves_at_its_host_root(ui_plan):
+    values = releases(ui_plan)[ep.KIALI_RELEASE].inputs["values"]
+    assert values["server"] == {"web_fqdn": "kiali.example.com", "web_schema": "https", "web_root": "/"}
+    ext = values["external_services"]
+    assert ext["grafana"]["external_url"] == "https://grafana.example.com/"
+    assert ext["grafana"]["internal_url"] == ep.GRAFANA_URL
+    # Jaeger's UI is not public: no link a browser could not follow.
+    assert "external_url" not in ext["tracing"] and ext["tracing"]["internal_url"] == ep.JAEGER_QUERY_GRPC_URL
+
+
+def test_ui_values_keys_exist_in_the_pinned_charts(ui_plan, reference):
+    values = releases(ui_plan)[ep.KIALI_RELEASE].inputs["values"]
+    assert unknown_values_keys(values, chart_defaults(versions.KIALI), FREE_FORM[versions.KIALI]) == []
+    service_template = (reference / "helm/kiali-server/2.29.0/templates/service.yaml").read_text()
+    for key in ("web_fqdn", "web_schema"):
+        assert f".Values.server.{key}" in service_template
+
+
+def test_without_ui_hosts_nothing_is_exposed():
+    plan = stack_plan("demo-dev")
+    assert _ui_virtual_services(plan) == {}
+    [gw] = _custom(plan, "Gateway")
+    assert [s["port"]["name"] for s in gw.inputs["spec"]["servers"]] == ["http"]
+    assert "server" not in releases(plan)[ep.KIALI_RELEASE].inputs["values"]
+
+
+def test_plain_http_ui_only_when_a_dev_stack_opts_in():
+    raw = base_config() | {"ui": {"kiali": {"host": "kiali.example.com"}, "allowPlainHttp": True}}
+    plan = render_raw(raw)
+    [gw] = _custom(plan, "Gateway")
+    assert {s["port"]["name"]: s["port"]["protocol"] for s in gw.inputs["spec"]["servers"]} == {"http": "HTTP", "http-ui": "HTTP"}
+    assert releases(plan)[ep.KIALI_RELEASE].inputs["values"]["server"]["web_schema"] == "http"
+    assert plan.outputs["uiUrls"] == {"kiali": "http://kiali.example.com/"}
+
+
+def test_acme_prod_exports_the_public_ui_urls():
+    outputs = stack_plan("acme-prod").outputs
+    assert outputs["uiUrls"] == {"grafana": "https://grafana.acme.example.com/", "kiali": "https://kiali.acme.example.com/"}
+    assert "uiUrls" not in stack_plan("demo-dev").outputs
