@@ -25,6 +25,9 @@ POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 FREE_FORM = {
     versions.KUBE_PROMETHEUS_STACK: frozenset({
         "grafana.additionalDataSources",
+        # Grafana subchart values (not in the parent chart's values.yaml); checked against the
+        # grafana chart in test_grafana_values_exist_in_the_grafana_subchart.
+        "grafana.grafana.ini", "grafana.envValueFrom",
         # A kube-state-metrics subchart value (not in the parent chart's values.yaml).
         "kube-state-metrics.metricLabelsAllowlist",
     }),
@@ -66,10 +69,16 @@ def test_every_values_key_exists_in_the_pinned_chart(stack, reference):
         assert unknown_values_keys(r.inputs["values"], defaults, FREE_FORM.get(chart, frozenset())) == [], name
 
 
-def test_grafana_values_exist_in_the_grafana_subchart(reference):
-    grafana = releases(stack_plan("demo-dev"))[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
+# Grafana's own configuration sections (grafana.ini is rendered verbatim into Grafana's ini file).
+GRAFANA_FREE_FORM = frozenset({"additionalDataSources", "grafana.ini.server.root_url", "grafana.ini.security",
+                               "grafana.ini.auth.generic_oauth"})
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_grafana_values_exist_in_the_grafana_subchart(stack, reference):
+    grafana = releases(stack_plan(stack))[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
     defaults = chart_values("grafana", "12.11.1")
-    assert unknown_values_keys(grafana, defaults, frozenset({"additionalDataSources"})) == []
+    assert unknown_values_keys(grafana, defaults, GRAFANA_FREE_FORM) == []
 
 
 def test_loki_s3_values_exist_in_the_chart(reference):
@@ -219,3 +228,73 @@ def test_loki_bucket_is_protected_in_production():
     plan = render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
     bucket = plan.get("pulumi-python:dynamic/s3:Bucket", "test-dev-observability-loki-bucket")
     assert bucket.protect and bucket.retain_on_delete
+
+
+# --------------------------------------------------------------------------- Grafana on its own host
+
+GRAFANA_UI_RAW = {
+    "mesh": {"tls": {"enabled": True, "secretName": "test-tls"}},
+    "ui": {"grafana": {"host": "grafana.example.com", "auth": "oidc", "oidc": {
+        "authUrl": "https://sso.example.com/auth", "tokenUrl": "https://sso.example.com/token",
+        "apiUrl": "https://sso.example.com/userinfo", "clientId": "grafana",
+        "roleAttributePath": "contains(groups[*], 'ops') && 'Admin' || 'Viewer'"}}},
+    "grafanaOidcClientSecret": "oidc-client-secret-value",
+}
+
+
+@pytest.fixture(scope="module")
+def grafana_ui_plan():
+    return render_raw(base_config() | GRAFANA_UI_RAW, secret_keys=("grafanaOidcClientSecret",))
+
+
+def test_grafana_knows_its_public_url_and_signs_in_through_oidc(grafana_ui_plan):
+    grafana = releases(grafana_ui_plan)[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
+    ini = grafana["grafana.ini"]
+    assert ini["server"]["root_url"] == "https://grafana.example.com/"
+    assert ini["security"] == {"cookie_secure": True}
+    oauth = ini["auth.generic_oauth"]
+    assert oauth["enabled"] is True and oauth["client_id"] == "grafana"
+    assert (oauth["auth_url"], oauth["token_url"], oauth["api_url"]) == (
+        "https://sso.example.com/auth", "https://sso.example.com/token", "https://sso.example.com/userinfo")
+    assert oauth["scopes"] == "openid email profile"
+    assert oauth["role_attribute_path"] == "contains(groups[*], 'ops') && 'Admin' || 'Viewer'"
+    assert "client_secret" not in oauth
+    # The admin login stays for recovery.
+    assert grafana["admin"]["existingSecret"] == observability.GRAFANA_ADMIN_SECRET
+
+
+def test_oidc_client_secret_reaches_grafana_only_through_a_secret(grafana_ui_plan):
+    release = releases(grafana_ui_plan)[ep.KUBE_PROMETHEUS_RELEASE]
+    assert "oidc-client-secret-value" not in json.dumps(release.inputs)
+    env = release.inputs["values"]["grafana"]["envValueFrom"]
+    assert env == {"GF_AUTH_GENERIC_OAUTH_CLIENT_SECRET": {"secretKeyRef": {"name": "grafana-oidc", "key": "client-secret"}}}
+    [secret] = [r for r in grafana_ui_plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "grafana-oidc"]
+    assert secret.inputs["metadata"]["namespace"] == ep.MONITORING_NAMESPACE
+    assert secret.inputs["stringData"] == "[secret]"  # a Pulumi secret, redacted in the plan
+    assert secret.urn in release.depends_on
+
+
+def test_grafana_oidc_env_is_rendered_by_the_pinned_chart(reference):
+    """envValueFrom entries become the Grafana container's env (the subchart's _pod.tpl)."""
+    pod = (reference / "helm/kube-prometheus-stack/88.5.3/charts/grafana/templates/_pod.tpl").read_text()
+    assert "range $key, $value := .Values.envValueFrom" in pod
+
+
+def test_grafana_without_a_host_keeps_the_chart_defaults():
+    grafana = releases(stack_plan("demo-dev"))[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]["grafana"]
+    assert "grafana.ini" not in grafana and "envValueFrom" not in grafana
+    assert not [r for r in stack_plan("demo-dev").of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "grafana-oidc"]
+
+
+def test_grafana_ui_values_exist_in_the_charts(grafana_ui_plan, reference):
+    values = releases(grafana_ui_plan)[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]
+    chart = versions.KUBE_PROMETHEUS_STACK
+    defaults = chart_values(versions.REFERENCE_DIR[chart], chart.version)
+    assert unknown_values_keys(values, defaults, FREE_FORM[chart]) == []
+    assert unknown_values_keys(values["grafana"], chart_values("grafana", "12.11.1"), GRAFANA_FREE_FORM) == []
+
+
+def test_grafana_ui_url_is_exported(grafana_ui_plan):
+    assert grafana_ui_plan.outputs["uiUrls"] == {"grafana": "https://grafana.example.com/"}
+    # The in-cluster URLs stay as they were, for port-forwarding.
+    assert grafana_ui_plan.outputs["urls"]["grafana"] == ep.GRAFANA_URL
