@@ -298,3 +298,12 @@ def test_grafana_ui_url_is_exported(grafana_ui_plan):
     assert grafana_ui_plan.outputs["uiUrls"] == {"grafana": "https://grafana.example.com/"}
     # The in-cluster URLs stay as they were, for port-forwarding.
     assert grafana_ui_plan.outputs["urls"]["grafana"] == ep.GRAFANA_URL
+
+
+def test_grafana_oidc_values_hold_no_secret_literal(grafana_ui_plan):
+    """The policy pack's no-secret-literals rule reads the OAuth endpoints as addresses."""
+    from policies.rules.secrets import secret_literals
+
+    values = releases(grafana_ui_plan)[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]
+    assert list(secret_literals(values)) == []
+    assert list(secret_literals({"grafana.ini": {"auth.generic_oauth": {"client_secret": "s3cr3t"}}})) != []

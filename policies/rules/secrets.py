@@ -16,6 +16,8 @@ _CREDENTIAL_ENDINGS = ("secretkey", "apikey", "accesskey", "accesskeyid", "priva
 _REFERENCE_ENDINGS = (
     "name", "names", "ref", "file", "path", "dir", "key", "keys", "enabled", "policy",
     "ttl", "audience", "audiences", "mount", "type", "create", "annotations", "labels",
+    # where a token is fetched from (Grafana's auth.generic_oauth token_url), not a token
+    "url", "uri",
 )
 
 
