@@ -307,3 +307,7 @@ def test_grafana_oidc_values_hold_no_secret_literal(grafana_ui_plan):
     values = releases(grafana_ui_plan)[ep.KUBE_PROMETHEUS_RELEASE].inputs["values"]
     assert list(secret_literals(values)) == []
     assert list(secret_literals({"grafana.ini": {"auth.generic_oauth": {"client_secret": "s3cr3t"}}})) != []
+    # An address key is no hiding place for a password written into the URL.
+    assert list(secret_literals({"oauth": {"token_url": "https://grafana:s3cr3t@idp.example.com/token"}})) == [
+        "oauth.token_url"
+    ]

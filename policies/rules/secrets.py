@@ -16,9 +16,11 @@ _CREDENTIAL_ENDINGS = ("secretkey", "apikey", "accesskey", "accesskeyid", "priva
 _REFERENCE_ENDINGS = (
     "name", "names", "ref", "file", "path", "dir", "key", "keys", "enabled", "policy",
     "ttl", "audience", "audiences", "mount", "type", "create", "annotations", "labels",
-    # where a token is fetched from (Grafana's auth.generic_oauth token_url), not a token
+    # where a token is fetched from (Grafana's auth.generic_oauth token_url), not a token;
+    # a URL that carries credentials itself is still caught (url_with_credentials)
     "url", "uri",
 )
+_URL_CREDENTIALS = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@\s]*:[^/@\s]+@", re.IGNORECASE)
 
 
 def _normal(key: str) -> str:
@@ -43,13 +45,18 @@ def literal(value: Any) -> bool:
     return not (value.startswith(("${", "$(")) or "{{" in value)
 
 
+def url_with_credentials(value: Any) -> bool:
+    """A literal URL with a password in it (`scheme://user:password@host`)."""
+    return literal(value) and bool(_URL_CREDENTIALS.match(value))
+
+
 def secret_literals(value: Any, path: str = "") -> Iterator[str]:
     """Paths of secret-looking keys holding literal strings anywhere inside `value`."""
     if isinstance(value, Mapping):
         for key in value:
             child = value[key]
             here = f"{path}.{key}" if path else str(key)
-            if secret_like(key) and literal(child):
+            if (secret_like(key) and literal(child)) or url_with_credentials(child):
                 yield here
             else:
                 yield from secret_literals(child, here)
