@@ -15,6 +15,7 @@ allowed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path as FsPath
@@ -675,13 +676,18 @@ class Autoscaling(Model):
         return self
 
 
+# Envoy retry conditions that only fire when the request never reached Triton (or Triton
+# refused it before running it): retrying them never runs a model twice.
+SAFE_RETRY_CONDITIONS = "connect-failure,refused-stream,unavailable"
+
+
 class Retries(Model):
     attempts: int = Field(default=2, ge=0, le=10)
-    """Retries per request (0 disables)."""
-    per_try_timeout_seconds: Number = Field(default=30, ge=0.001, le=3600)
-    """Timeout of each try, seconds (0.001-3600)."""
-    retry_on: Annotated[str, AfterValidator(grammar.retry_conditions)] = "connect-failure,refused-stream,unavailable,reset,503"
-    """Envoy retry conditions."""
+    """Retries per request after the first try (0 disables retries: Istio then sets no retry policy at all, rather than its own default of 2 retries)."""
+    per_try_timeout_seconds: Optional[Number] = Field(default=None, ge=0.001, le=3600)
+    """Timeout of each try, seconds (0.001-3600; default: the service's `timeoutSeconds`, so a long inference is never cut and re-run). At most `timeoutSeconds`: the route timeout bounds all tries together. A shorter per-try timeout retries a slow try only if `retryOn` holds `5xx`, `gateway-error` or `reset` (Envoy counts an expired try as a reset), which runs the model again."""
+    retry_on: Annotated[str, AfterValidator(grammar.retry_conditions)] = SAFE_RETRY_CONDITIONS
+    """Envoy retry conditions, comma-separated (HTTP ones of `x-envoy-retry-on`, gRPC ones of `x-envoy-retry-grpc-on`, or HTTP status codes). The default retries only requests Triton never ran: `connect-failure` (no connection to the pod), `refused-stream` (HTTP/2 REFUSED_STREAM, sent before processing), `unavailable` (gRPC status 14, which Triton returns while it is not ready). `5xx`, `gateway-error`, `reset` and status codes also retry requests that reached Triton and may have run on a GPU."""
 
 
 class Mirror(Model):
@@ -744,8 +750,9 @@ class ModelControl(Model):
         return self
 
 
-# Triton flags a version may set through serverArgs (names as in Triton's command-line
-# parser). Flags the platform sets itself (ports, repository, model control, metrics
+# Triton flags a version may set through serverArgs (long option names of tritonserver's
+# command-line parser, src/command_line_parser.cc at r25.01; tests/catalogues holds the
+# list). Flags the platform sets itself (ports, repository, model control, metrics
 # switches) and ones that would reach outside the pod (log-file, directories) are absent.
 TRITON_SERVER_FLAGS = frozenset({
     "log-verbose", "log-info", "log-warning", "log-error", "log-format",
@@ -757,14 +764,24 @@ TRITON_SERVER_FLAGS = frozenset({
     "metrics-interval-ms", "metrics-config", "trace-config", "backend-config", "cache-config",
     "rate-limit", "rate-limit-resource", "pinned-memory-pool-byte-size",
     "cuda-memory-pool-byte-size", "min-supported-compute-capability",
-    "buffer-management-thread-count", "host-policy",
+    "buffer-manager-thread-count", "host-policy",
 })
-# Value grammar per flag (Triton's command-line parser): integers, booleans, choices; any
-# other flag takes one printable token.
+# Flags whose every occurrence the parser keeps (it appends to a list or a map per backend,
+# cache, trace mode, resource, policy or device): they take a list of values. Any other
+# flag given twice keeps its last value only, so a list there is refused.
+TRITON_REPEATABLE_FLAGS = frozenset({
+    "backend-config", "metrics-config", "cache-config", "trace-config", "rate-limit-resource",
+    "host-policy", "model-load-gpu-limit", "cuda-memory-pool-byte-size",
+})
+# Triton waits this long after SIGTERM for in-flight requests; the platform sets it from the
+# service's timeoutSeconds, and serverArgs may only raise it.
+EXIT_TIMEOUT_FLAG = "exit-timeout-secs"
+# Value grammar per flag (Triton's command-line parser): integers, booleans, floats, choices,
+# `<device>:<number>` pairs; any other flag takes one printable token.
 _TRITON_INT_FLAGS = frozenset({
     "log-verbose", "exit-timeout-secs", "model-load-thread-count", "model-load-retry-count", "http-thread-count",
     "grpc-infer-allocation-pool-size", "grpc-keepalive-time", "grpc-keepalive-timeout", "metrics-interval-ms",
-    "pinned-memory-pool-byte-size", "buffer-management-thread-count",
+    "pinned-memory-pool-byte-size", "buffer-manager-thread-count",
 })
 _TRITON_BOOL_FLAGS = frozenset({"log-info", "log-warning", "log-error", "exit-on-error", "strict-readiness"})
 _TRITON_CHOICES = {
@@ -772,27 +789,50 @@ _TRITON_CHOICES = {
     "grpc-infer-response-compression-level": ("none", "low", "medium", "high"),
     "rate-limit": ("execution_count", "off"),
 }
+_TRITON_PATTERNS = {
+    "min-supported-compute-capability": (r"[0-9]{1,3}(\.[0-9]{1,3})?", "a number such as 8.0"),
+    "cuda-memory-pool-byte-size": (r"[0-9]{1,3}:[0-9]{1,20}", "<GPU device id>:<bytes>, e.g. 0:67108864"),
+    "model-load-gpu-limit": (r"[0-9]{1,3}:(0(\.[0-9]{1,6})?|1(\.0{1,6})?|\.[0-9]{1,6})", "<GPU device id>:<fraction 0-1>, e.g. 0:0.9"),
+}
+FlagValue = Union[str, list[str]]
 
 
-def triton_flag_problem(flag: str, value: str) -> Optional[str]:
+def triton_flag_problem(flag: str, value: FlagValue) -> Optional[str]:
     """Why a serverArgs entry is refused, or None."""
     if flag not in TRITON_SERVER_FLAGS:
         return f"Triton flag {flag!r} is not allowed here; allowed: {', '.join(sorted(TRITON_SERVER_FLAGS))}"
+    if isinstance(value, list):
+        if flag not in TRITON_REPEATABLE_FLAGS:
+            return (f"--{flag} takes one value, not a list; lists are for the flags Triton repeats: "
+                    f"{', '.join(sorted(TRITON_REPEATABLE_FLAGS))}")
+        if not value:
+            return f"--{flag} needs at least one value (leave the key out for none)"
+        return next((p for p in (_triton_value_problem(flag, v) for v in value) if p), None)
+    return _triton_value_problem(flag, value)
+
+
+def _triton_value_problem(flag: str, value: str) -> Optional[str]:
     if flag in _TRITON_INT_FLAGS and not re.fullmatch(r"[0-9]{1,12}", value):
         return f"--{flag} takes a non-negative integer, not {value!r}"
     if flag in _TRITON_BOOL_FLAGS and value not in ("true", "false"):
         return f"--{flag} takes true or false, not {value!r}"
     if flag in _TRITON_CHOICES and value not in _TRITON_CHOICES[flag]:
         return f"--{flag} takes one of {', '.join(_TRITON_CHOICES[flag])}, not {value!r}"
+    if flag in _TRITON_PATTERNS and not re.fullmatch(_TRITON_PATTERNS[flag][0], value):
+        return f"--{flag} takes {_TRITON_PATTERNS[flag][1]}, not {value!r}"
     if not re.fullmatch(r"[!-~]{1,1024}", value) or value.startswith("-"):
         return f"--{flag} value {value!r} must be one token of printable ASCII (no spaces, not starting with '-')"
     return None
 
 
 def _flag_values_as_text(args: Any) -> Any:
-    # `pulumi config set --path ...serverArgs.log-verbose 1` stores the integer 1.
+    # `pulumi config set --path ...serverArgs.log-verbose 1` stores the integer 1, and
+    # `...serverArgs.backend-config[0] ...` a list whose items may be integers too.
+    def text(v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
     if isinstance(args, dict):
-        return {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in args.items()}
+        return {k: [text(i) for i in v] if isinstance(v, list) else text(v) for k, v in args.items()}
     return args
 
 
@@ -815,8 +855,8 @@ class Version(Model):
     """Expected model load time; the startup probe allows at least this."""
     startup_budget_seconds: int = Field(default=900, ge=30, le=7200)
     """How long the startup probe waits for readiness before restarting the pod."""
-    server_args: Annotated[dict[str, str], BeforeValidator(_flag_values_as_text)] = {}
-    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token)."""
+    server_args: Annotated[dict[str, FlagValue], BeforeValidator(_flag_values_as_text)] = {}
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (README "Graceful shutdown")."""
     model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")
     """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
     replicas: int = Field(default=1, ge=0, le=1000)
@@ -828,7 +868,7 @@ class Version(Model):
 
     @field_validator("server_args")
     @classmethod
-    def _allowed_flags(cls, args: dict[str, str]) -> dict[str, str]:
+    def _allowed_flags(cls, args: dict[str, FlagValue]) -> dict[str, FlagValue]:
         for flag, value in args.items():
             problem = triton_flag_problem(flag, value)
             if problem:
@@ -857,9 +897,9 @@ class Service(Model):
     autoscaling: Autoscaling = Autoscaling()
     """Autoscaling of every version (a version may override)."""
     timeout_seconds: Number = Field(default=60, ge=0.001, le=3600)
-    """Request timeout at the mesh, seconds (0.001-3600)."""
+    """Request timeout at the mesh, seconds (0.001-3600): the longest a request may take, all retries included. Triton's exit timeout and the pods' termination grace period follow it, so a rollout or scale-down lets requests of this length finish."""
     retries: Retries = Retries()
-    """Retries at the mesh."""
+    """Retries at the mesh (see README "Timeouts and retries")."""
     mirror: Optional[Mirror] = None
     """Copy a share of live traffic to a shadow version."""
     versions: list[Version] = Field(min_length=1)
@@ -868,6 +908,34 @@ class Service(Model):
     @property
     def k8s_namespace(self) -> str:
         return self.namespace or self.name
+
+    @property
+    def per_try_timeout_seconds(self) -> float:
+        """Each try's timeout: the one set, or the whole route timeout."""
+        per_try = self.retries.per_try_timeout_seconds
+        return self.timeout_seconds if per_try is None else per_try
+
+    @property
+    def route_timeout_whole_seconds(self) -> int:
+        """The route timeout rounded up to whole seconds (Triton's exit timeout is in seconds)."""
+        return math.ceil(self.timeout_seconds)
+
+    def timing_problems(self) -> list[tuple[Path, str]]:
+        """Retry and shutdown timings that contradict the route timeout (paths relative to the service)."""
+        problems: list[tuple[Path, str]] = []
+        per_try = self.retries.per_try_timeout_seconds
+        if per_try is not None and per_try > self.timeout_seconds:
+            problems.append((("retries", "perTryTimeoutSeconds"),
+                             f"{per_try:g} s exceeds the service's timeoutSeconds ({self.timeout_seconds:g} s), "
+                             "which bounds all tries together; allowed: at most timeoutSeconds (leave it unset for the same value)"))
+        for vi, version in enumerate(self.versions):
+            exit_timeout = version.server_args.get(EXIT_TIMEOUT_FLAG)
+            if isinstance(exit_timeout, str) and int(exit_timeout) < self.route_timeout_whole_seconds:
+                problems.append((("versions", vi, "serverArgs", EXIT_TIMEOUT_FLAG),
+                                 f"{exit_timeout} s is shorter than the service's timeoutSeconds ({self.timeout_seconds:g} s): "
+                                 "a rollout or scale-down would cut requests still within their timeout; "
+                                 f"allowed: at least {self.route_timeout_whole_seconds} (or leave it out: the platform sets it)"))
+        return problems
 
 
 # --------------------------------------------------------------------------- policies
@@ -1227,6 +1295,7 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             problems.append((base + (key,), f"namespace {svc.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
                              f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
                              + ("" if svc.namespace else " (set namespace to place the service elsewhere)")))
+        problems += [(base + path, problem) for path, problem in svc.timing_problems()]
         if svc.auth.mode == "none" and s.production:
             problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
 

@@ -18,6 +18,7 @@ with `modelConfigName` (Triton's --model-config-name).
 from __future__ import annotations
 
 import base64
+import json
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -27,7 +28,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from .common import resource_opts, standard_labels
-from .config import Autoscaling, NodeGroup, Service, Settings, Version
+from .config import EXIT_TIMEOUT_FLAG, Autoscaling, NodeGroup, Service, Settings, Version
 from .gpu_profiles import gpu_scheduling
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT
 from .readiness import custom_timeouts, service_endpoints_budget, triton_rollout_budget, wait_seconds
@@ -37,8 +38,11 @@ HTTP_PORT, GRPC_PORT = 8000, 8001
 # The tritonserver images run as the triton-server user (uid 1000).
 TRITON_UID = 1000
 PROBE_PERIOD_SECONDS = 10
-# Time an old replica gets to finish in-flight requests; a rolling update waits for it.
-TERMINATION_GRACE_SECONDS = 60
+# A terminating pod keeps serving while its removal from the Service's endpoints reaches
+# every gateway's proxy (EndpointSlice -> istiod -> xDS push); Triton gets SIGTERM after it.
+ENDPOINT_REMOVAL_SECONDS = 10
+# Beyond Triton's exit timeout: stopping the endpoints, unloading models, the sidecar's exit.
+EXIT_SLACK_SECONDS = 15
 # Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
 ISTIO_METRICS_PORTS = (15020, 15090)
 
@@ -102,8 +106,95 @@ def service_host(service: Service) -> str:
     return f"{service.name}.{service.k8s_namespace}.svc.cluster.local"
 
 
-def triton_args(version: Version, repository: str) -> list[str]:
-    """tritonserver command-line flags of a version."""
+@dataclass(frozen=True)
+class Shutdown:
+    """How a Triton replica stops (seconds from the pod's deletion).
+
+    0: the pod is marked terminating; its endpoint starts disappearing from the gateways,
+       and the native sidecar's preStop puts Envoy into a graceful drain of inbound
+       connections, where in-flight requests go on.
+    pre_stop: Triton gets SIGTERM. It refuses new HTTP connections, serves the open ones
+       until they close, then reports not ready, refuses new inferences and waits for the
+       in-flight ones; `--exit-timeout-secs` bounds both waits together.
+    pre_stop + exit_timeout: Triton exits; the native sidecar gets SIGTERM only then.
+    grace: the kubelet kills whatever is left.
+    """
+
+    pre_stop_seconds: int
+    exit_timeout_seconds: int
+    grace_seconds: int
+
+    @property
+    def sidecar_drain_seconds(self) -> int:
+        """How long the sidecar must keep serving: until Triton has exited."""
+        return self.pre_stop_seconds + self.exit_timeout_seconds
+
+
+def exit_timeout_seconds(service: Service, version: Version) -> int:
+    """Triton's --exit-timeout-secs: the route timeout (a request admitted just before
+    SIGTERM may legitimately run that long), or the version's larger value."""
+    chosen = version.server_args.get(EXIT_TIMEOUT_FLAG)
+    return max(service.route_timeout_whole_seconds, int(chosen) if isinstance(chosen, str) else 0)
+
+
+def shutdown(service: Service, version: Version) -> Shutdown:
+    exit_timeout = exit_timeout_seconds(service, version)
+    return Shutdown(
+        pre_stop_seconds=ENDPOINT_REMOVAL_SECONDS,
+        exit_timeout_seconds=exit_timeout,
+        grace_seconds=ENDPOINT_REMOVAL_SECONDS + exit_timeout + EXIT_SLACK_SECONDS,
+    )
+
+
+def sidecar_annotations(plan: Shutdown) -> dict[str, str]:
+    """Keep the Istio sidecar serving until Triton has drained.
+
+    A native sidecar (an init container with restartPolicy Always) is stopped by the
+    kubelet only after the Triton container has exited; Istio 1.30's injector picks it by
+    default only when every node's kubelet is 1.33 or newer, so it is asked for per pod.
+    terminationDrainDuration covers an injector that still injects a classic sidecar, which
+    gets SIGTERM with Triton and would otherwise exit after 5 s.
+    """
+    return {
+        "sidecar.istio.io/nativeSidecar": "true",
+        "proxy.istio.io/config": json.dumps({"terminationDrainDuration": f"{plan.sidecar_drain_seconds}s"}),
+    }
+
+
+def _flag_value(args: list[str], flag: str) -> Optional[str]:
+    values = [a.split("=", 1)[1] for a in args if a.startswith(f"--{flag}=")]
+    return values[-1] if values else None
+
+
+def _seconds(duration: str) -> float:
+    return int(duration[:-2]) / 1000 if duration.endswith("ms") else float(duration.removesuffix("s"))
+
+
+def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]:
+    """What in a rendered Triton pod template would cut a request still within the route
+    timeout on rollout or scale-down: Triton's exit timeout, the preStop pause, the
+    termination grace period and the sidecar's drain checked against each other."""
+    spec, annotations = template["spec"], template["metadata"].get("annotations", {})
+    triton = next(c for c in spec["containers"] if c["name"] == "triton")
+    exit_timeout = int(_flag_value(triton["args"], EXIT_TIMEOUT_FLAG) or 30)  # Triton's default
+    pre_stop = ((triton.get("lifecycle") or {}).get("preStop") or {}).get("sleep", {}).get("seconds", 0)
+    grace = spec.get("terminationGracePeriodSeconds", 30)  # the Kubernetes default
+    problems = []
+    if exit_timeout < route_timeout_seconds:
+        problems.append(f"Triton's exit timeout {exit_timeout}s is shorter than the route timeout {route_timeout_seconds:g}s")
+    if grace <= pre_stop + exit_timeout:
+        problems.append(f"grace period {grace}s does not outlast preStop {pre_stop}s + exit timeout {exit_timeout}s")
+    if annotations.get("sidecar.istio.io/nativeSidecar") != "true":
+        drain = _seconds(json.loads(annotations.get("proxy.istio.io/config", "{}")).get("terminationDrainDuration", "5s"))
+        if not pre_stop + exit_timeout <= drain < grace:
+            problems.append(f"a classic sidecar drains {drain:g}s: not from preStop + exit timeout "
+                            f"({pre_stop + exit_timeout}s) to the grace period ({grace}s)")
+    return problems
+
+
+def triton_args(version: Version, repository: str, exit_timeout: int) -> list[str]:
+    """tritonserver command-line flags of a version; a repeatable flag's list gives one
+    flag per item, in order."""
     args = [
         f"--model-repository={repository}",
         f"--model-control-mode={version.model_control.mode}",
@@ -118,7 +209,10 @@ def triton_args(version: Version, repository: str) -> list[str]:
     args += [f"--load-model={m}" for m in version.model_control.load]
     if version.model_config_name:
         args.append(f"--model-config-name={version.model_config_name}")
-    args += [f"--{flag}={value}" for flag, value in sorted(version.server_args.items())]
+    args.append(f"--{EXIT_TIMEOUT_FLAG}={exit_timeout}")
+    for flag, value in sorted(version.server_args.items()):
+        if flag != EXIT_TIMEOUT_FLAG:
+            args += [f"--{flag}={item}" for item in (value if isinstance(value, list) else [value])]
     return args
 
 
@@ -182,6 +276,7 @@ def deployment_spec(
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
     sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
+    stopping = shutdown(service, version)
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if claim:
@@ -191,7 +286,7 @@ def deployment_spec(
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": triton_args(version, repository),
+        "args": triton_args(version, repository, stopping.exit_timeout_seconds),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
@@ -201,6 +296,8 @@ def deployment_spec(
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
         **probes(version),
+        # Until the endpoint removal has reached the gateways, requests still arrive.
+        "lifecycle": {"preStop": {"sleep": {"seconds": stopping.pre_stop_seconds}}},
     }
     if s3_secret:
         container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
@@ -208,7 +305,7 @@ def deployment_spec(
         "selector": {"matchLabels": selector},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
         "template": {
-            "metadata": {"labels": labels},
+            "metadata": {"labels": labels, "annotations": sidecar_annotations(stopping)},
             "spec": {
                 "serviceAccountName": service_account,
                 "securityContext": {
@@ -227,7 +324,7 @@ def deployment_spec(
                         "labelSelector": {"matchLabels": selector},
                     }
                 ],
-                "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+                "terminationGracePeriodSeconds": stopping.grace_seconds,
                 "containers": [container],
                 "volumes": volumes,
             },
@@ -283,6 +380,20 @@ def _destination(service: Service, version: str, port: int) -> dict:
     return {"host": service_host(service), "subset": version, "port": {"number": port}}
 
 
+def retry_policy(service: Service) -> dict:
+    """A route's retries. `attempts: 0` makes Istio set no retry policy; without `retries`
+    Istio would apply its own default (2 retries including on `retriable-status-codes`).
+    A per-try timeout equal to the route timeout is left out: Envoy then bounds each try by
+    the route timeout, the same limit."""
+    retries = service.retries
+    if not retries.attempts:
+        return {"attempts": 0}
+    policy: dict = {"attempts": retries.attempts, "retryOn": retries.retry_on}
+    if service.per_try_timeout_seconds < service.timeout_seconds:
+        policy["perTryTimeout"] = envoy_duration(service.per_try_timeout_seconds)
+    return policy
+
+
 def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
     """A route splitting traffic by weight; versions at weight 0 get no route entry."""
     rule: dict = {"name": name}
@@ -292,15 +403,7 @@ def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
         {"destination": _destination(service, v.name, port), "weight": v.weight} for v in service.versions if v.weight > 0
     ]
     rule["timeout"] = envoy_duration(service.timeout_seconds)
-    rule["retries"] = (
-        {
-            "attempts": service.retries.attempts,
-            "perTryTimeout": envoy_duration(service.retries.per_try_timeout_seconds),
-            "retryOn": service.retries.retry_on,
-        }
-        if service.retries.attempts
-        else {"attempts": 0}
-    )
+    rule["retries"] = retry_policy(service)
     if service.mirror is not None:
         rule["mirror"] = _destination(service, service.mirror.version, port)
         rule["mirrorPercentage"] = {"value": service.mirror.percent}
@@ -511,7 +614,7 @@ class TritonService(pulumi.ComponentResource):
         repo = version.model_repository
         repository = weights.model_repository_url(repo.cache, repo.path)
         deps = [*weights.depends_on(service.k8s_namespace), ctx.gpu_operator]
-        budget = triton_rollout_budget(settings, service, version, TERMINATION_GRACE_SECONDS)
+        budget = triton_rollout_budget(settings, service, version, shutdown(service, version).grace_seconds)
         target = deployment_name(service, version)
         # A fixed name lets the HPA refer to the Deployment without waiting for its rollout.
         # A replacement (only a new selector, which app/version never changes) must then

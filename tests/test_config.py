@@ -104,6 +104,16 @@ BAD = [
     ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[1].name", ["role Magnum gives its own node groups"]),
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
+    ("per-try-over-route-timeout", [("services.0.timeoutSeconds", 60), ("services.0.retries", {"perTryTimeoutSeconds": 90})],
+     "inference-platform:services[0].retries.perTryTimeoutSeconds", ["90 s exceeds the service's timeoutSeconds (60 s)", "allowed: at most timeoutSeconds"]),
+    ("exit-timeout-below-route-timeout", [("services.0.timeoutSeconds", 120), (f"{V0}.serverArgs", {"exit-timeout-secs": "30"})],
+     "inference-platform:services[0].versions[0].serverArgs.exit-timeout-secs", ["shorter than the service's timeoutSeconds (120 s)", "allowed: at least 120"]),
+    ("list-on-single-valued-flag", [(f"{V0}.serverArgs", {"log-verbose": ["1", "2"]})],
+     "inference-platform:services[0].versions[0].serverArgs", ["--log-verbose takes one value, not a list", "backend-config"]),
+    ("misspelt-buffer-manager-flag", [(f"{V0}.serverArgs", {"buffer-management-thread-count": "2"})],
+     "inference-platform:services[0].versions[0].serverArgs", ["'buffer-management-thread-count' is not allowed", "buffer-manager-thread-count"]),
+    ("retry-on-with-space", [("services.0.retries", {"retryOn": "connect-failure, unavailable"})],
+     "inference-platform:services[0].retries.retryOn", ["without spaces"]),
     ("s3-adopt-with-force-destroy", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights", "adopt": True, "forceDestroy": True})],
      "inference-platform:weightCaches.s3.forceDestroy", ["not allowed with adopt: true", "allowed: forceDestroy: false"]),
 ]
@@ -203,6 +213,12 @@ PATH_FORMS = [
     ("--path --type string mesh.enabled false", ("mesh", "enabled"), "false", False),
     ("--path serverArgs.log-verbose 1", ("services", 0, "versions", 0, "serverArgs", "log-verbose"), 1, True),
     ("--path serverArgs.log-verbose true", ("services", 0, "versions", 0, "serverArgs", "log-verbose"), True, False),
+    ("--path serverArgs.backend-config[0] python,...", ("services", 0, "versions", 0, "serverArgs", "backend-config"),
+     ["python,shm-default-byte-size=16777216"], True),
+    ("--path serverArgs.model-load-gpu-limit[0] 0:0.9", ("services", 0, "versions", 0, "serverArgs", "model-load-gpu-limit"), ["0:0.9"], True),
+    ("--path serverArgs.log-verbose[0] 1 (a list on a one-value flag)", ("services", 0, "versions", 0, "serverArgs", "log-verbose"), [1], False),
+    ("--path serverArgs.exit-timeout-secs 600", ("services", 0, "versions", 0, "serverArgs", "exit-timeout-secs"), 600, True),
+    ("--path retries.perTryTimeoutSeconds 0.5", ("services", 0, "retries", "perTryTimeoutSeconds"), "0.5", True),
 ]
 
 
@@ -288,3 +304,10 @@ def test_ui_is_off_by_default_and_plain_http_is_an_explicit_dev_choice():
     assert parse(base_config()).ui.hosts == {}
     s = parse(base_config() | {"ui": {"grafana": {"host": "grafana.example.com"}, "allowPlainHttp": True}})
     assert s.ui.hosts == {"grafana": "grafana.example.com"} and s.ui.grafana.auth == "admin"
+
+
+def test_retry_defaults_fit_expensive_non_idempotent_requests():
+    service = parse(base_config()).services[0]
+    assert service.retries.retry_on == "connect-failure,refused-stream,unavailable"
+    assert service.retries.per_try_timeout_seconds is None
+    assert service.per_try_timeout_seconds == service.timeout_seconds == 60

@@ -266,9 +266,209 @@ def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
 
 def test_route_durations_are_exact_protobuf_durations():
     raw = base_config()
-    raw["services"][0]["timeoutSeconds"] = 0.25
-    raw["services"][0]["retries"] = {"perTryTimeoutSeconds": 1234.5678}
+    raw["services"][0]["timeoutSeconds"] = 1234.5678
+    raw["services"][0]["retries"] = {"perTryTimeoutSeconds": 0.25}
     spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
     for route in spec["http"]:
-        assert route["timeout"] == "250ms"
-        assert route["retries"]["perTryTimeout"] == "1234568ms"
+        assert route["timeout"] == "1234568ms"
+        assert route["retries"]["perTryTimeout"] == "250ms"
+
+
+# --------------------------------------------------------------------------- timeouts and retries
+
+# Envoy conditions (router filter docs, x-envoy-retry-on / x-envoy-retry-grpc-on) that fire
+# only when Triton never started the request: no connection, REFUSED_STREAM, or a gRPC
+# UNAVAILABLE status in the response headers (Triton's answer while not ready).
+BEFORE_TRITON_RAN = {"connect-failure", "refused-stream", "unavailable"}
+
+
+def forwarding_rules(plan, service: str) -> list[dict]:
+    return [rule for rule in cr(plan, "VirtualService", service).inputs["spec"]["http"] if "route" in rule]
+
+
+def test_a_long_llm_request_is_never_cut_and_rerun():
+    # acme-prod's llm-chat: 120 s route timeout; a 40 s generation must run once, to the end.
+    rules = forwarding_rules(stack_plan("acme-prod"), "llm-chat")
+    assert [r["name"] for r in rules] == ["grpc", "http"]
+    for rule in rules:
+        assert rule["timeout"] == "120s"
+        # No per-try timeout: each try may use the whole route timeout.
+        assert "perTryTimeout" not in rule["retries"]
+        # Nothing that fires after Triton took the request (5xx, reset, a per-try timeout).
+        assert set(rule["retries"]["retryOn"].split(",")) <= BEFORE_TRITON_RAN
+        assert rule["retries"]["attempts"] == 2
+
+
+def test_a_shorter_per_try_timeout_is_rendered():
+    raw = base_config()
+    raw["services"][0] |= {"timeoutSeconds": 90, "retries": {"perTryTimeoutSeconds": 30, "retryOn": "reset,503"}}
+    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
+    assert {r["name"]: r["retries"] for r in spec["http"] if "route" in r} == {
+        name: {"attempts": 2, "retryOn": "reset,503", "perTryTimeout": "30s"} for name in ("grpc", "http")
+    }
+
+
+def test_zero_attempts_turns_retries_off_instead_of_istios_default():
+    raw = base_config()
+    raw["services"][0]["retries"] = {"attempts": 0}
+    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
+    # Without a retries block Istio would retry twice; attempts 0 sets no retry policy.
+    assert [r["retries"] for r in spec["http"] if "route" in r] == [{"attempts": 0}, {"attempts": 0}]
+
+
+def test_per_try_timeout_above_the_route_timeout_is_refused():
+    raw = base_config()
+    raw["services"][0] |= {"timeoutSeconds": 60, "retries": {"perTryTimeoutSeconds": 61}}
+    with pytest.raises(ConfigError) as info:
+        parse_settings(raw, "stacks/Pulumi.t.yaml")
+    assert info.value.paths == ["inference-platform:services[0].retries.perTryTimeoutSeconds"]
+    assert "exceeds the service's timeoutSeconds (60 s)" in info.value.one_line()
+
+
+# --------------------------------------------------------------------------- graceful shutdown
+
+def _stack_files() -> list:
+    from tests.conftest import ROOT
+
+    return sorted(ROOT.glob("stacks/Pulumi.*.yaml")) + sorted(ROOT.glob("tests/data/Pulumi.*.yaml"))
+
+
+def _pod_templates(settings):
+    """(service, version, pod template) of every version, as deployment_spec builds them."""
+    from components.triton import deployment_spec
+
+    for service in settings.services:
+        for version in service.versions:
+            spec = deployment_spec(service, version, settings.node_group(version.gpu.group), "sa", "/models/x",
+                                   s3_secret=None, claim="weights", autoscaled=True, mount_path="/models")
+            yield service, version, spec["template"]
+
+
+@pytest.mark.parametrize("path", _stack_files(), ids=lambda p: p.name)
+def test_every_version_drains_for_its_route_timeout(path):
+    from components.triton import shutdown_problems
+    from platformctl.engine import stack_settings
+
+    templates = list(_pod_templates(stack_settings(path)))
+    assert templates
+    for service, version, template in templates:
+        assert shutdown_problems(template, service.timeout_seconds) == [], f"{service.name}/{version.name}"
+
+
+def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
+    pod = stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"]
+    triton = pod["spec"]["containers"][0]
+    assert "--exit-timeout-secs=120" in triton["args"]
+    assert triton["lifecycle"] == {"preStop": {"sleep": {"seconds": 10}}}
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 145
+    assert pod["metadata"]["annotations"]["sidecar.istio.io/nativeSidecar"] == "true"
+    assert json.loads(pod["metadata"]["annotations"]["proxy.istio.io/config"]) == {"terminationDrainDuration": "130s"}
+
+
+@pytest.mark.parametrize("breakage,words", [
+    (lambda t: t["spec"].update(terminationGracePeriodSeconds=60), "grace period 60s does not outlast"),
+    (lambda t: t["spec"]["containers"][0]["args"].append("--exit-timeout-secs=30"), "exit timeout 30s is shorter than the route timeout 120s"),
+    (lambda t: t["metadata"]["annotations"].pop("sidecar.istio.io/nativeSidecar"), None),
+    (lambda t: t["metadata"].pop("annotations"), "a classic sidecar drains 5s"),
+], ids=["grace-60", "triton-default-exit", "classic-sidecar-with-drain", "classic-sidecar-default-drain"])
+def test_a_broken_shutdown_combination_is_caught(breakage, words):
+    from components.triton import shutdown_problems
+
+    template = copy.deepcopy(stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"])
+    breakage(template)
+    problems = shutdown_problems(template, 120)
+    if words is None:  # a classic sidecar told to drain long enough is fine
+        assert problems == []
+    else:
+        assert any(words in p for p in problems), problems
+
+
+def test_exit_timeout_in_server_args_may_only_raise_the_platforms():
+    raw = base_config()
+    raw["services"][0]["timeoutSeconds"] = 90
+    raw["services"][0]["versions"][0]["serverArgs"] = {"exit-timeout-secs": "300"}
+    args = render_raw(raw).get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a for a in args if a.startswith("--exit-timeout-secs")] == ["--exit-timeout-secs=300"]
+    raw["services"][0]["versions"][0]["serverArgs"] = {"exit-timeout-secs": 60}
+    with pytest.raises(ConfigError) as info:
+        parse_settings(raw, "stacks/Pulumi.t.yaml")
+    assert info.value.paths == ["inference-platform:services[0].versions[0].serverArgs.exit-timeout-secs"]
+    assert "allowed: at least 90" in info.value.one_line()
+
+
+# --------------------------------------------------------------------------- Triton flags
+
+def _flag_catalogue() -> dict[str, bool]:
+    """tritonserver r25.01's long options -> repeatable?"""
+    from tests.conftest import ROOT
+
+    rows = (ROOT / "tests" / "catalogues" / "tritonserver-r25.01-flags.txt").read_text().splitlines()
+    return {r.split()[0]: r.split()[1:] == ["repeatable"] for r in rows if r and not r.startswith("#")}
+
+
+def test_every_allowed_flag_is_a_real_tritonserver_flag():
+    from components.config import TRITON_REPEATABLE_FLAGS, TRITON_SERVER_FLAGS
+
+    catalogue = _flag_catalogue()
+    assert len(catalogue) == 87
+    assert sorted(TRITON_SERVER_FLAGS - set(catalogue)) == []
+    # A list is offered exactly where Triton keeps every occurrence.
+    assert TRITON_REPEATABLE_FLAGS == {f for f in TRITON_SERVER_FLAGS if catalogue[f]}
+
+
+def test_flags_the_platform_sets_are_not_allowed():
+    from components.config import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS, parse_settings
+    from components.triton import triton_args
+
+    raw = base_config()
+    raw["services"][0]["versions"][0] |= {"modelConfigName": "h100", "modelControl": {"mode": "explicit", "load": ["m"]}}
+    explicit = parse_settings(raw, "stacks/Pulumi.t.yaml").services[0].versions[0]
+    raw["services"][0]["versions"][0]["modelControl"] = {"mode": "poll"}
+    poll = parse_settings(raw, "stacks/Pulumi.t.yaml").services[0].versions[0]
+    platform_flags = {a[2:].split("=")[0] for v in (explicit, poll) for a in triton_args(v, "/models", 60)}
+    assert {"model-repository", "model-control-mode", "load-model", "repository-poll-secs", "http-port"} <= platform_flags
+    # The exit timeout is the platform's too, but serverArgs may raise it (checked above).
+    assert platform_flags & TRITON_SERVER_FLAGS == {EXIT_TIMEOUT_FLAG}
+    catalogue = _flag_catalogue()
+    assert platform_flags <= set(catalogue)
+
+
+def test_repeatable_flags_render_one_flag_per_item_in_order():
+    raw = base_config()
+    raw["services"][0]["versions"][0]["serverArgs"] = {
+        "backend-config": ["tensorrtllm,decoupled=true", "python,shm-default-byte-size=16777216", "tensorrtllm,a=1"],
+        "metrics-config": ["summary_latencies=true"],
+        "log-verbose": 1,
+    }
+    args = render_raw(raw).get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a for a in args if a.startswith("--backend-config")] == [
+        "--backend-config=tensorrtllm,decoupled=true",
+        "--backend-config=python,shm-default-byte-size=16777216",
+        "--backend-config=tensorrtllm,a=1",
+    ]
+    assert "--metrics-config=summary_latencies=true" in args and "--log-verbose=1" in args
+
+
+@pytest.mark.parametrize("args,words", [
+    ({"log-verbose": ["1", "2"]}, "--log-verbose takes one value, not a list"),
+    ({"backend-config": []}, "--backend-config needs at least one value"),
+    ({"backend-config": ["python,a=1", "--model-repository=/"]}, "must be one token"),
+    ({"buffer-management-thread-count": "2"}, "'buffer-management-thread-count' is not allowed"),
+    ({"model-load-gpu-limit": ["0:1.5"]}, "<GPU device id>:<fraction 0-1>"),
+    ({"cuda-memory-pool-byte-size": ["0=64"]}, "<GPU device id>:<bytes>"),
+], ids=["list-on-single-flag", "empty-list", "hostile-item", "old-misspelt-flag", "gpu-limit-over-1", "pool-bad-pair"])
+def test_bad_server_args_are_refused(args, words):
+    raw = base_config()
+    raw["services"][0]["versions"][0]["serverArgs"] = args
+    with pytest.raises(ConfigError) as info:
+        parse_settings(raw, "stacks/Pulumi.t.yaml")
+    assert info.value.paths == ["inference-platform:services[0].versions[0].serverArgs"]
+    assert words in info.value.one_line() and "\n" not in info.value.one_line()
+
+
+def test_buffer_manager_thread_count_reaches_tritonserver():
+    raw = base_config()
+    raw["services"][0]["versions"][0]["serverArgs"] = {"buffer-manager-thread-count": "4", "model-load-gpu-limit": ["0:0.9", "1:0.8"]}
+    args = render_raw(raw).get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--buffer-manager-thread-count=4" in args
+    assert [a for a in args if "gpu-limit" in a] == ["--model-load-gpu-limit=0:0.9", "--model-load-gpu-limit=1:0.8"]
