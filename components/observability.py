@@ -29,7 +29,7 @@ from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
 from .config import Settings, loki_bucket_name
 from .mesh import MeshHandle
-from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
 from .readiness import release_timeout
 from .s3bucket import S3Bucket
 
@@ -112,26 +112,37 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
     }
 
 
+def queue_time_query(window: str = ADAPTER_WINDOW) -> str:
+    """Per-pod queue time as prometheus-adapter templates it: microseconds of queueing per
+    successful request of each model, then the pod's worst model.
+
+    Per model, because Triton counts every model's requests on its own series: an ensemble
+    request adds one success to the ensemble (whose own queue time is near zero) and one to
+    each composing model, so a pod-wide ratio divides the bottleneck's queue by the number of
+    steps. An HPA metric selector (`model=...`) reaches <<.LabelMatchers>> and leaves that model only.
+    """
+    per_model = f"<<.GroupBy>>,{TRITON_MODEL_LABEL}"
+    queued = f"sum by ({per_model}) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{window}]))"
+    # clamp_min: an idle model (no successes in the window) reads 0, not NaN.
+    served = f"clamp_min(sum by ({per_model}) (rate(nv_inference_request_success{{<<.LabelMatchers>>}}[{window}])), 0.001)"
+    return f"max by (<<.GroupBy>>) ({queued} / {served})"
+
+
 def adapter_rules() -> list[dict[str, Any]]:
     """prometheus-adapter custom-metrics rules: per-pod Triton queue time and request rate."""
     resources = {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}}
-    w = ADAPTER_WINDOW
     return [
         {
             "seriesQuery": 'nv_inference_queue_duration_us{namespace!="",pod!=""}',
             "resources": resources,
             "name": {"matches": "^nv_inference_queue_duration_us$", "as": QUEUE_TIME_METRIC},
-            # Microseconds of queueing per successful request; 0 when the pod is idle.
-            "metricsQuery": (
-                f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{w}]))"
-                f" / clamp_min(sum by (<<.GroupBy>>) (rate(nv_inference_request_success{{<<.LabelMatchers>>}}[{w}])), 0.001)"
-            ),
+            "metricsQuery": queue_time_query(),
         },
         {
             "seriesQuery": 'nv_inference_request_success{namespace!="",pod!=""}',
             "resources": resources,
             "name": {"matches": "^nv_inference_request_success$", "as": REQUEST_RATE_METRIC},
-            "metricsQuery": f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{w}]))",
+            "metricsQuery": f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{ADAPTER_WINDOW}]))",
         },
     ]
 
