@@ -34,6 +34,8 @@ from .readiness import release_timeout
 from .s3bucket import S3Bucket
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
+# Panels of the LLM backends' metrics (dashboards/llm.json), empty without such a backend.
+LLM_DASHBOARD = "llm"
 # The sidecar label as kube-prometheus-stack configures it for its Grafana.
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
@@ -297,6 +299,15 @@ def dashboard_files() -> list[Path]:
     return sorted(DASHBOARDS_DIR.glob("*.json"))
 
 
+def runs_llm_backend(settings: Settings) -> bool:
+    return any(v.llm_backend for s in settings.services for v in s.versions)
+
+
+def provisioned_dashboards(settings: Settings) -> list[Path]:
+    """The dashboards a stack gets: the LLM one only where some version runs an LLM backend."""
+    return [p for p in dashboard_files() if p.stem != LLM_DASHBOARD or runs_llm_backend(settings)]
+
+
 # --------------------------------------------------------------------------- component
 
 
@@ -391,7 +402,7 @@ class Observability(pulumi.ComponentResource):
         release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(settings), *loki_deps)
         release("alloy", versions.ALLOY, ep.ALLOY_RELEASE, alloy_values())
 
-        for path in dashboard_files():
+        for path in provisioned_dashboards(settings):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{path.stem}",
                 metadata=meta(f"dashboard-{path.stem}", "grafana", **{DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}),
