@@ -595,9 +595,10 @@ class AuthSettings(Model):
 
 
 def _triton_model_label(value: str) -> str:
-    if not value:
-        raise ValueError("'' is not a Triton model name; allowed: a model name that is also a Kubernetes label value")
-    return grammar.label_value(value)
+    if not value or len(value) > 63 or not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", value):
+        raise ValueError(f"{value!r} is not a Triton model name usable as a Kubernetes label value; allowed: "
+                         "1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric")
+    return value
 
 
 # A Triton model name used as a Prometheus label matcher through a Kubernetes label selector.

@@ -143,3 +143,20 @@ def test_alert_expressions_evaluate(prom):
     # The exporter has one replica waiting for a GPU and one preempted placeholder: only the replica counts.
     pending = assert_series(prom, alerts.pending_gpu_pods_expr())
     assert [s["metric"]["pod"] for s in pending] == ["resnet-v1-pending"]
+
+
+def test_without_a_named_model_the_hpa_metric_has_no_selector():
+    metric = hpa_spec("resnet-v1", Autoscaling())["metrics"][0]["pods"]["metric"]
+    assert metric == {"name": QUEUE_TIME_METRIC}
+
+
+def _panel_values(prom: PrometheusServer, title: str) -> list[float]:
+    [expr] = [e for d, p, e in PANEL_QUERIES if d == "llm" and p == title][:1]
+    return [float(s["value"][1]) for s in assert_series(prom, dashboards.substitute(expr))]
+
+
+def test_llm_panels_read_the_backends_values(prom):
+    """KV-cache use is used over max blocks; vLLM's inter-token latency is per token, not per request."""
+    assert _panel_values(prom, "KV cache blocks in use") == [pytest.approx(4100 / 6239, rel=1e-3)]
+    p50 = _panel_values(prom, "Inter-token latency (vLLM)")
+    assert all(0.005 < v < 0.1 for v in p50)
