@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from components import alerts
-from components.metrics import QUEUE_TIME_METRIC
 from components.config import Settings
+from components.metrics import QUEUE_TIME_METRIC
 from tests.metric_catalogue import catalogue, llm_families
 from tests.netutil import free_port
 
