@@ -657,6 +657,17 @@ class AuthSettings(Model):
         return self
 
 
+def _triton_model_label(value: str) -> str:
+    if not value or len(value) > 63 or not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", value):
+        raise ValueError(f"{value!r} is not a Triton model name usable as a Kubernetes label value; allowed: "
+                         "1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric")
+    return value
+
+
+# A Triton model name used as a Prometheus label matcher through a Kubernetes label selector.
+TritonModelLabel = Annotated[str, AfterValidator(_triton_model_label)]
+
+
 class Autoscaling(Model):
     enabled: bool = True
     """Scale each version with an HPA on Triton's average queue time."""
@@ -668,6 +679,8 @@ class Autoscaling(Model):
     """Target per-pod average queue time, microseconds."""
     scale_down_stabilization_seconds: int = Field(default=300, ge=0, le=3600)
     """How long load must stay low before replicas are removed."""
+    queue_time_model: Optional[TritonModelLabel] = None
+    """Triton model whose queue time the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model queue time. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "Autoscaling":

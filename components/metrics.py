@@ -1,8 +1,11 @@
 """Metric names shared by the Triton HPAs and the prometheus-adapter rules."""
 
 # Per-pod average time a request waits in Triton's queue, microseconds, derived by
-# prometheus-adapter from nv_inference_queue_duration_us / nv_inference_request_success.
+# prometheus-adapter from nv_inference_queue_duration_us / nv_inference_request_success
+# per model: the pod's worst model, or the model an HPA names in its metric selector.
 QUEUE_TIME_METRIC = "avg_time_queue_us"
+# The label Triton puts on every per-model series; an HPA metric selector on it picks one model.
+TRITON_MODEL_LABEL = "model"
 # Per-pod successful inference requests per second.
 REQUEST_RATE_METRIC = "triton_requests_per_second"
 # Triton's metrics port.

@@ -29,11 +29,13 @@ from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
 from .config import Settings, loki_bucket_name
 from .mesh import MeshHandle
-from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
 from .readiness import release_timeout
 from .s3bucket import S3Bucket
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
+# Panels of the LLM backends' metrics (dashboards/llm.json), empty without such a backend.
+LLM_DASHBOARD = "llm"
 # The sidecar label as kube-prometheus-stack configures it for its Grafana.
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
@@ -160,26 +162,37 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
     }
 
 
+def queue_time_query(window: str = ADAPTER_WINDOW) -> str:
+    """Per-pod queue time as prometheus-adapter templates it: microseconds of queueing per
+    successful request of each model, then the pod's worst model.
+
+    Per model, because Triton counts every model's requests on its own series: an ensemble
+    request adds one success to the ensemble (whose own queue time is near zero) and one to
+    each composing model, so a pod-wide ratio divides the bottleneck's queue by the number of
+    steps. An HPA metric selector (`model=...`) reaches <<.LabelMatchers>> and leaves that model only.
+    """
+    per_model = f"<<.GroupBy>>,{TRITON_MODEL_LABEL}"
+    queued = f"sum by ({per_model}) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{window}]))"
+    # clamp_min: an idle model (no successes in the window) reads 0, not NaN.
+    served = f"clamp_min(sum by ({per_model}) (rate(nv_inference_request_success{{<<.LabelMatchers>>}}[{window}])), 0.001)"
+    return f"max by (<<.GroupBy>>) ({queued} / {served})"
+
+
 def adapter_rules() -> list[dict[str, Any]]:
     """prometheus-adapter custom-metrics rules: per-pod Triton queue time and request rate."""
     resources = {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}}
-    w = ADAPTER_WINDOW
     return [
         {
             "seriesQuery": 'nv_inference_queue_duration_us{namespace!="",pod!=""}',
             "resources": resources,
             "name": {"matches": "^nv_inference_queue_duration_us$", "as": QUEUE_TIME_METRIC},
-            # Microseconds of queueing per successful request; 0 when the pod is idle.
-            "metricsQuery": (
-                f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{w}]))"
-                f" / clamp_min(sum by (<<.GroupBy>>) (rate(nv_inference_request_success{{<<.LabelMatchers>>}}[{w}])), 0.001)"
-            ),
+            "metricsQuery": queue_time_query(),
         },
         {
             "seriesQuery": 'nv_inference_request_success{namespace!="",pod!=""}',
             "resources": resources,
             "name": {"matches": "^nv_inference_request_success$", "as": REQUEST_RATE_METRIC},
-            "metricsQuery": f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{w}]))",
+            "metricsQuery": f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{ADAPTER_WINDOW}]))",
         },
     ]
 
@@ -334,6 +347,15 @@ def dashboard_files() -> list[Path]:
     return sorted(DASHBOARDS_DIR.glob("*.json"))
 
 
+def runs_llm_backend(settings: Settings) -> bool:
+    return any(v.llm_backend for s in settings.services for v in s.versions)
+
+
+def provisioned_dashboards(settings: Settings) -> list[Path]:
+    """The dashboards a stack gets: the LLM one only where some version runs an LLM backend."""
+    return [p for p in dashboard_files() if p.stem != LLM_DASHBOARD or runs_llm_backend(settings)]
+
+
 # --------------------------------------------------------------------------- component
 
 
@@ -439,7 +461,7 @@ class Observability(pulumi.ComponentResource):
         release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(settings), *loki_deps)
         release("alloy", versions.ALLOY, ep.ALLOY_RELEASE, alloy_values())
 
-        for path in dashboard_files():
+        for path in provisioned_dashboards(settings):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{path.stem}",
                 metadata=meta(f"dashboard-{path.stem}", "grafana", **{DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}),

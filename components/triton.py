@@ -30,7 +30,7 @@ import pulumi_random as random
 from .common import resource_opts, standard_labels
 from .config import EXIT_TIMEOUT_FLAG, Autoscaling, NodeGroup, Service, Settings, Version
 from .gpu_profiles import gpu_scheduling
-from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT
+from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
 from .readiness import custom_timeouts, service_endpoints_budget, triton_rollout_budget, wait_seconds
 from .weights import WeightsHandle
 
@@ -341,6 +341,11 @@ def deployment_spec(
 
 
 def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
+    metric: dict = {"name": QUEUE_TIME_METRIC}
+    if scaling.queue_time_model:
+        # prometheus-adapter turns the selector into label matchers on Triton's series:
+        # the named model's queue time replaces the pod's worst model's.
+        metric["selector"] = {"matchLabels": {TRITON_MODEL_LABEL: scaling.queue_time_model}}
     return {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
         "minReplicas": scaling.min_replicas,
@@ -349,7 +354,7 @@ def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
             {
                 "type": "Pods",
                 "pods": {
-                    "metric": {"name": QUEUE_TIME_METRIC},
+                    "metric": metric,
                     "target": {"type": "AverageValue", "averageValue": str(scaling.queue_time_target_us)},
                 },
             }

@@ -104,6 +104,13 @@ HOSTILE_VALUES: list[tuple[str, tuple, Any]] = [
     ("timeout-huge", ("services", 0, "timeoutSeconds"), 1e300),
     ("sampling-over-100", ("mesh",), {"tracingSamplingPercent": 1000}),
     ("queue-target-huge", ("services", 0, "autoscaling", "queueTimeTargetUs"), 10**15),
+    # the queue-time model becomes a label selector, then a PromQL matcher
+    ("queue-model-empty", ("services", 0, "autoscaling", "queueTimeModel"), ""),
+    ("queue-model-newline", ("services", 0, "autoscaling", "queueTimeModel"), "bottleneck\n"),
+    ("queue-model-64", ("services", 0, "autoscaling", "queueTimeModel"), "m" * 64),
+    ("queue-model-matcher-injection", ("services", 0, "autoscaling", "queueTimeModel"), 'a",pod=~".*'),
+    ("queue-model-trailing-dot", ("services", 0, "autoscaling", "queueTimeModel"), "bottleneck."),
+    ("queue-model-list", ("services", 0, "autoscaling", "queueTimeModel"), ["a", "b"]),
     ("alert-ratio-negative", ("observability",), {"alerts": {"failureRatio": -0.5}}),
     ("stage-seconds-huge", ("coldStart",), {"stageSeconds": {"nodeBoot": 10**9}}),
     ("percent-string-inf", ("mesh",), {"tracingSamplingPercent": "inf"}),

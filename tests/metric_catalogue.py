@@ -1,18 +1,26 @@
 """The metric names the platform's exporters really emit, and a PromQL name extractor.
 
 Triton, DCGM and Istio names come from ../shared/reference/metrics; the few
-kube-state-metrics names come from tests/catalogues (see its header for the source).
+kube-state-metrics names, Triton's latency histogram and the LLM backends' metrics come
+from tests/catalogues (each file's header names its source: repository, tag, file).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance import reference_dir
 
 CATALOGUES = Path(__file__).resolve().parent / "catalogues"
+# tests/catalogues files beyond kube-state-metrics: catalogue source -> file.
+LLM_CATALOGUES = {
+    "triton-histograms": "triton-histograms.txt",
+    "tensorrtllm": "tensorrtllm-backend.txt",
+    "vllm": "vllm-backend.txt",
+}
 # Series Prometheus itself synthesises for every target.
 PROMETHEUS_BUILTIN = frozenset({"up"})
 
@@ -29,6 +37,44 @@ def _table(text: str) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Family:
+    """One catalogue line: `name type {labels} [v1|v2...]`, the last being the values of
+    the family's own category label (the one besides model, version and le)."""
+
+    name: str
+    type: str
+    labels: tuple[str, ...]
+    values: tuple[str, ...] = ()
+
+
+def families(text: str) -> list[Family]:
+    out = []
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, typ, labels, *rest = line.split()
+            values = tuple(rest[0].split("|")) if rest else ()
+            out.append(Family(name, typ, tuple(labels.strip("{}").split(",")), values))
+    return out
+
+
+@functools.cache
+def llm_families(source: str) -> list[Family]:
+    return families((CATALOGUES / LLM_CATALOGUES[source]).read_text())
+
+
+def _with_histogram_series(table: dict[str, str]) -> dict[str, str]:
+    """A histogram's `_bucket` line also stands for its `_sum` and `_count` counters."""
+    out = {}
+    for name, typ in table.items():
+        if typ == "histogram":
+            base = name.removesuffix("_bucket")
+            out.update({f"{base}_bucket": "histogram", f"{base}_sum": "counter", f"{base}_count": "counter"})
+        else:
+            out[name] = typ
+    return out
+
+
 @functools.cache
 def catalogue() -> dict[str, dict[str, str]]:
     """source -> {metric name: type}; histograms are listed with their _bucket, _sum and _count series."""
@@ -39,18 +85,12 @@ def catalogue() -> dict[str, dict[str, str]]:
             name, typ = (p.strip() for p in line.split(",")[:2])
             if typ != "label":  # label fields appear as labels, not series
                 dcgm[name] = typ
-    istio = {}
-    for name, typ in _table((ref / "istio.txt").read_text()).items():
-        if typ == "histogram":
-            base = name.removesuffix("_bucket")
-            istio.update({f"{base}_bucket": "histogram", f"{base}_sum": "counter", f"{base}_count": "counter"})
-        else:
-            istio[name] = typ
     return {
         "triton": _table((ref / "triton.txt").read_text()),
         "dcgm": dcgm,
-        "istio": istio,
+        "istio": _with_histogram_series(_table((ref / "istio.txt").read_text())),
         "kube-state-metrics": _table((CATALOGUES / "kube-state-metrics.txt").read_text()),
+        **{source: _with_histogram_series({f.name: f.type for f in llm_families(source)}) for source in LLM_CATALOGUES},
     }
 
 

@@ -11,6 +11,7 @@ see in a cluster.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import subprocess
@@ -27,13 +28,46 @@ import yaml
 
 from components import alerts
 from components.config import Settings
-from tests.metric_catalogue import catalogue
+from components.metrics import QUEUE_TIME_METRIC
+from tests.metric_catalogue import catalogue, llm_families
 from tests.netutil import free_port
 
 SCRAPE_SECONDS = 1
 DCGM_NAMESPACE = "gpu-operator"
 PLACEHOLDER_NAMESPACE = "gpu-coldstart"
 ISTIO_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, "+Inf")
+
+
+@dataclass(frozen=True)
+class ModelLoad:
+    """One model a Triton pod serves: requests per scrape and what each request costs."""
+
+    name: str
+    requests: float = 20
+    queue_us: float = 1500
+    compute_us: float = 6000
+
+
+PLAIN_MODELS = (ModelLoad("resnet50"), ModelLoad("densenet"))
+# An ensemble as Triton reports it: every step counts each request on its own series, and
+# the ensemble's own queue time ends when its first step is enqueued (near zero).
+ENSEMBLE_MODELS = (
+    ModelLoad("pipeline", queue_us=5, compute_us=50000),
+    ModelLoad("preprocess", queue_us=200, compute_us=1000),
+    ModelLoad("bottleneck", queue_us=40000, compute_us=8000),
+    ModelLoad("postprocess", queue_us=100, compute_us=500),
+)
+# The models an LLM backend's model repository serves (the TensorRT-LLM backend's
+# all_models/inflight_batcher_llm layout; the vLLM backend's sample vllm_model).
+LLM_MODELS = {
+    "tensorrtllm": (ModelLoad("ensemble", queue_us=10, compute_us=900000), ModelLoad("preprocessing", queue_us=100),
+                    ModelLoad("tensorrt_llm", queue_us=3000, compute_us=880000), ModelLoad("postprocessing", queue_us=100)),
+    "vllm": (ModelLoad("vllm_model", queue_us=2000, compute_us=700000),),
+}
+FIRST_RESPONSE_BUCKETS_MS = (100, 500, 2000, 5000, "+Inf")
+TOKEN_LEN_BUCKETS = (10, 50, 100, 500, 1000, "+Inf")
+VLLM_SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, "+Inf")
+VLLM_TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, "+Inf")
 
 
 @dataclass(frozen=True)
@@ -46,6 +80,8 @@ class Pod:
     phase: str = "Running"
     priority_class: str = ""
     gpu_resource: str = "nvidia_com_gpu"
+    models: tuple[ModelLoad, ...] = PLAIN_MODELS
+    llm_backend: str = ""
 
 
 class Topology:
@@ -75,7 +111,11 @@ class Topology:
         self.pods.append(Pod(first.namespace, f"{first.app}-{first.version}-pending", first.app, first.version, "", "Pending"))
         self.pods.append(Pod(PLACEHOLDER_NAMESPACE, "placeholder-0", "", "", gpu_node, "Running", alerts.PLACEHOLDER_PRIORITY_CLASS))
         self.pods.append(Pod(PLACEHOLDER_NAMESPACE, "placeholder-1", "", "", "", "Pending", alerts.PLACEHOLDER_PRIORITY_CLASS))
-        self.models = ("resnet50", "densenet")
+        # Beyond the stack: a pod serving an ensemble, and one pod per LLM backend.
+        self.ensemble_pod = Pod("graph", "graph-v1-0", "graph", "v1", gpu_node, models=ENSEMBLE_MODELS)
+        self.pods.append(self.ensemble_pod)
+        for i, (backend, models) in enumerate(LLM_MODELS.items()):
+            self.pods.append(Pod("chat", f"chat-v{i + 1}-0", "chat", f"v{i + 1}", gpu_node, models=models, llm_backend=backend))
 
     @property
     def triton_pods(self) -> list[Pod]:
@@ -104,25 +144,96 @@ class Exporter:
         self.counters[key] = self.counters.get(key, 0.0) + step * self.rng.uniform(0.5, 1.5)
         return round(self.counters[key], 3)
 
-    def triton(self, namespace: str, pod: str) -> list[str]:
+    def _count(self, key: str, step: float) -> float:
+        self.counters[key] = self.counters.get(key, 0.0) + step
+        return round(self.counters[key], 3)
+
+    def _histogram(self, name: str, labels: dict[str, Any], buckets: tuple, observations: float, typical: float) -> list[str]:
+        """A histogram's series; observations spread around `typical` (an exponential CDF)."""
+        count = self._count(f"{name}_count{_labels(**labels)}", observations)
+        total = self._count(f"{name}_sum{_labels(**labels)}", observations * typical)
         lines = []
-        steps = {
-            "nv_inference_request_success": 20, "nv_inference_count": 40, "nv_inference_exec_count": 10,
-            "nv_inference_pending_request_count": 3, "nv_inference_request_duration_us": 20 * 9000,
-            "nv_inference_queue_duration_us": 20 * 1500, "nv_inference_compute_input_duration_us": 20 * 300,
-            "nv_inference_compute_infer_duration_us": 20 * 6000, "nv_inference_compute_output_duration_us": 20 * 200,
+        for le in buckets:
+            share = 1.0 if le == "+Inf" else 1 - math.exp(-le / typical)
+            lines.append(f"{name}_bucket{_labels(**labels, le=le)} {round(count * share, 3)}")
+        return lines + [f"{name}_sum{_labels(**labels)} {total}", f"{name}_count{_labels(**labels)} {count}"]
+
+    def _model_series(self, pod: str, model: ModelLoad) -> list[str]:
+        """Triton's per-model counters. Durations grow by exactly requests x time per request,
+        so a rate ratio over any window is that time per request."""
+        n = model.requests * self.rng.uniform(0.5, 1.5)
+        per_request = {
+            "nv_inference_request_success": 1, "nv_inference_count": 2, "nv_inference_exec_count": 0.5,
+            "nv_inference_queue_duration_us": model.queue_us, "nv_inference_compute_input_duration_us": 300,
+            "nv_inference_compute_infer_duration_us": model.compute_us, "nv_inference_compute_output_duration_us": 200,
+            "nv_inference_request_duration_us": model.queue_us + model.compute_us + 500,
         }
+        lines = []
         for name in catalogue()["triton"]:
-            if name.startswith("nv_inference_"):
-                for model in self.topology.models:
-                    extra = {"reason": "REJECTED"} if name == "nv_inference_request_failure" else {}
-                    labels = _labels(model=model, version="1", **extra)
-                    lines.append(f"{name}{labels} {self._value(name, pod + labels, steps.get(name, 1))}")
-            elif name.startswith("nv_gpu_") or name == "nv_energy_consumption":
+            if not name.startswith("nv_inference_"):
+                continue
+            extra = {"reason": "REJECTED"} if name == "nv_inference_request_failure" else {}
+            labels = _labels(model=model.name, version="1", **extra)
+            if name in per_request:
+                value = self._count(pod + name + labels, n * per_request[name])
+            else:
+                value = self._value(name, pod + labels, 3 if name == "nv_inference_pending_request_count" else 1)
+            lines.append(f"{name}{labels} {value}")
+        return lines
+
+    def _llm_series(self, pod: Pod) -> list[str]:
+        """What the pod's LLM backend exports, with the labels and label values it uses."""
+        engine = pod.models[-1] if pod.llm_backend == "vllm" else next(m for m in pod.models if m.name == "tensorrt_llm")
+        ids = {"model": engine.name, "version": "1"}
+        lines = []
+        # Streaming LLM models are decoupled: Triton's first-response histogram covers them
+        # (with --metrics-config histogram_latencies=true).
+        for model in pod.models:
+            lines += self._histogram("nv_inference_first_response_histogram_ms", {"model": model.name, "version": "1"},
+                                     FIRST_RESPONSE_BUCKETS_MS, model.requests, 180)
+        if pod.llm_backend == "tensorrtllm":
+            for family in llm_families("tensorrtllm"):
+                base = family.name.removesuffix("_bucket")
+                category = next(label for label in family.labels if label not in ("model", "version", "le"))
+                for value in family.values:
+                    labels = {**ids, category: value}
+                    if family.type == "histogram":
+                        lines += self._histogram(base, labels, TOKEN_LEN_BUCKETS, engine.requests, 120)
+                    elif family.name == "nv_trt_llm_kv_cache_block_metrics":
+                        blocks = {"max": 6239, "used": 4100, "free": 2139, "tokens_per": 64, "reused": 300}[value]
+                        lines.append(f"{family.name}{_labels(**labels)} {blocks}")
+                    else:
+                        lines.append(f"{family.name}{_labels(**labels)} {self._value(family.name, pod.name + _labels(**labels), 5)}")
+        else:
+            typical = {"time_to_first_token_seconds": 0.12, "time_per_output_token_seconds": 0.025,
+                       "e2e_request_latency_seconds": 3.2, "request_prompt_tokens": 400,
+                       "request_generation_tokens": 120, "request_params_n": 1}
+            for family in llm_families("vllm"):
+                base = family.name.removesuffix("_bucket")
+                if family.type == "histogram":
+                    kind = base.removeprefix("vllm:")
+                    buckets = VLLM_SECONDS_BUCKETS if kind.endswith("seconds") else VLLM_TOKEN_BUCKETS
+                    # One observation per generated token for the per-token histogram.
+                    observations = engine.requests * (120 if kind == "time_per_output_token_seconds" else 1)
+                    lines += self._histogram(base, ids, buckets, observations, typical[kind])
+                else:
+                    tokens = 400 if "prompt" in family.name else 120
+                    lines.append(f"{family.name}{_labels(**ids)} {self._count(pod.name + family.name, engine.requests * tokens)}")
+        return lines
+
+    def triton(self, namespace: str, pod: str) -> list[str]:
+        p = next(x for x in self.topology.pods if x.namespace == namespace and x.name == pod)
+        lines = []
+        for model in p.models:
+            lines += self._model_series(pod, model)
+        for name in catalogue()["triton"]:
+            if name.startswith("nv_gpu_") or name == "nv_energy_consumption":
                 labels = _labels(gpu_uuid=f"GPU-{abs(hash(pod)) % 10**8:08d}")
                 lines.append(f"{name}{labels} {self._value(name, pod + labels, 0.5 if 'utilization' in name else 1e9)}")
-            else:
+            elif not name.startswith("nv_inference_"):
                 lines.append(f"{name} {self._value(name, pod, 0.3 if 'utilization' in name else 1e9)}")
+        if p.llm_backend:
+            lines += self._llm_series(p)
         return lines
 
     def dcgm(self, node: str) -> list[str]:
@@ -191,6 +302,31 @@ class Exporter:
             lines.append(
                 f"kube_pod_container_resource_requests{_labels(**ids, container=container, node=p.node, resource=p.gpu_resource, unit='integer')} 1"
             )
+        return lines + self.hpas()
+
+    def hpas(self) -> list[str]:
+        """kube-state-metrics' series of one HPA per Triton version, as the platform declares them
+        (auto-named, scaling the Deployment `<service>-<version>` on the queue-time metric)."""
+        lines = []
+        versions = sorted({(p.namespace, p.app, p.version) for p in self.topology.triton_pods})
+        for namespace, app, version in versions:
+            ids = {"namespace": namespace, "horizontalpodautoscaler": f"{app}-{version}-hpa-0a1b2c3"}
+            target = {"scaletargetref_api_version": "apps/v1", "scaletargetref_kind": "Deployment",
+                      "scaletargetref_name": f"{app}-{version}"}
+            metric = {"metric_name": QUEUE_TIME_METRIC, "metric_target_type": "average"}
+            replicas = sum(1 for p in self.topology.triton_pods if (p.namespace, p.app, p.version) == (namespace, app, version))
+            lines += [
+                f"kube_horizontalpodautoscaler_info{_labels(**ids, **target)} 1",
+                f"kube_horizontalpodautoscaler_spec_min_replicas{_labels(**ids)} 1",
+                f"kube_horizontalpodautoscaler_spec_max_replicas{_labels(**ids)} 3",
+                f"kube_horizontalpodautoscaler_spec_target_metric{_labels(**ids, **metric)} 50000",
+                f"kube_horizontalpodautoscaler_status_target_metric{_labels(**ids, **metric)} {self._value('kube_horizontalpodautoscaler_status_target_metric', str(ids), 40000)}",
+                f"kube_horizontalpodautoscaler_status_current_replicas{_labels(**ids)} {replicas}",
+                f"kube_horizontalpodautoscaler_status_desired_replicas{_labels(**ids)} {replicas + 1}",
+            ]
+            for condition, status in (("AbleToScale", "true"), ("ScalingActive", "true"), ("ScalingLimited", "false")):
+                for value in ("true", "false", "unknown"):
+                    lines.append(f"kube_horizontalpodautoscaler_status_condition{_labels(**ids, condition=condition, status=value)} {int(value == status)}")
         return lines
 
     def render(self, path: str) -> str | None:

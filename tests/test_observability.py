@@ -128,7 +128,7 @@ def test_dashboards_are_configmaps_with_the_sidecar_label(reference):
     sidecar = kps["grafana"]["sidecar"]["dashboards"]
     assert (observability.DASHBOARD_LABEL, observability.DASHBOARD_LABEL_VALUE) == (sidecar["label"], sidecar["labelValue"])
     maps = [r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"].startswith("dashboard-")]
-    files = observability.dashboard_files()
+    files = observability.provisioned_dashboards(stack_settings("demo-dev"))
     assert len(maps) == len(files) >= 6
     for cm in maps:
         assert cm.inputs["metadata"]["labels"][sidecar["label"]] == sidecar["labelValue"]
