@@ -26,6 +26,21 @@ ENDPOINT_INFO_RECORD = "inference_platform:endpoint:info"
 # A canary must be this much (absolute ratio) worse than stable before it alerts,
 # so a single failed request on a quiet canary does not page anyone.
 CANARY_ERROR_MARGIN = 0.01
+# gRPC answers failures with HTTP 200 and a grpc-status; these codes are the server's fault
+# (the ones gRPC-to-HTTP mappings send as 5xx): UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED,
+# INTERNAL, UNAVAILABLE, DATA_LOSS. Client mistakes (INVALID_ARGUMENT, NOT_FOUND,
+# UNAUTHENTICATED, ...), CANCELLED and RESOURCE_EXHAUSTED (throttling) do not count.
+GRPC_SERVER_ERROR_CODES = (2, 4, 12, 13, 14, 15)
+# The ingress gateway proxies report the requests they send as reporter="source".
+GATEWAY_WORKLOAD = "istio-ingressgateway"
+# XIDs that mean the GPU itself is broken and needs a reset, a drain or a replacement (NVIDIA's
+# XID catalogue): 48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fallen off the bus,
+# 92 high single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP, 140 unrecovered ECC.
+# Others (13 graphics exception, 31 memory page fault, 43 stopped processing, 45 preemptive
+# cleanup, ...) are usually caused by the application and clear with its restart.
+GPU_FAULT_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140)
+# A new XID stays visible this long (DCGM_FI_DEV_XID_ERRORS holds the last code seen).
+XID_WINDOW = "15m"
 
 
 # --------------------------------------------------------------------------- expressions
@@ -48,14 +63,21 @@ def triton_failure_ratio_expr(ratio: float) -> str:
     return f"{failed} / ({ok} + {failed}) > {ratio:g}"
 
 
+def grpc_server_error_regex() -> str:
+    return "|".join(str(code) for code in GRPC_SERVER_ERROR_CODES)
+
+
 def error_ratio_record_expr() -> str:
-    """5xx share of the requests each service version receives, from the server-side proxy."""
+    """Share of the requests each service version receives that fail on the server side: HTTP 5xx,
+    or a gRPC status that is the server's fault (sent with HTTP 200), from the server-side proxy."""
     by = "destination_workload_namespace, destination_service_name, destination_version"
     sel = 'reporter="destination"'
-    return (
-        f'sum by ({by}) (rate(istio_requests_total{{{sel},response_code=~"5.."}}[5m]))'
-        f" / sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
+    # A gRPC call that fails with both (a 503 with UNAVAILABLE) is one series, counted once by `or`.
+    failed = (
+        f'rate(istio_requests_total{{{sel},response_code=~"5.."}}[5m])'
+        f' or rate(istio_requests_total{{{sel},grpc_response_status=~"{grpc_server_error_regex()}"}}[5m])'
     )
+    return f"sum by ({by}) ({failed}) / sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
 
 
 def _version_selector(service: Service, version: str) -> str:
@@ -73,13 +95,78 @@ def canary_error_expr(service: Service, canary: str, stable: str) -> str:
     )
 
 
-def gpu_memory_expr(ratio: float) -> str:
-    return f"DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > {ratio:g}"
+def _requests_rate(selector: str) -> str:
+    return f"sum(rate(istio_requests_total{{{selector}}}[5m]))"
 
 
-def xid_errors_expr() -> str:
-    # The gauge holds the code of the last XID error; non-zero means the GPU reported one.
-    return "DCGM_FI_DEV_XID_ERRORS > 0"
+def canary_not_serving_expr(service: Service, canary: str, stable: str) -> str:
+    """The service gets traffic (the gateway sends it requests, or its stable version serves some)
+    while the canary's own proxy reports no request at all. A canary with no ready pod never
+    reaches its proxy: the gateway answers 503 with response_flags="UH" and, no host having been
+    picked, destination_version="unknown", so only the absence on the destination side tells."""
+    fqdn = f"{service.name}.{service.k8s_namespace}.svc.cluster.local"
+    from_gateway = _requests_rate(f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}"')
+    stable_serves = _requests_rate(f'reporter="destination",{_version_selector(service, stable)}')
+    canary_answers = _requests_rate(f'reporter="destination",{_version_selector(service, canary)}')
+    return f"(({from_gateway} > 0) or ({stable_serves} > 0)) unless on () ({canary_answers} > 0)"
+
+
+def _pods_of_versions(namespace: str, app: str, versions: list[str]) -> str:
+    """kube_pod_labels of the versions' pods, with namespace/pod renamed to the exported_* labels
+    that DCGM series carry (the GPU operator's ServiceMonitor does not honour the exporter's labels)."""
+    pods = f'kube_pod_labels{{namespace="{namespace}",label_app="{app}",label_version=~"{"|".join(versions)}"}}'
+    renamed = f'label_replace({pods}, "exported_namespace", "$1", "namespace", "(.*)")'
+    return f'label_replace({renamed}, "exported_pod", "$1", "pod", "(.*)")'
+
+
+def preallocating_pods(settings: Settings) -> list[str]:
+    """Selectors of the pods whose engine reserves most GPU memory by design (TensorRT-LLM's KV
+    cache, vLLM's gpu_memory_utilization)."""
+    out = []
+    for svc in settings.services:
+        versions = [v.name for v in svc.versions if v.llm_backend is not None]
+        if versions:
+            out.append(_pods_of_versions(svc.k8s_namespace, svc.name, versions))
+    return out
+
+
+def gpu_memory_expr(ratio: float, skip_pods: list[str] = ()) -> str:
+    expr = f"DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > {ratio:g}"
+    for pods in skip_pods:
+        expr = f"({expr}) unless on (exported_namespace, exported_pod) {pods}"
+    return expr
+
+
+def _xid_is(codes: tuple[int, ...]) -> str:
+    return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in codes)
+
+
+def new_xid_expr(fault: bool) -> str:
+    """A GPU that reported a new XID in the last XID_WINDOW. DCGM_FI_DEV_XID_ERRORS is a gauge with
+    the code of the last XID, so a change of value is a new error; the alert clears once the
+    window passes. fault: the XIDs of a broken GPU, else every other non-zero code."""
+    changed = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
+    faults = _xid_is(GPU_FAULT_XIDS)
+    which = f"({faults})" if fault else f"(DCGM_FI_DEV_XID_ERRORS > 0 unless ({faults}))"
+    return f"{which} and ({changed})"
+
+
+def triton_pod_not_ready_expr(service: Service, version: str) -> str:
+    """A running Triton pod of the version that is not ready: its models did not load (the
+    readiness probe asks Triton's /v2/health/ready, which fails until every model is ready)."""
+    not_ready = 'kube_pod_status_ready{condition="true"} == 0'
+    running = 'kube_pod_status_phase{phase="Running"} == 1'
+    ours = f'kube_pod_labels{{namespace="{service.k8s_namespace}",label_app="{service.name}",label_version="{version}"}}'
+    return f"({not_ready}) and on (namespace, pod) ({running}) and on (namespace, pod) {ours}"
+
+
+def hpa_at_max_expr(namespaces: list[str]) -> str:
+    """An HPA of the services' namespaces that runs as many replicas as it may."""
+    ns = f'namespace=~"{"|".join(sorted(set(namespaces)))}"'
+    return (
+        f"kube_horizontalpodautoscaler_status_current_replicas{{{ns}}}"
+        f" >= on (namespace, horizontalpodautoscaler) kube_horizontalpodautoscaler_spec_max_replicas{{{ns}}}"
+    )
 
 
 def pending_gpu_pods_expr() -> str:
@@ -133,57 +220,97 @@ def endpoint_records(settings: Settings) -> list[dict[str, Any]]:
     ]
 
 
-def rule_groups(settings: Settings) -> list[dict[str, Any]]:
-    t = settings.observability.alerts
-    triton = [
-        _alert(
-            "TritonQueueTimeHigh",
-            triton_queue_time_expr(t.queue_time_ms),
-            "5m",
-            "warning",
-            f"Triton {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} model {{{{ $labels.model }}}}: "
-            f"requests wait {{{{ $value | humanize }}}} ms in the queue (threshold {t.queue_time_ms:g} ms)",
-        ),
-        _alert(
-            "TritonFailureRatioHigh",
-            triton_failure_ratio_expr(t.failure_ratio),
-            "5m",
-            "critical",
-            "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
-            "{{ $value | humanizePercentage }} of requests",
-        ),
-    ]
-    canary: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
+def _canary_rules(settings: Settings) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
     for svc in settings.services:
         stable, canaries = stable_and_canaries(svc)
+        # ignoring(destination_version) and `on ()` drop the version from the result; name both.
+        labels = {"namespace": svc.k8s_namespace, "service": svc.name, "stable_version": stable}
         for version in canaries:
-            canary.append(
+            rules.append(
                 _alert(
                     "CanaryErrorRatioAboveStable",
                     canary_error_expr(svc, version, stable),
                     "10m",
                     "warning",
-                    f"{svc.name} {version} returns 5xx more often than {stable}: {{{{ $value | humanizePercentage }}}}",
-                    # ignoring(destination_version) drops the version from the result; name both.
-                    service=svc.name,
+                    f"{svc.name} {version} fails (5xx or gRPC server error) more often than {stable}: "
+                    f"{{{{ $value | humanizePercentage }}}}",
                     canary_version=version,
-                    stable_version=stable,
+                    **labels,
                 )
             )
+            rules.append(
+                _alert(
+                    "CanaryNotServing",
+                    canary_not_serving_expr(svc, version, stable),
+                    "5m",
+                    "critical",
+                    f"{svc.name} {version} gets traffic ({next(v.weight for v in svc.versions if v.name == version)}%) "
+                    f"but answers none of it: no ready pod behind its subset (clients see 503)",
+                    canary_version=version,
+                    **labels,
+                )
+            )
+    return rules
+
+
+def _service_rules(settings: Settings) -> list[dict[str, Any]]:
+    rules = []
+    for svc in settings.services:
+        for v in svc.versions:
+            rules.append(
+                _alert(
+                    "TritonPodNotReady",
+                    triton_pod_not_ready_expr(svc, v.name),
+                    # Loading models may take the whole startup budget; longer means it failed.
+                    f"{v.startup_budget_seconds}s",
+                    "warning",
+                    f"Triton pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} ({svc.name} {v.name}) has not been ready "
+                    f"for {v.startup_budget_seconds}s: a model failed to load (see its log)",
+                    service=svc.name,
+                    version=v.name,
+                )
+            )
+    namespaces = [svc.k8s_namespace for svc in settings.services]
+    if namespaces:
+        rules.append(
+            _alert(
+                "TritonHpaAtMax",
+                hpa_at_max_expr(namespaces),
+                "15m",
+                "warning",
+                "HPA {{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }} has run at maxReplicas "
+                "({{ $value }}) for 15 minutes; queue time may grow",
+            )
+        )
+    return rules
+
+
+def _gpu_rules(settings: Settings) -> list[dict[str, Any]]:
+    t = settings.observability.alerts
     gpu = [
         _alert(
             "GpuMemoryNearlyFull",
-            gpu_memory_expr(t.gpu_memory_ratio),
+            gpu_memory_expr(t.gpu_memory_ratio, preallocating_pods(settings)),
             "10m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} uses {{ $value | humanizePercentage }} of its memory",
         ),
         _alert(
-            "GpuXidError",
-            xid_errors_expr(),
+            "GpuXidFault",
+            new_xid_expr(fault=True),
             "0m",
             "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID error {{ $value }}",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}, a hardware fault: "
+            "drain the node and reset or replace the GPU",
+        ),
+        _alert(
+            "GpuXidError",
+            new_xid_expr(fault=False),
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }} (usually the application's; "
+            "see the pod's log)",
         ),
         _alert(
             "GpuPodsPending",
@@ -204,10 +331,34 @@ def rule_groups(settings: Settings) -> list[dict[str, Any]]:
                 node_group=group.name,
             )
         )
+    return gpu
+
+
+def rule_groups(settings: Settings) -> list[dict[str, Any]]:
+    t = settings.observability.alerts
+    triton = [
+        _alert(
+            "TritonQueueTimeHigh",
+            triton_queue_time_expr(t.queue_time_ms),
+            "5m",
+            "warning",
+            f"Triton {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} model {{{{ $labels.model }}}}: "
+            f"requests wait {{{{ $value | humanize }}}} ms in the queue (threshold {t.queue_time_ms:g} ms)",
+        ),
+        _alert(
+            "TritonFailureRatioHigh",
+            triton_failure_ratio_expr(t.failure_ratio),
+            "5m",
+            "critical",
+            "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
+            "{{ $value | humanizePercentage }} of requests",
+        ),
+        *_service_rules(settings),
+    ]
     groups = [
         {"name": "inference-platform.triton", "rules": triton},
-        {"name": "inference-platform.canary", "rules": canary},
-        {"name": "inference-platform.gpu", "rules": gpu},
+        {"name": "inference-platform.canary", "rules": _canary_rules(settings)},
+        {"name": "inference-platform.gpu", "rules": _gpu_rules(settings)},
     ]
     endpoints = endpoint_records(settings)
     if endpoints:
