@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import Service, Settings
+from .config import AlertReceiver, Service, Settings
 from .node_contract import GROUP_LABEL
 
 # kube-state-metrics turns the allow-listed label into label_<name with _>.
@@ -77,7 +77,10 @@ def error_ratio_record_expr() -> str:
         f'rate(istio_requests_total{{{sel},response_code=~"5.."}}[5m])'
         f' or rate(istio_requests_total{{{sel},grpc_response_status=~"{grpc_server_error_regex()}"}}[5m])'
     )
-    return f"sum by ({by}) ({failed}) / sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
+    total = f"sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
+    # A version with no failure has no failing series: `or 0 * total` records its ratio as 0,
+    # so a canary can still be compared with a flawless stable.
+    return f"(sum by ({by}) ({failed}) or 0 * {total}) / {total}"
 
 
 def _version_selector(service: Service, version: str) -> str:
@@ -372,3 +375,72 @@ def alert_names(groups: list[dict[str, Any]]) -> set[str]:
 
 def recorded_names(groups: list[dict[str, Any]]) -> set[str]:
     return {r["record"] for g in groups for r in g["rules"] if "record" in r}
+
+
+# --------------------------------------------------------------------------- Alertmanager
+
+NULL_RECEIVER = "null"
+# Labels that say what an alert is about: a critical alert silences the warnings about the same
+# thing (a namespace, a service, a GPU node), never about something else.
+INHIBIT_SCOPES = ("namespace", "service", "Hostname")
+
+
+def _receiver_config(receiver: AlertReceiver, secret: str) -> dict[str, Any]:
+    """One Alertmanager receiver; `secret` is the kind's credential (fields valid in 0.25 and 0.34)."""
+    kind = receiver.kind
+    spec = getattr(receiver, kind)
+    if kind == "webhook":
+        config = {"webhook_configs": [{"url": secret, "send_resolved": spec.send_resolved}]}
+    elif kind == "slack":
+        config = {"slack_configs": [{"api_url": secret, "channel": spec.channel, "send_resolved": spec.send_resolved,
+                                     "title": '{{ .CommonLabels.severity }}: {{ .CommonLabels.alertname }}',
+                                     "text": '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}'}]}
+    elif kind == "email":
+        config = {"email_configs": [{"to": spec.to, "from": spec.from_, "smarthost": spec.smarthost,
+                                     "auth_username": spec.auth_username, "auth_password": secret,
+                                     "require_tls": spec.require_tls}]}
+    else:
+        config = {"pagerduty_configs": [{"routing_key": secret, "send_resolved": spec.send_resolved}]}
+    return {"name": receiver.name, **config}
+
+
+def _severity_routes(severity: str, receivers: list[str]) -> list[dict[str, Any]]:
+    # Every receiver of a severity gets the alert: all routes but the last continue matching.
+    return [
+        {"receiver": name, "matchers": [f'severity="{severity}"'], "continue": i < len(receivers) - 1}
+        for i, name in enumerate(receivers)
+    ]
+
+
+def inhibit_rules() -> list[dict[str, Any]]:
+    """A critical alert silences warnings about the same namespace, service or GPU node. Each rule
+    needs the label on both sides: Alertmanager counts a label missing on both as equal."""
+    return [
+        {
+            "source_matchers": ['severity="critical"', f'{label}=~".+"'],
+            "target_matchers": ['severity="warning"', f'{label}=~".+"'],
+            "equal": [label],
+        }
+        for label in INHIBIT_SCOPES
+    ]
+
+
+def alertmanager_config(settings: Settings, secrets: dict[str, str]) -> dict[str, Any]:
+    """The whole Alertmanager configuration; `secrets` maps receiver names to their credentials.
+    With no receivers every alert goes to `null` (kept in Alertmanager's UI, sent nowhere)."""
+    a = settings.observability.alerting
+    routes = [{"receiver": NULL_RECEIVER, "matchers": ['alertname="Watchdog"']}]
+    routes += _severity_routes("critical", a.critical) + _severity_routes("warning", a.warning)
+    return {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": NULL_RECEIVER,
+            "group_by": ["alertname", "namespace", "service"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": a.repeat_interval,
+            "routes": routes,
+        },
+        "inhibit_rules": inhibit_rules(),
+        "receivers": [{"name": NULL_RECEIVER}] + [_receiver_config(r, secrets[r.name]) for r in a.receivers],
+    }

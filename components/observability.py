@@ -22,6 +22,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
+import yaml
 
 from . import alerts, autoscaler, common, versions
 from . import endpoints as ep
@@ -38,6 +39,10 @@ DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
+# Alertmanager's whole configuration, receivers' credentials included, lives in this Secret
+# (key alertmanager.yaml, as the operator reads it), never in Helm values.
+ALERTMANAGER_CONFIG_SECRET = "alertmanager-platform"
+ALERTMANAGER_CONFIG_KEY = "alertmanager.yaml"
 LOKI_S3_SECRET = "loki-s3"
 # Pod and node labels kube-state-metrics exposes (as label_<name>) for dashboards and alerts.
 POD_LABELS = ("app", "version")
@@ -94,6 +99,7 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
                 "storageSpec": {"volumeClaimTemplate": {"spec": _claim_spec(o.prometheus_storage_size, o.storage_class)}},
             }
         },
+        "alertmanager": alertmanager_values(),
         "grafana": {
             "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
             "sidecar": {
@@ -110,6 +116,16 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
             "metricLabelsAllowlist": [f"pods=[{allow_pods}]", f"nodes=[{alerts.GROUP_LABEL}]"],
         },
     }
+
+
+def alertmanager_values() -> dict[str, Any]:
+    """The chart creates no configuration Secret of its own; Alertmanager reads ours."""
+    return {"alertmanagerSpec": {"useExistingSecret": True, "configSecret": ALERTMANAGER_CONFIG_SECRET}}
+
+
+def alertmanager_config_text(settings: Settings) -> str:
+    secrets = {name: value.get_secret_value() for name, value in settings.alert_receiver_secrets.items()}
+    return yaml.safe_dump(alerts.alertmanager_config(settings, secrets), sort_keys=False)
 
 
 def adapter_rules() -> list[dict[str, Any]]:
@@ -272,13 +288,26 @@ def alloy_values() -> dict[str, Any]:
 
 
 def envoy_pod_monitor_spec() -> dict[str, Any]:
-    """Scrape every injected sidecar's Envoy stats (istio_requests_total and friends)."""
+    """Scrape the Envoy stats (istio_requests_total and friends) of every proxy: the sidecars and
+    the ingress gateway. Both injection templates (sidecar and gateway) set the canonical-name
+    label; only the sidecar one sets security.istio.io/tlsMode, so that label would miss the gateway."""
     return {
         "namespaceSelector": {"any": True},
-        # Istio's injector labels every pod with a sidecar.
-        "selector": {"matchExpressions": [{"key": "security.istio.io/tlsMode", "operator": "Exists"}]},
+        "selector": {"matchExpressions": [{"key": "service.istio.io/canonical-name", "operator": "Exists"}]},
         "jobLabel": "envoy-stats",
+        # Port 15090 as the injector and the gateway chart name it.
         "podMetricsEndpoints": [{"port": "http-envoy-prom", "path": "/stats/prometheus", "interval": "15s"}],
+    }
+
+
+def istiod_service_monitor_spec() -> dict[str, Any]:
+    """Scrape istiod's own metrics (push errors, proxy convergence) on its Service's monitoring port."""
+    return {
+        "namespaceSelector": {"matchNames": [ep.ISTIO_NAMESPACE]},
+        # The istiod chart's Service labels (app: istiod, istio: pilot) and port name.
+        "selector": {"matchLabels": {"app": "istiod", "istio": "pilot"}},
+        "jobLabel": "istio",
+        "endpoints": [{"port": "http-monitoring", "interval": "15s"}],
     }
 
 
@@ -339,12 +368,20 @@ class Observability(pulumi.ComponentResource):
                 timeout_seconds=release_timeout(settings, chart.name, values),
             )
 
+        alertmanager_secret = k8s.core.v1.Secret(
+            f"{name}-alertmanager-config",
+            metadata=meta(ALERTMANAGER_CONFIG_SECRET, "alertmanager"),
+            type="Opaque",
+            string_data={ALERTMANAGER_CONFIG_KEY: pulumi.Output.secret(alertmanager_config_text(settings))},
+            opts=opts_(namespace),
+        )
         stack = release(
             "kube-prometheus-stack",
             versions.KUBE_PROMETHEUS_STACK,
             ep.KUBE_PROMETHEUS_RELEASE,
             kube_prometheus_values(settings, mesh),
             admin_secret,
+            alertmanager_secret,
         )
         release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(), stack)
 
@@ -402,6 +439,7 @@ class Observability(pulumi.ComponentResource):
         monitoring_cr("rules", "PrometheusRule", "inference-platform", {"groups": alerts.rule_groups(settings)})
         if mesh.crds is not None:
             monitoring_cr("envoy-stats", "PodMonitor", "envoy-stats", envoy_pod_monitor_spec())
+            monitoring_cr("istiod", "ServiceMonitor", "istiod", istiod_service_monitor_spec())
         if autoscaler.deployed(settings):
             monitoring_cr("cluster-autoscaler", "PodMonitor", autoscaler.NAME, autoscaler.pod_monitor_spec())
 

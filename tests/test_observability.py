@@ -27,6 +27,8 @@ FREE_FORM = {
         "grafana.additionalDataSources",
         # A kube-state-metrics subchart value (not in the parent chart's values.yaml).
         "kube-state-metrics.metricLabelsAllowlist",
+        # Commented out in values.yaml; templates/alertmanager/alertmanager.yaml reads it.
+        "alertmanager.alertmanagerSpec.configSecret",
     }),
     versions.PROMETHEUS_ADAPTER: frozenset({"rules.custom"}),
     # Loki's own configuration blocks, rendered into its config file.
