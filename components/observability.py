@@ -39,9 +39,13 @@ DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
-# Alertmanager's whole configuration, receivers' credentials included, lives in this Secret
-# (key alertmanager.yaml, as the operator reads it), never in Helm values.
-ALERTMANAGER_CONFIG_SECRET = "alertmanager-platform"
+# Alertmanager's whole configuration, receivers' credentials included, lives in a Secret of
+# ours (key alertmanager.yaml, as the operator reads it), never in Helm values. It bears the name
+# the operator reads by default, alertmanager-<Alertmanager name>; the chart names its
+# Alertmanager <fullname>-alertmanager, and fullname is the release name when that contains the
+# chart's name (templates/_helpers.tpl, kube-prometheus-stack 88.5.3).
+ALERTMANAGER_NAME = f"{ep.KUBE_PROMETHEUS_RELEASE}-alertmanager"
+ALERTMANAGER_CONFIG_SECRET = f"alertmanager-{ALERTMANAGER_NAME}"
 ALERTMANAGER_CONFIG_KEY = "alertmanager.yaml"
 LOKI_S3_SECRET = "loki-s3"
 # Pod and node labels kube-state-metrics exposes (as label_<name>) for dashboards and alerts.
@@ -120,7 +124,7 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
 
 def alertmanager_values() -> dict[str, Any]:
     """The chart creates no configuration Secret of its own; Alertmanager reads ours."""
-    return {"alertmanagerSpec": {"useExistingSecret": True, "configSecret": ALERTMANAGER_CONFIG_SECRET}}
+    return {"alertmanagerSpec": {"useExistingSecret": True}}
 
 
 def alertmanager_config_text(settings: Settings) -> str:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from components import alerts
+from components.config import AlertingSettings
 from platformctl.engine import stack_settings
 from tests.metric_catalogue import known_metrics, metric_names
 
@@ -352,3 +353,95 @@ def test_a_wrong_expectation_fails(promtool, rules_file, tmp_path):
     tests = tmp_path / "tests.yml"
     tests.write_text(yaml.safe_dump({"rule_files": [str(rules_file)], "evaluation_interval": "1m", "tests": [broken]}))
     assert subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True).returncode != 0
+
+
+# --------------------------------------------------------------------------- Alertmanager routing
+
+ROUTED = SETTINGS.model_copy(update={
+    "observability": SETTINGS.observability.model_copy(update={"alerting": AlertingSettings.model_validate({
+        "receivers": [
+            {"name": "oncall", "pagerduty": {}},
+            {"name": "team-chat", "slack": {"channel": "#inference"}},
+            {"name": "ops-mail", "email": {"to": "ops@example.com", "from": "am@example.com",
+                                           "smarthost": "smtp.example.com:587", "authUsername": "am"}},
+            {"name": "ticketing", "webhook": {}},
+        ],
+        "critical": ["oncall", "team-chat"],
+        "warning": ["team-chat", "ops-mail", "ticketing"],
+    })}),
+})
+FAKE_SECRETS = {
+    "oncall": "0123456789abcdef0123456789abcdef",
+    "team-chat": "https://hooks.slack.com/services/T000/B000/XXXX",
+    "ops-mail": "smtp-password-123",
+    "ticketing": "https://tickets.example.com/alertmanager",
+}
+
+
+@pytest.fixture(scope="module")
+def amtool():
+    path = shutil.which("amtool")
+    assert path, "amtool is missing: apt-get install prometheus-alertmanager"
+    return path
+
+
+def am_config_file(tmp_path, settings, secrets) -> str:
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(alerts.alertmanager_config(settings, secrets), sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize("settings,secrets", [(SETTINGS, {}), (ROUTED, FAKE_SECRETS)], ids=["no-receivers", "every-kind"])
+def test_alertmanager_config_passes_amtool(amtool, tmp_path, settings, secrets):
+    result = subprocess.run([amtool, "check-config", am_config_file(tmp_path, settings, secrets)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_amtool_rejects_a_broken_config(amtool, tmp_path):
+    """The check above would notice a route to a receiver that does not exist."""
+    config = alerts.alertmanager_config(ROUTED, FAKE_SECRETS)
+    config["receivers"] = [r for r in config["receivers"] if r["name"] != "oncall"]
+    path = tmp_path / "broken.yml"
+    path.write_text(yaml.safe_dump(config))
+    assert subprocess.run([amtool, "check-config", str(path)], capture_output=True).returncode != 0
+
+
+def routed_to(amtool, config_file: str, **labels: str) -> list[str]:
+    """Receivers Alertmanager picks for an alert with these labels (amtool's own routing)."""
+    result = subprocess.run([amtool, "config", "routes", "test", f"--config.file={config_file}",
+                             *(f"{k}={v}" for k, v in labels.items())], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().split(",")
+
+
+def test_severities_reach_their_receivers(amtool, tmp_path):
+    config = am_config_file(tmp_path, ROUTED, FAKE_SECRETS)
+    assert routed_to(amtool, config, alertname="GpuXidFault", severity="critical") == ["oncall", "team-chat"]
+    assert routed_to(amtool, config, alertname="TritonHpaAtMax", severity="warning") == ["team-chat", "ops-mail", "ticketing"]
+    assert routed_to(amtool, config, alertname="Watchdog", severity="none") == ["null"]
+
+
+def test_without_receivers_everything_goes_to_null(amtool, tmp_path):
+    config = am_config_file(tmp_path, SETTINGS, {})
+    assert routed_to(amtool, config, alertname="GpuXidFault", severity="critical") == ["null"]
+    assert alerts.alertmanager_config(SETTINGS, {})["receivers"] == [{"name": "null"}]
+
+
+def test_each_receiver_carries_its_credential_in_the_field_of_its_kind():
+    receivers = {r["name"]: r for r in alerts.alertmanager_config(ROUTED, FAKE_SECRETS)["receivers"]}
+    assert receivers["oncall"]["pagerduty_configs"][0]["routing_key"] == FAKE_SECRETS["oncall"]
+    assert receivers["team-chat"]["slack_configs"][0]["api_url"] == FAKE_SECRETS["team-chat"]
+    assert receivers["team-chat"]["slack_configs"][0]["channel"] == "#inference"
+    assert receivers["ops-mail"]["email_configs"][0]["auth_password"] == FAKE_SECRETS["ops-mail"]
+    assert receivers["ticketing"]["webhook_configs"][0]["url"] == FAKE_SECRETS["ticketing"]
+
+
+def test_criticals_inhibit_warnings_about_the_same_thing_only():
+    rules = alerts.alertmanager_config(ROUTED, FAKE_SECRETS)["inhibit_rules"]
+    assert {tuple(r["equal"]) for r in rules} == {("namespace",), ("service",), ("Hostname",)}
+    for rule in rules:
+        [label] = rule["equal"]
+        # Alertmanager treats a label missing on both sides as equal: each side must have it.
+        assert f'{label}=~".+"' in rule["source_matchers"] and f'{label}=~".+"' in rule["target_matchers"]
+        assert 'severity="critical"' in rule["source_matchers"] and 'severity="warning"' in rule["target_matchers"]

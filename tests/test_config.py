@@ -104,6 +104,12 @@ BAD = [
     ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[1].name", ["role Magnum gives its own node groups"]),
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
+    ("receiver-without-secret", [("observability", {"alerting": {"receivers": [{"name": "oncall", "pagerduty": {}}], "critical": ["oncall"]}})],
+     "inference-platform:observability.alerting.receivers[0]", ["needs its pagerduty credential", "alertReceiverSecrets.oncall", "--secret"]),
+    ("duplicate-receiver", [("observability", {"alerting": {"receivers": [{"name": "a", "webhook": {}}, {"name": "a", "pagerduty": {}}]}})],
+     "inference-platform:observability.alerting.receivers[1].name", ["duplicate receiver name 'a'"]),
+    ("warning-to-unknown-receiver", [("observability", {"alerting": {"warning": ["chat"]}})],
+     "inference-platform:observability.alerting.warning[0]", ["no receiver named 'chat'", "receivers: none"]),
     ("s3-adopt-with-force-destroy", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights", "adopt": True, "forceDestroy": True})],
      "inference-platform:weightCaches.s3.forceDestroy", ["not allowed with adopt: true", "allowed: forceDestroy: false"]),
 ]
@@ -243,3 +249,17 @@ def test_path_forms_pulumi_writes(tmp_path, form, path, value, accepted):
         with pytest.raises(ConfigError) as err:
             _settings_of(tmp_path, dump(doc).decode())
         assert key_path(path) in err.value.one_line() or key_path(path[:-1]) in err.value.one_line()
+
+
+def test_alert_receiver_credentials_are_secrets():
+    raw = base_config() | {
+        "observability": {"alerting": {"receivers": [{"name": "oncall", "pagerduty": {}}], "critical": ["oncall"]}},
+        "alertReceiverSecrets": {"oncall": "0123456789abcdef0123456789abcdef"},
+    }
+    with pytest.raises(ConfigError) as info:
+        parse(raw)
+    assert info.value.paths == ["inference-platform:alertReceiverSecrets"]
+    assert "0123456789abcdef" not in info.value.one_line()
+    settings = parse(raw, {"alertReceiverSecrets"})
+    assert "0123456789abcdef" not in repr(settings)
+    assert settings.alert_receiver_secrets["oncall"].get_secret_value() == "0123456789abcdef0123456789abcdef"
