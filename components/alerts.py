@@ -154,13 +154,18 @@ def new_xid_expr(fault: bool) -> str:
     return f"{which} and ({changed})"
 
 
-def triton_pod_not_ready_expr(service: Service, version: str) -> str:
-    """A running Triton pod of the version that is not ready: its models did not load (the
+def triton_pod_not_ready_expr(services: list[Service]) -> str:
+    """A running Triton pod of the services that is not ready: its models did not load (the
     readiness probe asks Triton's /v2/health/ready, which fails until every model is ready)."""
     not_ready = 'kube_pod_status_ready{condition="true"} == 0'
     running = 'kube_pod_status_phase{phase="Running"} == 1'
-    ours = f'kube_pod_labels{{namespace="{service.k8s_namespace}",label_app="{service.name}",label_version="{version}"}}'
-    return f"({not_ready}) and on (namespace, pod) ({running}) and on (namespace, pod) {ours}"
+    namespaces = "|".join(sorted({svc.k8s_namespace for svc in services}))
+    apps = "|".join(sorted({svc.name for svc in services}))
+    ours = f'kube_pod_labels{{namespace=~"{namespaces}",label_app=~"{apps}",label_version!=""}}'
+    return (
+        f"(({not_ready}) and on (namespace, pod) ({running}))"
+        f" * on (namespace, pod) group_left (label_app, label_version) {ours}"
+    )
 
 
 def hpa_at_max_expr(namespaces: list[str]) -> str:
@@ -248,8 +253,9 @@ def _canary_rules(settings: Settings) -> list[dict[str, Any]]:
                     canary_not_serving_expr(svc, version, stable),
                     "5m",
                     "critical",
-                    f"{svc.name} {version} gets traffic ({next(v.weight for v in svc.versions if v.name == version)}%) "
-                    f"but answers none of it: no ready pod behind its subset (clients see 503)",
+                    # No weight in the text: a weight shift must change only the VirtualService.
+                    f"{svc.name} {version} gets traffic but answers none of it: no ready pod behind its subset "
+                    f"(clients see 503)",
                     canary_version=version,
                     **labels,
                 )
@@ -258,35 +264,30 @@ def _canary_rules(settings: Settings) -> list[dict[str, Any]]:
 
 
 def _service_rules(settings: Settings) -> list[dict[str, Any]]:
-    rules = []
-    for svc in settings.services:
-        for v in svc.versions:
-            rules.append(
-                _alert(
-                    "TritonPodNotReady",
-                    triton_pod_not_ready_expr(svc, v.name),
-                    # Loading models may take the whole startup budget; longer means it failed.
-                    f"{v.startup_budget_seconds}s",
-                    "warning",
-                    f"Triton pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} ({svc.name} {v.name}) has not been ready "
-                    f"for {v.startup_budget_seconds}s: a model failed to load (see its log)",
-                    service=svc.name,
-                    version=v.name,
-                )
-            )
+    if not settings.services:
+        return []
+    # One rule for every version, so adding a version leaves the rules alone; it waits for the
+    # longest startup budget, since loading models may take that long before it means a failure.
+    budget = max(v.startup_budget_seconds for svc in settings.services for v in svc.versions)
     namespaces = [svc.k8s_namespace for svc in settings.services]
-    if namespaces:
-        rules.append(
-            _alert(
-                "TritonHpaAtMax",
-                hpa_at_max_expr(namespaces),
-                "15m",
-                "warning",
-                "HPA {{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }} has run at maxReplicas "
-                "({{ $value }}) for 15 minutes; queue time may grow",
-            )
-        )
-    return rules
+    return [
+        _alert(
+            "TritonPodNotReady",
+            triton_pod_not_ready_expr(settings.services),
+            f"{budget}s",
+            "warning",
+            "Triton pod {{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.label_app }} {{ $labels.label_version }}) "
+            f"has not been ready for {budget}s: a model failed to load (see its log)",
+        ),
+        _alert(
+            "TritonHpaAtMax",
+            hpa_at_max_expr(namespaces),
+            "15m",
+            "warning",
+            "HPA {{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }} has run at maxReplicas "
+            "({{ $value }}) for 15 minutes; queue time may grow",
+        ),
+    ]
 
 
 def _gpu_rules(settings: Settings) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from tests.metric_catalogue import known_metrics, metric_names
 SETTINGS = stack_settings("demo-dev")  # a 90/10 canary (resnet v1/v2) and GPU group gpu-a100 (max 3 nodes)
 GROUPS = alerts.rule_groups(SETTINGS)
 T = SETTINGS.observability.alerts
-BUDGET = SETTINGS.services[0].versions[0].startup_budget_seconds
+BUDGET = max(v.startup_budget_seconds for v in SETTINGS.services[0].versions)
 
 
 def with_llm_canary(settings):
@@ -258,13 +258,13 @@ CASES = {
     "canary-down-behind-gateway-fires": case(
         canary_traffic(gateway=True, stable=False, canary=False),
         "CanaryNotServing",
-        [fired("resnet v2 gets traffic (10%) but answers none of it: no ready pod behind its subset (clients see 503)",
+        [fired("resnet v2 gets traffic but answers none of it: no ready pod behind its subset (clients see 503)",
                severity="critical", service="resnet", namespace="resnet", stable_version="v1", canary_version="v2")],
     ),
     "canary-down-stable-serving-fires": case(
         canary_traffic(gateway=False, stable=True, canary=False),
         "CanaryNotServing",
-        [fired("resnet v2 gets traffic (10%) but answers none of it: no ready pod behind its subset (clients see 503)",
+        [fired("resnet v2 gets traffic but answers none of it: no ready pod behind its subset (clients see 503)",
                severity="critical", service="resnet", namespace="resnet", stable_version="v1", canary_version="v2")],
     ),
     "canary-answering-quiet": case(canary_traffic(gateway=True, stable=True, canary=True), "CanaryNotServing", []),
@@ -304,11 +304,14 @@ CASES = {
     "pod-not-ready-fires": case(
         not_ready(50), "TritonPodNotReady",
         [fired(f"Triton pod resnet/resnet-v1-abc (resnet v1) has not been ready for {BUDGET}s: a model failed to load (see its log)",
-               severity="warning", service="resnet", version="v1", namespace="resnet", pod="resnet-v1-abc", uid="u1",
+               severity="warning", label_app="resnet", label_version="v1", namespace="resnet", pod="resnet-v1-abc", uid="u1",
                condition="true")],
         eval_time="49m",
     ),
     "pod-ready-within-budget-quiet": case(not_ready(10), "TritonPodNotReady", [], eval_time="49m"),
+    "pod-of-another-app-quiet": case(
+        {k.replace('label_app="resnet"', 'label_app="other"'): v for k, v in not_ready(50).items()}, "TritonPodNotReady", [],
+        eval_time="49m"),
     "hpa-at-max-fires": case(
         hpa(4), "TritonHpaAtMax",
         [fired("HPA resnet/resnet-v1-hpa-1a2b3c has run at maxReplicas (4) for 15 minutes; queue time may grow",
