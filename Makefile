@@ -15,9 +15,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 venv: $(VENV)/.installed
 
 # Debian's packages: promtool and the Prometheus server for the rule and dashboard-query tests;
-# rclone, the reference the upload bench compares against.
+# amtool for the Alertmanager configuration tests; rclone, the reference the upload bench compares against.
 tools:
 	@command -v promtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus; }
+	@command -v amtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus-alertmanager; }
 	@command -v rclone >/dev/null || { apt-get update && apt-get install -y --no-install-recommends rclone; }
 
 plan: venv

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import Service, Settings
+from .config import AlertReceiver, Service, Settings
 from .node_contract import GROUP_LABEL
 
 # kube-state-metrics turns the allow-listed label into label_<name with _>.
@@ -26,6 +26,21 @@ ENDPOINT_INFO_RECORD = "inference_platform:endpoint:info"
 # A canary must be this much (absolute ratio) worse than stable before it alerts,
 # so a single failed request on a quiet canary does not page anyone.
 CANARY_ERROR_MARGIN = 0.01
+# gRPC answers failures with HTTP 200 and a grpc-status; these codes are the server's fault
+# (the ones gRPC-to-HTTP mappings send as 5xx): UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED,
+# INTERNAL, UNAVAILABLE, DATA_LOSS. Client mistakes (INVALID_ARGUMENT, NOT_FOUND,
+# UNAUTHENTICATED, ...), CANCELLED and RESOURCE_EXHAUSTED (throttling) do not count.
+GRPC_SERVER_ERROR_CODES = (2, 4, 12, 13, 14, 15)
+# The ingress gateway proxies report the requests they send as reporter="source".
+GATEWAY_WORKLOAD = "istio-ingressgateway"
+# XIDs that mean the GPU itself is broken and needs a reset, a drain or a replacement (NVIDIA's
+# XID catalogue): 48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fallen off the bus,
+# 92 high single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP, 140 unrecovered ECC.
+# Others (13 graphics exception, 31 memory page fault, 43 stopped processing, 45 preemptive
+# cleanup, ...) are usually caused by the application and clear with its restart.
+GPU_FAULT_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140)
+# A new XID stays visible this long (DCGM_FI_DEV_XID_ERRORS holds the last code seen).
+XID_WINDOW = "15m"
 
 
 # --------------------------------------------------------------------------- expressions
@@ -48,14 +63,24 @@ def triton_failure_ratio_expr(ratio: float) -> str:
     return f"{failed} / ({ok} + {failed}) > {ratio:g}"
 
 
+def grpc_server_error_regex() -> str:
+    return "|".join(str(code) for code in GRPC_SERVER_ERROR_CODES)
+
+
 def error_ratio_record_expr() -> str:
-    """5xx share of the requests each service version receives, from the server-side proxy."""
+    """Share of the requests each service version receives that fail on the server side: HTTP 5xx,
+    or a gRPC status that is the server's fault (sent with HTTP 200), from the server-side proxy."""
     by = "destination_workload_namespace, destination_service_name, destination_version"
     sel = 'reporter="destination"'
-    return (
-        f'sum by ({by}) (rate(istio_requests_total{{{sel},response_code=~"5.."}}[5m]))'
-        f" / sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
+    # A gRPC call that fails with both (a 503 with UNAVAILABLE) is one series, counted once by `or`.
+    failed = (
+        f'rate(istio_requests_total{{{sel},response_code=~"5.."}}[5m])'
+        f' or rate(istio_requests_total{{{sel},grpc_response_status=~"{grpc_server_error_regex()}"}}[5m])'
     )
+    total = f"sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
+    # A version with no failure has no failing series: `or 0 * total` records its ratio as 0,
+    # so a canary can still be compared with a flawless stable.
+    return f"(sum by ({by}) ({failed}) or 0 * {total}) / {total}"
 
 
 def _version_selector(service: Service, version: str) -> str:
@@ -73,13 +98,83 @@ def canary_error_expr(service: Service, canary: str, stable: str) -> str:
     )
 
 
-def gpu_memory_expr(ratio: float) -> str:
-    return f"DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > {ratio:g}"
+def _requests_rate(selector: str) -> str:
+    return f"sum(rate(istio_requests_total{{{selector}}}[5m]))"
 
 
-def xid_errors_expr() -> str:
-    # The gauge holds the code of the last XID error; non-zero means the GPU reported one.
-    return "DCGM_FI_DEV_XID_ERRORS > 0"
+def canary_not_serving_expr(service: Service, canary: str, stable: str) -> str:
+    """The service gets traffic (the gateway sends it requests, or its stable version serves some)
+    while the canary's own proxy reports no request at all. A canary with no ready pod never
+    reaches its proxy: the gateway answers 503 with response_flags="UH" and, no host having been
+    picked, destination_version="unknown", so only the absence on the destination side tells."""
+    fqdn = f"{service.name}.{service.k8s_namespace}.svc.cluster.local"
+    from_gateway = _requests_rate(f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}"')
+    stable_serves = _requests_rate(f'reporter="destination",{_version_selector(service, stable)}')
+    canary_answers = _requests_rate(f'reporter="destination",{_version_selector(service, canary)}')
+    return f"(({from_gateway} > 0) or ({stable_serves} > 0)) unless on () ({canary_answers} > 0)"
+
+
+def _pods_of_versions(namespace: str, app: str, versions: list[str]) -> str:
+    """kube_pod_labels of the versions' pods, with namespace/pod renamed to the exported_* labels
+    that DCGM series carry (the GPU operator's ServiceMonitor does not honour the exporter's labels)."""
+    pods = f'kube_pod_labels{{namespace="{namespace}",label_app="{app}",label_version=~"{"|".join(versions)}"}}'
+    renamed = f'label_replace({pods}, "exported_namespace", "$1", "namespace", "(.*)")'
+    return f'label_replace({renamed}, "exported_pod", "$1", "pod", "(.*)")'
+
+
+def preallocating_pods(settings: Settings) -> list[str]:
+    """Selectors of the pods whose engine reserves most GPU memory by design (TensorRT-LLM's KV
+    cache, vLLM's gpu_memory_utilization)."""
+    out = []
+    for svc in settings.services:
+        versions = [v.name for v in svc.versions if v.llm_backend is not None]
+        if versions:
+            out.append(_pods_of_versions(svc.k8s_namespace, svc.name, versions))
+    return out
+
+
+def gpu_memory_expr(ratio: float, skip_pods: list[str] = ()) -> str:
+    expr = f"DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > {ratio:g}"
+    for pods in skip_pods:
+        expr = f"({expr}) unless on (exported_namespace, exported_pod) {pods}"
+    return expr
+
+
+def _xid_is(codes: tuple[int, ...]) -> str:
+    return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in codes)
+
+
+def new_xid_expr(fault: bool) -> str:
+    """A GPU that reported a new XID in the last XID_WINDOW. DCGM_FI_DEV_XID_ERRORS is a gauge with
+    the code of the last XID, so a change of value is a new error; the alert clears once the
+    window passes. fault: the XIDs of a broken GPU, else every other non-zero code."""
+    changed = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
+    faults = _xid_is(GPU_FAULT_XIDS)
+    which = f"({faults})" if fault else f"(DCGM_FI_DEV_XID_ERRORS > 0 unless ({faults}))"
+    return f"{which} and ({changed})"
+
+
+def triton_pod_not_ready_expr(services: list[Service]) -> str:
+    """A running Triton pod of the services that is not ready: its models did not load (the
+    readiness probe asks Triton's /v2/health/ready, which fails until every model is ready)."""
+    not_ready = 'kube_pod_status_ready{condition="true"} == 0'
+    running = 'kube_pod_status_phase{phase="Running"} == 1'
+    namespaces = "|".join(sorted({svc.k8s_namespace for svc in services}))
+    apps = "|".join(sorted({svc.name for svc in services}))
+    ours = f'kube_pod_labels{{namespace=~"{namespaces}",label_app=~"{apps}",label_version!=""}}'
+    return (
+        f"(({not_ready}) and on (namespace, pod) ({running}))"
+        f" * on (namespace, pod) group_left (label_app, label_version) {ours}"
+    )
+
+
+def hpa_at_max_expr(namespaces: list[str]) -> str:
+    """An HPA of the services' namespaces that runs as many replicas as it may."""
+    ns = f'namespace=~"{"|".join(sorted(set(namespaces)))}"'
+    return (
+        f"kube_horizontalpodautoscaler_status_current_replicas{{{ns}}}"
+        f" >= on (namespace, horizontalpodautoscaler) kube_horizontalpodautoscaler_spec_max_replicas{{{ns}}}"
+    )
 
 
 def pending_gpu_pods_expr() -> str:
@@ -133,57 +228,93 @@ def endpoint_records(settings: Settings) -> list[dict[str, Any]]:
     ]
 
 
-def rule_groups(settings: Settings) -> list[dict[str, Any]]:
-    t = settings.observability.alerts
-    triton = [
-        _alert(
-            "TritonQueueTimeHigh",
-            triton_queue_time_expr(t.queue_time_ms),
-            "5m",
-            "warning",
-            f"Triton {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} model {{{{ $labels.model }}}}: "
-            f"requests wait {{{{ $value | humanize }}}} ms in the queue (threshold {t.queue_time_ms:g} ms)",
-        ),
-        _alert(
-            "TritonFailureRatioHigh",
-            triton_failure_ratio_expr(t.failure_ratio),
-            "5m",
-            "critical",
-            "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
-            "{{ $value | humanizePercentage }} of requests",
-        ),
-    ]
-    canary: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
+def _canary_rules(settings: Settings) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
     for svc in settings.services:
         stable, canaries = stable_and_canaries(svc)
+        # ignoring(destination_version) and `on ()` drop the version from the result; name both.
+        labels = {"namespace": svc.k8s_namespace, "service": svc.name, "stable_version": stable}
         for version in canaries:
-            canary.append(
+            rules.append(
                 _alert(
                     "CanaryErrorRatioAboveStable",
                     canary_error_expr(svc, version, stable),
                     "10m",
                     "warning",
-                    f"{svc.name} {version} returns 5xx more often than {stable}: {{{{ $value | humanizePercentage }}}}",
-                    # ignoring(destination_version) drops the version from the result; name both.
-                    service=svc.name,
+                    f"{svc.name} {version} fails (5xx or gRPC server error) more often than {stable}: "
+                    f"{{{{ $value | humanizePercentage }}}}",
                     canary_version=version,
-                    stable_version=stable,
+                    **labels,
                 )
             )
+            rules.append(
+                _alert(
+                    "CanaryNotServing",
+                    canary_not_serving_expr(svc, version, stable),
+                    "5m",
+                    "critical",
+                    # No weight in the text: a weight shift must change only the VirtualService.
+                    f"{svc.name} {version} gets traffic but answers none of it: no ready pod behind its subset "
+                    f"(clients see 503)",
+                    canary_version=version,
+                    **labels,
+                )
+            )
+    return rules
+
+
+def _service_rules(settings: Settings) -> list[dict[str, Any]]:
+    if not settings.services:
+        return []
+    # One rule for every version, so adding a version leaves the rules alone; it waits for the
+    # longest startup budget, since loading models may take that long before it means a failure.
+    budget = max(v.startup_budget_seconds for svc in settings.services for v in svc.versions)
+    namespaces = [svc.k8s_namespace for svc in settings.services]
+    return [
+        _alert(
+            "TritonPodNotReady",
+            triton_pod_not_ready_expr(settings.services),
+            f"{budget}s",
+            "warning",
+            "Triton pod {{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.label_app }} {{ $labels.label_version }}) "
+            f"has not been ready for {budget}s: a model failed to load (see its log)",
+        ),
+        _alert(
+            "TritonHpaAtMax",
+            hpa_at_max_expr(namespaces),
+            "15m",
+            "warning",
+            "HPA {{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }} has run at maxReplicas "
+            "({{ $value }}) for 15 minutes; queue time may grow",
+        ),
+    ]
+
+
+def _gpu_rules(settings: Settings) -> list[dict[str, Any]]:
+    t = settings.observability.alerts
     gpu = [
         _alert(
             "GpuMemoryNearlyFull",
-            gpu_memory_expr(t.gpu_memory_ratio),
+            gpu_memory_expr(t.gpu_memory_ratio, preallocating_pods(settings)),
             "10m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} uses {{ $value | humanizePercentage }} of its memory",
         ),
         _alert(
-            "GpuXidError",
-            xid_errors_expr(),
+            "GpuXidFault",
+            new_xid_expr(fault=True),
             "0m",
             "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID error {{ $value }}",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}, a hardware fault: "
+            "drain the node and reset or replace the GPU",
+        ),
+        _alert(
+            "GpuXidError",
+            new_xid_expr(fault=False),
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }} (usually the application's; "
+            "see the pod's log)",
         ),
         _alert(
             "GpuPodsPending",
@@ -204,10 +335,34 @@ def rule_groups(settings: Settings) -> list[dict[str, Any]]:
                 node_group=group.name,
             )
         )
+    return gpu
+
+
+def rule_groups(settings: Settings) -> list[dict[str, Any]]:
+    t = settings.observability.alerts
+    triton = [
+        _alert(
+            "TritonQueueTimeHigh",
+            triton_queue_time_expr(t.queue_time_ms),
+            "5m",
+            "warning",
+            f"Triton {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} model {{{{ $labels.model }}}}: "
+            f"requests wait {{{{ $value | humanize }}}} ms in the queue (threshold {t.queue_time_ms:g} ms)",
+        ),
+        _alert(
+            "TritonFailureRatioHigh",
+            triton_failure_ratio_expr(t.failure_ratio),
+            "5m",
+            "critical",
+            "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
+            "{{ $value | humanizePercentage }} of requests",
+        ),
+        *_service_rules(settings),
+    ]
     groups = [
         {"name": "inference-platform.triton", "rules": triton},
-        {"name": "inference-platform.canary", "rules": canary},
-        {"name": "inference-platform.gpu", "rules": gpu},
+        {"name": "inference-platform.canary", "rules": _canary_rules(settings)},
+        {"name": "inference-platform.gpu", "rules": _gpu_rules(settings)},
     ]
     endpoints = endpoint_records(settings)
     if endpoints:
@@ -221,3 +376,72 @@ def alert_names(groups: list[dict[str, Any]]) -> set[str]:
 
 def recorded_names(groups: list[dict[str, Any]]) -> set[str]:
     return {r["record"] for g in groups for r in g["rules"] if "record" in r}
+
+
+# --------------------------------------------------------------------------- Alertmanager
+
+NULL_RECEIVER = "null"
+# Labels that say what an alert is about: a critical alert silences the warnings about the same
+# thing (a namespace, a service, a GPU node), never about something else.
+INHIBIT_SCOPES = ("namespace", "service", "Hostname")
+
+
+def _receiver_config(receiver: AlertReceiver, secret: str) -> dict[str, Any]:
+    """One Alertmanager receiver; `secret` is the kind's credential (fields valid in 0.25 and 0.34)."""
+    kind = receiver.kind
+    spec = getattr(receiver, kind)
+    if kind == "webhook":
+        config = {"webhook_configs": [{"url": secret, "send_resolved": spec.send_resolved}]}
+    elif kind == "slack":
+        config = {"slack_configs": [{"api_url": secret, "channel": spec.channel, "send_resolved": spec.send_resolved,
+                                     "title": '{{ .CommonLabels.severity }}: {{ .CommonLabels.alertname }}',
+                                     "text": '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}'}]}
+    elif kind == "email":
+        config = {"email_configs": [{"to": spec.to, "from": spec.from_, "smarthost": spec.smarthost,
+                                     "auth_username": spec.auth_username, "auth_password": secret,
+                                     "require_tls": spec.require_tls}]}
+    else:
+        config = {"pagerduty_configs": [{"routing_key": secret, "send_resolved": spec.send_resolved}]}
+    return {"name": receiver.name, **config}
+
+
+def _severity_routes(severity: str, receivers: list[str]) -> list[dict[str, Any]]:
+    # Every receiver of a severity gets the alert: all routes but the last continue matching.
+    return [
+        {"receiver": name, "matchers": [f'severity="{severity}"'], "continue": i < len(receivers) - 1}
+        for i, name in enumerate(receivers)
+    ]
+
+
+def inhibit_rules() -> list[dict[str, Any]]:
+    """A critical alert silences warnings about the same namespace, service or GPU node. Each rule
+    needs the label on both sides: Alertmanager counts a label missing on both as equal."""
+    return [
+        {
+            "source_matchers": ['severity="critical"', f'{label}=~".+"'],
+            "target_matchers": ['severity="warning"', f'{label}=~".+"'],
+            "equal": [label],
+        }
+        for label in INHIBIT_SCOPES
+    ]
+
+
+def alertmanager_config(settings: Settings, secrets: dict[str, str]) -> dict[str, Any]:
+    """The whole Alertmanager configuration; `secrets` maps receiver names to their credentials.
+    With no receivers every alert goes to `null` (kept in Alertmanager's UI, sent nowhere)."""
+    a = settings.observability.alerting
+    routes = [{"receiver": NULL_RECEIVER, "matchers": ['alertname="Watchdog"']}]
+    routes += _severity_routes("critical", a.critical) + _severity_routes("warning", a.warning)
+    return {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": NULL_RECEIVER,
+            "group_by": ["alertname", "namespace", "service"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": a.repeat_interval,
+            "routes": routes,
+        },
+        "inhibit_rules": inhibit_rules(),
+        "receivers": [{"name": NULL_RECEIVER}] + [_receiver_config(r, secrets[r.name]) for r in a.receivers],
+    }

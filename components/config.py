@@ -471,6 +471,85 @@ class AlertThresholds(Model):
     """GPU framebuffer use above which the GPU memory alert fires."""
 
 
+EMAIL_ADDRESS = r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)+$"
+
+
+class WebhookReceiver(Model):
+    """Alerts POSTed as Alertmanager's webhook JSON; the URL is the receiver's secret."""
+
+    send_resolved: bool = True
+    """Also send a notification when the alert clears."""
+
+
+class SlackReceiver(Model):
+    """Alerts posted to a Slack channel; the incoming-webhook URL is the receiver's secret."""
+
+    channel: str = Field(pattern=r"^[#@][a-z0-9._-]{1,80}$")
+    """Channel (`#name`) or user (`@name`) to post to."""
+    send_resolved: bool = True
+    """Also post when the alert clears."""
+
+
+class EmailReceiver(Model):
+    """Alerts e-mailed through an SMTP relay; the SMTP password is the receiver's secret."""
+
+    to: str = Field(pattern=EMAIL_ADDRESS)
+    """Recipient address."""
+    from_: str = Field(alias="from", pattern=EMAIL_ADDRESS)
+    """Sender address."""
+    smarthost: str = Field(pattern=r"^[A-Za-z0-9]([-A-Za-z0-9.]{0,251}[A-Za-z0-9])?:[0-9]{1,5}$")
+    """SMTP relay as `host:port`, e.g. `smtp.example.com:587`."""
+    auth_username: Annotated[str, _checked(grammar.text, 255)]
+    """SMTP user name (the password is the receiver's secret)."""
+    require_tls: bool = True
+    """Refuse to send unless the relay offers STARTTLS."""
+
+
+class PagerDutyReceiver(Model):
+    """Alerts sent to a PagerDuty service through Events API v2; the integration (routing) key is the receiver's secret."""
+
+    send_resolved: bool = True
+    """Resolve the PagerDuty incident when the alert clears."""
+
+
+class AlertReceiver(Model):
+    name: Annotated[str, _checked(grammar.dns_label, 40)]
+    """Receiver name (DNS label), referred to by `critical` and `warning`; its secret is `alertReceiverSecrets.<name>`."""
+    webhook: Optional[WebhookReceiver] = None
+    """Send to a webhook (secret: its URL)."""
+    slack: Optional[SlackReceiver] = None
+    """Send to Slack (secret: the incoming-webhook URL)."""
+    email: Optional[EmailReceiver] = None
+    """Send e-mail (secret: the SMTP password)."""
+    pagerduty: Optional[PagerDutyReceiver] = None
+    """Send to PagerDuty (secret: the Events API v2 routing key)."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "AlertReceiver":
+        kinds = [k for k in RECEIVER_KINDS if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"a receiver has exactly one of {', '.join(RECEIVER_KINDS)}; found {', '.join(kinds) or 'none'}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in RECEIVER_KINDS if getattr(self, k) is not None)
+
+
+RECEIVER_KINDS = ("webhook", "slack", "email", "pagerduty")
+
+
+class AlertingSettings(Model):
+    receivers: list[AlertReceiver] = Field(default=[], max_length=20)
+    """Where alerts go: webhook, Slack, e-mail or PagerDuty receivers. With none, Alertmanager keeps every alert to itself (receiver `null`)."""
+    critical: list[Annotated[str, _checked(grammar.dns_label, 40)]] = []
+    """Receivers of alerts with severity `critical` (each gets every one)."""
+    warning: list[Annotated[str, _checked(grammar.dns_label, 40)]] = []
+    """Receivers of alerts with severity `warning`."""
+    repeat_interval: str = Field(default="4h", pattern=r"^[1-9][0-9]{0,3}(m|h|d)$")
+    """How often a firing alert is sent again, e.g. `4h`."""
+
+
 class ObservabilitySettings(Model):
     enabled: bool = True
     """Install kube-prometheus-stack, prometheus-adapter, Loki, Alloy and Grafana."""
@@ -488,6 +567,8 @@ class ObservabilitySettings(Model):
     """How long Loki keeps logs."""
     alerts: AlertThresholds = AlertThresholds()
     """Alert thresholds."""
+    alerting: AlertingSettings = AlertingSettings()
+    """Alertmanager receivers and which severities reach them (README: Routing alerts)."""
 
 
 # --------------------------------------------------------------------------- user interfaces
@@ -1006,6 +1087,8 @@ class Settings(Model):
     """Secret. Secret key of the S3 weight cache."""
     grafana_oidc_client_secret: Optional[SecretStr] = None
     """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
+    alert_receiver_secrets: dict[Annotated[str, _checked(grammar.dns_label, 40)], SecretStr] = {}
+    """Secret. Per alert receiver (`observability.alerting.receivers[].name`), its credential: the webhook URL, Slack webhook URL, SMTP password or PagerDuty routing key (`pulumi config set --secret --path 'alertReceiverSecrets.<name>' ...`)."""
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.cluster.node_groups if g.name == name)
@@ -1015,7 +1098,7 @@ class Settings(Model):
         return [g for g in self.cluster.node_groups if g.is_gpu]
 
 
-SECRET_KEYS = ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcClientSecret")
+SECRET_KEYS = ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcClientSecret", "alertReceiverSecrets")
 
 
 # --------------------------------------------------------------------------- errors
@@ -1291,6 +1374,7 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
                 problems.append(((key,), f"weightCaches.s3 needs the secret {NAMESPACE}:{key} (pulumi config set --secret {key} ...)"))
 
     problems += _ui_problems(s)
+    problems += alerting_problems(s)
 
     names: dict[str, int] = {}
     hosts: dict[str, int] = {}
@@ -1337,6 +1421,31 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
                 problems.append((vpath + ("modelRepository", "cache"), f"weight cache {cache!r} is not configured under weightCaches; configured: {', '.join(configured) or 'none'}"))
         if svc.mirror is not None and svc.mirror.version not in version_names:
             problems.append((base + ("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
+    return problems
+
+
+def alerting_problems(s: Settings) -> list[tuple[Path, str]]:
+    """Receiver names unique, every routed name a receiver, every receiver with its secret and no other secrets."""
+    problems: list[tuple[Path, str]] = []
+    base: Path = ("observability", "alerting")
+    a = s.observability.alerting
+    seen: set[str] = set()
+    for i, r in enumerate(a.receivers):
+        if r.name in seen:
+            problems.append((base + ("receivers", i, "name"), f"duplicate receiver name {r.name!r}"))
+        seen.add(r.name)
+        if r.name == "null":
+            problems.append((base + ("receivers", i, "name"), "'null' is Alertmanager's receiver that drops alerts; pick another name"))
+        if r.name not in s.alert_receiver_secrets:
+            problems.append((base + ("receivers", i), f"receiver {r.name!r} needs its {r.kind} credential in the secret "
+                             f"{NAMESPACE}:alertReceiverSecrets.{r.name} (pulumi config set --secret --path 'alertReceiverSecrets.{r.name}' ...)"))
+    for severity in ("critical", "warning"):
+        for i, name in enumerate(getattr(a, severity)):
+            if name not in seen:
+                problems.append((base + (severity, i), f"no receiver named {name!r}; receivers: {', '.join(sorted(seen)) or 'none'}"))
+    for name in sorted(set(s.alert_receiver_secrets) - seen):
+        problems.append((("alertReceiverSecrets", name), f"no receiver named {name!r} under observability.alerting.receivers; "
+                         f"receivers: {', '.join(sorted(seen)) or 'none'}"))
     return problems
 
 

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
+import yaml
 
 from . import alerts, autoscaler, common, versions
 from . import endpoints as ep
@@ -45,6 +46,14 @@ GRAFANA_ADMIN_SECRET = "grafana-admin"
 GRAFANA_OIDC_SECRET = "grafana-oidc"
 GRAFANA_OIDC_SECRET_KEY = "client-secret"
 GRAFANA_OIDC_SECRET_ENV = "GF_AUTH_GENERIC_OAUTH_CLIENT_SECRET"
+# Alertmanager's whole configuration, receivers' credentials included, lives in a Secret of
+# ours (key alertmanager.yaml, as the operator reads it), never in Helm values. It bears the name
+# the operator reads by default, alertmanager-<Alertmanager name>; the chart names its
+# Alertmanager <fullname>-alertmanager, and fullname is the release name when that contains the
+# chart's name (templates/_helpers.tpl, kube-prometheus-stack 88.5.3).
+ALERTMANAGER_NAME = f"{ep.KUBE_PROMETHEUS_RELEASE}-alertmanager"
+ALERTMANAGER_CONFIG_SECRET = f"alertmanager-{ALERTMANAGER_NAME}"
+ALERTMANAGER_CONFIG_KEY = "alertmanager.yaml"
 LOKI_S3_SECRET = "loki-s3"
 # Pod and node labels kube-state-metrics exposes (as label_<name>) for dashboards and alerts.
 POD_LABELS = ("app", "version")
@@ -155,6 +164,7 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
                 "storageSpec": {"volumeClaimTemplate": {"spec": _claim_spec(o.prometheus_storage_size, o.storage_class)}},
             }
         },
+        "alertmanager": alertmanager_values(),
         "grafana": grafana_values(settings, mesh),
         "kube-state-metrics": {
             "metricLabelsAllowlist": [f"pods=[{allow_pods}]", f"nodes=[{alerts.GROUP_LABEL}]"],
@@ -176,6 +186,16 @@ def queue_time_query(window: str = ADAPTER_WINDOW) -> str:
     # clamp_min: an idle model (no successes in the window) reads 0, not NaN.
     served = f"clamp_min(sum by ({per_model}) (rate(nv_inference_request_success{{<<.LabelMatchers>>}}[{window}])), 0.001)"
     return f"max by (<<.GroupBy>>) ({queued} / {served})"
+
+
+def alertmanager_values() -> dict[str, Any]:
+    """The chart creates no configuration Secret of its own; Alertmanager reads ours."""
+    return {"alertmanagerSpec": {"useExistingSecret": True}}
+
+
+def alertmanager_config_text(settings: Settings) -> str:
+    secrets = {name: value.get_secret_value() for name, value in settings.alert_receiver_secrets.items()}
+    return yaml.safe_dump(alerts.alertmanager_config(settings, secrets), sort_keys=False)
 
 
 def adapter_rules() -> list[dict[str, Any]]:
@@ -333,13 +353,26 @@ def alloy_values() -> dict[str, Any]:
 
 
 def envoy_pod_monitor_spec() -> dict[str, Any]:
-    """Scrape every injected sidecar's Envoy stats (istio_requests_total and friends)."""
+    """Scrape the Envoy stats (istio_requests_total and friends) of every proxy: the sidecars and
+    the ingress gateway. Both injection templates (sidecar and gateway) set the canonical-name
+    label; only the sidecar one sets security.istio.io/tlsMode, so that label would miss the gateway."""
     return {
         "namespaceSelector": {"any": True},
-        # Istio's injector labels every pod with a sidecar.
-        "selector": {"matchExpressions": [{"key": "security.istio.io/tlsMode", "operator": "Exists"}]},
+        "selector": {"matchExpressions": [{"key": "service.istio.io/canonical-name", "operator": "Exists"}]},
         "jobLabel": "envoy-stats",
+        # Port 15090 as the injector and the gateway chart name it.
         "podMetricsEndpoints": [{"port": "http-envoy-prom", "path": "/stats/prometheus", "interval": "15s"}],
+    }
+
+
+def istiod_service_monitor_spec() -> dict[str, Any]:
+    """Scrape istiod's own metrics (push errors, proxy convergence) on its Service's monitoring port."""
+    return {
+        "namespaceSelector": {"matchNames": [ep.ISTIO_NAMESPACE]},
+        # The istiod chart's Service labels (app: istiod, istio: pilot) and port name.
+        "selector": {"matchLabels": {"app": "istiod", "istio": "pilot"}},
+        "jobLabel": "istio",
+        "endpoints": [{"port": "http-monitoring", "interval": "15s"}],
     }
 
 
@@ -420,12 +453,20 @@ class Observability(pulumi.ComponentResource):
                 timeout_seconds=release_timeout(settings, chart.name, values),
             )
 
+        alertmanager_secret = k8s.core.v1.Secret(
+            f"{name}-alertmanager-config",
+            metadata=meta(ALERTMANAGER_CONFIG_SECRET, "alertmanager"),
+            type="Opaque",
+            string_data={ALERTMANAGER_CONFIG_KEY: pulumi.Output.secret(alertmanager_config_text(settings))},
+            opts=opts_(namespace),
+        )
         stack = release(
             "kube-prometheus-stack",
             versions.KUBE_PROMETHEUS_STACK,
             ep.KUBE_PROMETHEUS_RELEASE,
             kube_prometheus_values(settings, mesh),
             *grafana_secrets,
+            alertmanager_secret,
         )
         release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(), stack)
 
@@ -483,6 +524,7 @@ class Observability(pulumi.ComponentResource):
         monitoring_cr("rules", "PrometheusRule", "inference-platform", {"groups": alerts.rule_groups(settings)})
         if mesh.crds is not None:
             monitoring_cr("envoy-stats", "PodMonitor", "envoy-stats", envoy_pod_monitor_spec())
+            monitoring_cr("istiod", "ServiceMonitor", "istiod", istiod_service_monitor_spec())
         if autoscaler.deployed(settings):
             monitoring_cr("cluster-autoscaler", "PodMonitor", autoscaler.NAME, autoscaler.pod_monitor_spec())
 

@@ -59,7 +59,8 @@ def _config_leaves(doc: dict) -> Iterator[tuple[tuple, Any]]:
     for key, value in doc["config"].items():
         if isinstance(value, dict) and set(value) == {"secure"}:
             continue
-        yield from _leaves(value, (key.split(":", 1)[1],))
+        # Secure values nested in a map (alertReceiverSecrets.<name>) are opaque as well.
+        yield from (leaf for leaf in _leaves(value, (key.split(":", 1)[1],)) if leaf[0][-1] != "secure")
 
 
 def _wrong_types(value: Any, path: tuple) -> list[Any]:
@@ -217,6 +218,24 @@ MAGNUM_VALUES: list[tuple[str, tuple, Any]] = [
     ("magnum-kube-tag-suffix", MAGNUM + ("kubernetesVersion",), "v1.34.1-eks"),
     ("magnum-group-selector", ("cluster", "nodeGroups", 1, "selector"), {"pool": "gpu"}),
 ]
+ALERTING = ("observability", "alerting")
+ALERTING_VALUES: list[tuple[str, tuple, Any]] = [
+    ("slack-channel-bare", ALERTING + ("receivers", 1, "slack", "channel"), "acme-alerts"),
+    ("slack-channel-newline", ALERTING + ("receivers", 1, "slack", "channel"), "#alerts\n"),
+    ("receiver-two-kinds", ALERTING + ("receivers", 0), {"name": "oncall-pagerduty", "pagerduty": {}, "slack": {"channel": "#a"}}),
+    ("receiver-no-kind", ALERTING + ("receivers", 0), {"name": "oncall-pagerduty"}),
+    ("receiver-unknown-kind", ALERTING + ("receivers", 0), {"name": "oncall-pagerduty", "opsgenie": {}}),
+    ("receiver-name-upper", ALERTING + ("receivers", 0, "name"), "OnCall"),
+    ("receiver-name-null", ALERTING + ("receivers", 0, "name"), "null"),
+    ("critical-to-nobody", ALERTING + ("critical", 0), "nobody"),
+    ("email-to-not-address", ALERTING + ("receivers", 1), {"name": "inference-slack", "email": {
+        "to": "ops at acme", "from": "am@acme.example", "smarthost": "smtp.acme.example:587", "authUsername": "am"}}),
+    ("email-smarthost-no-port", ALERTING + ("receivers", 1), {"name": "inference-slack", "email": {
+        "to": "ops@acme.example", "from": "am@acme.example", "smarthost": "smtp.acme.example", "authUsername": "am"}}),
+    ("repeat-interval-zero", ALERTING + ("repeatInterval",), "0h"),
+    ("secret-for-no-receiver", ("alertReceiverSecrets", "ghost"), {"secure": "AAABAMockGhost"}),
+    ("alert-secrets-plain", ("alertReceiverSecrets",), {"oncall-pagerduty": "plain-routing-key"}),
+]
 S3_VALUES: list[tuple[str, tuple, Any]] = [
     ("endpoint-port-99999", S3 + ("endpoint",), "https://s3.example.com:99999"),
     ("endpoint-port-0", S3 + ("endpoint",), "https://s3.example.com:0"),
@@ -322,13 +341,20 @@ _REDIRECTED = {
     "ui-tls-off-in-prod": UI + ("grafana", "host"),
     "ui-oidc-scope-space": UI + ("grafana", "oidc", "scopes", 0),
     "ui-jaeger-host": UI + ("jaeger",),
+    "receiver-two-kinds": ALERTING + ("receivers", 0),
+    "receiver-no-kind": ALERTING + ("receivers", 0),
+    "receiver-unknown-kind": ALERTING + ("receivers", 0, "opsgenie"),
+    "email-to-not-address": ALERTING + ("receivers", 1, "email", "to"),
+    "email-smarthost-no-port": ALERTING + ("receivers", 1, "email", "smarthost"),
+    "secret-for-no-receiver": ("alertReceiverSecrets", "ghost"),
+    "alert-secrets-plain": ("alertReceiverSecrets",),
 }
 
 
 def value_cases() -> Iterator[tuple[str, bytes, Any]]:
     demo = example("demo-dev")
     prod = example("acme-prod")
-    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES)):
+    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES)):
         for case, path, value in values:
             if value == "MIRROR0":
                 doc = _set(base, path + ("mirror",), {"version": "v2", "percent": 0})

@@ -127,7 +127,7 @@ def _labels(**labels: Any) -> str:
 
 
 class Exporter:
-    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod> and /ksm."""
+    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod>, /gateway and /ksm."""
 
     def __init__(self, topology: Topology):
         self.topology = topology
@@ -267,6 +267,8 @@ class Exporter:
             "destination_workload": f"{p.app}-{p.version}", "destination_workload_namespace": namespace,
             "destination_service": f"{p.app}.{namespace}.svc.cluster.local", "destination_service_name": p.app,
             "destination_version": p.version, "request_protocol": "http", "connection_security_policy": "mutual_tls",
+            # Istio leaves grpc_response_status empty on plain HTTP requests.
+            "grpc_response_status": "",
         }
         lines = []
         for code, flags, share in (("200", "-", 1.0), ("503", "UF", 0.05), ("401", "-", 0.02)):
@@ -284,6 +286,23 @@ class Exporter:
                     lines.append(f"{name}{_labels(**c)} {self._value(name, _labels(**c), 30 * share)}")
                 elif not name.endswith(("_sum", "_count")):
                     lines.append(f"{name}{_labels(**common)} {self._value(name, _labels(**common), 1000)}")
+        return lines
+
+    def gateway(self) -> list[str]:
+        """The ingress gateway's source-side requests per service version, and the 503s it answers
+        itself when a subset has no healthy host (response_flags UH, destination unknown)."""
+        lines = []
+        versions = sorted({(p.namespace, p.app, p.version) for p in self.topology.triton_pods})
+        answered = [(ns, app, version, "200", "-", 30.0) for ns, app, version in versions]
+        unhealthy = [(ns, app, "unknown", "503", "UH", 0.5) for ns, app in sorted({(ns, app) for ns, app, _ in versions})]
+        for namespace, app, version, code, flags, step in answered + unhealthy:
+            labels = _labels(
+                reporter="source", source_workload=alerts.GATEWAY_WORKLOAD, source_workload_namespace="istio-system",
+                destination_service=f"{app}.{namespace}.svc.cluster.local", destination_service_name=app,
+                destination_workload_namespace="unknown" if version == "unknown" else namespace, destination_version=version, request_protocol="http",
+                response_code=code, response_flags=flags, grpc_response_status="",
+            )
+            lines.append(f"istio_requests_total{labels} {self._value('istio_requests_total', 'gateway' + labels, step)}")
         return lines
 
     def ksm(self) -> list[str]:
@@ -338,6 +357,8 @@ class Exporter:
                 lines = self.dcgm(parts[1])
             elif parts[0] == "envoy" and len(parts) == 3:
                 lines = self.envoy(parts[1], parts[2])
+            elif parts[0] == "gateway":
+                lines = self.gateway()
             elif parts[0] == "ksm":
                 lines = self.ksm()
             else:
@@ -386,6 +407,11 @@ def scrape_config(topology: Topology, exporter_port: int) -> list[dict[str, Any]
                 static(f"/envoy/{p.namespace}/{p.name}", namespace=p.namespace, pod=p.name, container="istio-proxy")
                 for p in pods
             ],
+        },
+        {
+            # The ingress gateway's pod, selected by the same envoy-stats PodMonitor as the sidecars.
+            "job_name": "envoy-stats-gateway",
+            "static_configs": [static("/gateway", namespace="istio-system", pod="istio-ingressgateway-0", container="istio-proxy")],
         },
         {
             # The GPU operator's ServiceMonitor does not honour labels: the GPU's pod becomes exported_pod.

@@ -118,6 +118,12 @@ BAD = [
      "inference-platform:services[0].versions[0].serverArgs", ["'buffer-management-thread-count' is not allowed", "buffer-manager-thread-count"]),
     ("retry-on-with-space", [("services.0.retries", {"retryOn": "connect-failure, unavailable"})],
      "inference-platform:services[0].retries.retryOn", ["without spaces"]),
+    ("receiver-without-secret", [("observability", {"alerting": {"receivers": [{"name": "oncall", "pagerduty": {}}], "critical": ["oncall"]}})],
+     "inference-platform:observability.alerting.receivers[0]", ["needs its pagerduty credential", "alertReceiverSecrets.oncall", "--secret"]),
+    ("duplicate-receiver", [("observability", {"alerting": {"receivers": [{"name": "a", "webhook": {}}, {"name": "a", "pagerduty": {}}]}})],
+     "inference-platform:observability.alerting.receivers[1].name", ["duplicate receiver name 'a'"]),
+    ("warning-to-unknown-receiver", [("observability", {"alerting": {"warning": ["chat"]}})],
+     "inference-platform:observability.alerting.warning[0]", ["no receiver named 'chat'", "receivers: none"]),
     ("s3-adopt-with-force-destroy", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights", "adopt": True, "forceDestroy": True})],
      "inference-platform:weightCaches.s3.forceDestroy", ["not allowed with adopt: true", "allowed: forceDestroy: false"]),
 ]
@@ -315,3 +321,17 @@ def test_retry_defaults_fit_expensive_non_idempotent_requests():
     assert service.retries.retry_on == "connect-failure,refused-stream,unavailable"
     assert service.retries.per_try_timeout_seconds is None
     assert service.per_try_timeout_seconds == service.timeout_seconds == 60
+
+
+def test_alert_receiver_credentials_are_secrets():
+    raw = base_config() | {
+        "observability": {"alerting": {"receivers": [{"name": "oncall", "pagerduty": {}}], "critical": ["oncall"]}},
+        "alertReceiverSecrets": {"oncall": "0123456789abcdef0123456789abcdef"},
+    }
+    with pytest.raises(ConfigError) as info:
+        parse(raw)
+    assert info.value.paths == ["inference-platform:alertReceiverSecrets"]
+    assert "0123456789abcdef" not in info.value.one_line()
+    settings = parse(raw, {"alertReceiverSecrets"})
+    assert "0123456789abcdef" not in repr(settings)
+    assert settings.alert_receiver_secrets["oncall"].get_secret_value() == "0123456789abcdef0123456789abcdef"

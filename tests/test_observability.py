@@ -311,3 +311,58 @@ def test_grafana_oidc_values_hold_no_secret_literal(grafana_ui_plan):
     assert list(secret_literals({"oauth": {"token_url": "https://grafana:s3cr3t@idp.example.com/token"}})) == [
         "oauth.token_url"
     ]
+
+
+SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+
+
+def test_alertmanager_reads_its_config_from_a_secret_never_from_values():
+    plan = stack_plan("acme-prod")  # PagerDuty and Slack receivers with secure credentials
+    kps = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE]
+    assert kps.inputs["values"]["alertmanager"] == {"alertmanagerSpec": {"useExistingSecret": True}}
+    secret = next(r for r in plan.of_type("kubernetes:core/v1:Secret")
+                  if r.inputs["metadata"]["name"] == observability.ALERTMANAGER_CONFIG_SECRET)
+    assert secret.inputs["metadata"]["namespace"] == ep.MONITORING_NAMESPACE
+    assert secret.inputs["stringData"] == "[secret]"
+    assert secret.urn in kps.depends_on
+    text = json.dumps(plan.to_json())
+    # Receivers' fields (pagerduty_configs.routing_key, slack_configs.api_url) stay inside the Secret.
+    assert "routing_key" not in text and "slack_configs" not in text and "AAABAMock" not in text
+
+
+def test_alertmanager_secret_bears_the_name_the_operator_reads(reference):
+    """alertmanager-<Alertmanager name>, the name the chart's own Secret would have: <fullname>-alertmanager,
+    where fullname is the release name because it contains the chart's name (at most 26 characters)."""
+    helpers = (reference / "helm" / "kube-prometheus-stack" / "88.5.3" / "templates" / "_helpers.tpl").read_text()
+    assert 'print (include "kube-prometheus-stack.fullname" .) "-alertmanager"' in helpers
+    secret_template = (reference / "helm" / "kube-prometheus-stack" / "88.5.3" / "templates" / "alertmanager" / "secret.yaml").read_text()
+    assert 'name: alertmanager-{{ template "kube-prometheus-stack.alertmanager.crname" . }}' in secret_template
+    assert "alertmanager.yaml:" in secret_template and observability.ALERTMANAGER_CONFIG_KEY == "alertmanager.yaml"
+    assert "kube-prometheus-stack" in ep.KUBE_PROMETHEUS_RELEASE and len(ep.KUBE_PROMETHEUS_RELEASE) <= 26
+    assert observability.ALERTMANAGER_CONFIG_SECRET == f"alertmanager-{ep.KUBE_PROMETHEUS_RELEASE}-alertmanager"
+
+
+def test_envoy_monitor_selects_sidecars_and_the_ingress_gateway(reference):
+    """Both injection templates set the selected label; only the sidecar one sets tlsMode."""
+    files = reference / "helm" / "istiod" / "1.30.3" / "files"
+    [expr] = observability.envoy_pod_monitor_spec()["selector"]["matchExpressions"]
+    assert expr["operator"] == "Exists"
+    gateway_template = (files / "gateway-injection-template.yaml").read_text()
+    assert f"{expr['key']}:" in (files / "injection-template.yaml").read_text()
+    assert f"{expr['key']}:" in gateway_template
+    assert "security.istio.io/tlsMode" not in gateway_template
+    [endpoint] = observability.envoy_pod_monitor_spec()["podMetricsEndpoints"]
+    deployment = (reference / "helm" / "gateway" / "1.30.3" / "templates" / "deployment.yaml").read_text()
+    assert f"name: {endpoint['port']}" in deployment and f"name: {endpoint['port']}" in gateway_template
+
+
+def test_istiod_service_monitor_matches_the_istiod_service(reference):
+    plan = stack_plan("demo-dev")
+    monitor = next(r for r in plan.of_type(SERVICE_MONITOR) if r.inputs["metadata"]["name"] == "istiod")
+    assert releases(plan)[ep.KUBE_PROMETHEUS_RELEASE].urn in monitor.depends_on
+    spec = monitor.inputs["spec"]
+    assert spec["namespaceSelector"] == {"matchNames": [ep.ISTIO_NAMESPACE]}
+    service = (reference / "helm" / "istiod" / "1.30.3" / "templates" / "service.yaml").read_text()
+    for key, value in spec["selector"]["matchLabels"].items():
+        assert f"    {key}: {value}\n" in service
+    assert f"name: {spec['endpoints'][0]['port']}" in service
