@@ -87,6 +87,8 @@ def type_cases() -> Iterator[tuple[str, bytes, Any]]:
             if path[-1] == "migProfile":
                 continue  # a name or a mix: both types are allowed
             for i, bad in enumerate(_wrong_types(value, path)):
+                if "serverArgs" in path and type(bad) is int:
+                    continue  # `pulumi config set --path` writes flag values as integers: taken as text
                 yield f"{stack}:type:{key_path(path)}:{i}", dump(_set(doc, path, bad)), key_path(path)
 
 
