@@ -154,6 +154,14 @@ class Model(BaseModel):
         return data
 
 
+def _mode_settings(mode_key: str, mode: str, wanted: str, key: str, value: Any, needs: str) -> None:
+    """Settings that belong to one mode: required with it, refused with any other."""
+    if mode == wanted and value is None:
+        raise ValueError(f"{mode_key} '{wanted}' needs {needs}")
+    if mode != wanted and value is not None:
+        raise ValueError(f"{key} applies to {mode_key} '{wanted}' only, {mode_key} is '{mode}'")
+
+
 # --------------------------------------------------------------------------- cluster
 
 
@@ -455,10 +463,8 @@ class MeshSettings(Model):
 
     @model_validator(mode="after")
     def _openid_settings(self) -> "MeshSettings":
-        if self.kiali_auth == "openid" and self.kiali_openid is None:
-            raise ValueError("kialiAuth 'openid' needs kialiOpenid.issuerUri and kialiOpenid.clientId")
-        if self.kiali_auth != "openid" and self.kiali_openid is not None:
-            raise ValueError(f"kialiOpenid applies to kialiAuth 'openid' only, kialiAuth is '{self.kiali_auth}'")
+        _mode_settings("kialiAuth", self.kiali_auth, "openid", "kialiOpenid", self.kiali_openid,
+                       "kialiOpenid.issuerUri and kialiOpenid.clientId")
         return self
 
 
@@ -607,10 +613,8 @@ class GrafanaUi(Model):
 
     @model_validator(mode="after")
     def _oidc_settings(self) -> "GrafanaUi":
-        if self.auth == "oidc" and self.oidc is None:
-            raise ValueError("auth 'oidc' needs oidc.authUrl, oidc.tokenUrl, oidc.apiUrl and oidc.clientId")
-        if self.auth != "oidc" and self.oidc is not None:
-            raise ValueError(f"oidc applies to auth 'oidc' only, auth is '{self.auth}'")
+        _mode_settings("auth", self.auth, "oidc", "oidc", self.oidc,
+                       "oidc.authUrl, oidc.tokenUrl, oidc.apiUrl and oidc.clientId")
         return self
 
 
@@ -731,10 +735,7 @@ class AuthSettings(Model):
 
     @model_validator(mode="after")
     def _jwt_needs_issuer(self) -> "AuthSettings":
-        if self.mode == "jwt" and self.jwt is None:
-            raise ValueError("mode 'jwt' needs jwt.issuer and jwt.jwksUri")
-        if self.mode != "jwt" and self.jwt is not None:
-            raise ValueError(f"jwt settings apply to mode 'jwt' only, mode is '{self.mode}'")
+        _mode_settings("mode", self.mode, "jwt", "jwt", self.jwt, "jwt.issuer and jwt.jwksUri")
         return self
 
 
