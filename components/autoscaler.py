@@ -20,8 +20,8 @@ import pulumi_kubernetes as k8s
 
 from . import hardening, versions
 from .common import resource_opts, standard_labels
-from .endpoints import MONITORING_NAMESPACE
 from .config import NodeGroup, Settings
+from .endpoints import MONITORING_NAMESPACE
 
 NAME = "cluster-autoscaler-nodegroups"
 NAMESPACE = "kube-system"

@@ -60,7 +60,7 @@ def stack_reports(tmp_path_factory) -> dict[str, dict]:
     dirs = {s: write_plan(_plan(s), root / s) / "manifests" for s in [*STACKS, *DATA_STACKS]}
     # Two at a time: the machine's cores are shared.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(dirs, pool.map(checkov, dirs.values())))
+        return dict(zip(dirs, pool.map(checkov, dirs.values()), strict=True))
 
 
 # --------------------------------------------------------------------------- checkov over the stacks
