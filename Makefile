@@ -2,9 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# checkov pins many packages of its own: it lives in a venv apart from the project's.
+CHECKOV_VENV := .venv-checkov
 STACK ?= demo-dev
 
-.PHONY: venv tools plan test lint bench docs clean
+.PHONY: venv tools checkov plan test lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +15,15 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	touch $@
 
 venv: $(VENV)/.installed
+
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+	touch $@
+
+# checkov for tests/test_hardening.py (the rendered manifests of every example stack).
+checkov: $(CHECKOV_VENV)/.installed
 
 # Debian's packages: promtool and the Prometheus server for the rule and dashboard-query tests;
 # amtool for the Alertmanager configuration tests; rclone, the reference the upload bench compares against.
@@ -25,7 +36,7 @@ plan: venv
 	$(PY) -m platformctl plan $(STACK)
 	$(PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
-test: venv tools
+test: venv tools checkov
 	$(PY) -m pytest
 
 lint: venv

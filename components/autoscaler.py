@@ -18,9 +18,10 @@ from typing import Any, Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from . import versions
+from . import hardening, versions
 from .common import resource_opts, standard_labels
 from .config import NodeGroup, Settings
+from .endpoints import MONITORING_NAMESPACE
 
 NAME = "cluster-autoscaler-nodegroups"
 NAMESPACE = "kube-system"
@@ -77,6 +78,21 @@ def pod_monitor_spec() -> dict[str, Any]:
         "namespaceSelector": {"matchNames": [NAMESPACE]},
         "selector": {"matchLabels": {k: v for k, v in standard_labels(NAME).items() if k != "app.kubernetes.io/managed-by"}},
         "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+    }
+
+
+def network_policy_spec(monitoring_namespace: str = MONITORING_NAMESPACE) -> dict[str, Any]:
+    """Only Prometheus may reach this autoscaler (its metrics port); it selects this
+    autoscaler's pods, not Magnum's autoscaler or anything else in kube-system. Egress
+    stays open: the autoscaler calls the API server and the OpenStack APIs (Keystone,
+    Magnum, Heat) at addresses the platform does not know."""
+    return {
+        "podSelector": {"matchLabels": dict(standard_labels(NAME))},
+        "policyTypes": ["Ingress"],
+        "ingress": [{
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}}],
+            "ports": [{"protocol": "TCP", "port": METRICS_PORT}],
+        }],
     }
 
 
@@ -148,6 +164,9 @@ def _pod(groups: Sequence[NodeGroup], cluster_id: pulumi.Input[str], labels: dic
                 "args": autoscaler_args(groups, cluster_id, gpu_node_ready_seconds),
                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
                 "livenessProbe": {"httpGet": {"path": "/health-check", "port": "metrics"}},
+                # /health-check answers 200 until the leader's loop stalls, so a standby replica
+                # counts as ready too; the rollout waits until the server listens.
+                "readinessProbe": {"httpGet": {"path": "/health-check", "port": "metrics"}},
                 "resources": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "600Mi"}},
                 "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                     "capabilities": {"drop": ["ALL"]}},
@@ -185,9 +204,16 @@ class NodeGroupAutoscaler(pulumi.ComponentResource):
         )
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
-            metadata={"namespace": NAMESPACE, "labels": labels},
+            metadata={"namespace": NAMESPACE, "labels": labels,
+                      "annotations": hardening.skip_annotations(hardening.CLUSTER_AUTOSCALER)},
             spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": _pod(groups, cluster_id, labels, gpu_node_ready_seconds)},
             # After the groups exist: discovery finds only what Magnum already has.
             opts=resource_opts(self, provider=provider, depends_on=[sa, binding, *depends_on]),
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-networkpolicy",
+            metadata={"name": NAME, "namespace": NAMESPACE, "labels": labels},
+            spec=network_policy_spec(),
+            opts=k8s_opts,
         )
         self.register_outputs({"deployment": self.deployment.metadata["name"]})

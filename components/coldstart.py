@@ -14,9 +14,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from . import endpoints as ep
-from . import versions
+from . import hardening, versions
 from .cluster import ClusterHandle
-from .common import SKIP_AWAIT, namespace, resource_opts, standard_labels
+from .common import PART_OF, SKIP_AWAIT, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import gpu_scheduling, placeholder_request
 
@@ -27,6 +27,8 @@ PLACEHOLDER_PRIORITY = -10
 # Pause runs as this non-root user in its image; the pull init containers reuse it.
 NON_ROOT_UID = 65535
 TINY = {"cpu": "10m", "memory": "16Mi"}
+# Shared by every pod of the namespace's workloads; the NetworkPolicy selects it.
+COMPONENT_LABEL = {"app.kubernetes.io/component": "gpu-coldstart"}
 
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "seccompProfile": {"type": "RuntimeDefault"}}
 RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
@@ -44,7 +46,16 @@ def _first_version(settings: Settings, group: NodeGroup):
 
 
 def _pod_template(labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
-    return {"metadata": {"labels": labels}, "spec": {"securityContext": RESTRICTED_POD, **spec}}
+    # The component label stays out of the selector: adding it replaces no Deployment.
+    return {"metadata": {"labels": {**labels, **COMPONENT_LABEL}},
+            "spec": {"securityContext": RESTRICTED_POD, **spec}}
+
+
+def network_policy_spec() -> dict[str, Any]:
+    """Placeholders and pre-pull pods run pause (the kubelet, not the pod, pulls images):
+    they need no traffic in or out, so none is allowed."""
+    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, **COMPONENT_LABEL}},
+            "policyTypes": ["Ingress", "Egress"]}
 
 
 def placeholder_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
@@ -53,6 +64,9 @@ def placeholder_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
     sched = placeholder_request(settings, group)
     first = _first_version(settings, group)
     requests = {"cpu": first.resources.cpu, "memory": first.resources.memory} if first else dict(TINY)
+    # Limits equal to the requests: pause uses almost nothing, and limits never change
+    # where the slot schedules or what a preempting replica finds free.
+    limits = {**requests, **sched.resources["limits"]}
     return {
         "priorityClassName": PRIORITY_CLASS,
         "terminationGracePeriodSeconds": 0,
@@ -62,7 +76,7 @@ def placeholder_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
         "containers": [{
             "name": "pause",
             "image": versions.PAUSE_IMAGE,
-            "resources": {"requests": {**requests, **sched.resources["requests"]}, "limits": sched.resources["limits"]},
+            "resources": {"requests": {**requests, **sched.resources["requests"]}, "limits": limits},
             "securityContext": RESTRICTED_CONTAINER,
         }],
     }
@@ -110,6 +124,12 @@ class ColdStart(pulumi.ComponentResource):
             description="Spare GPU capacity: placeholder pods that any real workload preempts.",
             opts=k8s_opts,
         )
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-networkpolicy",
+            metadata={"name": "gpu-coldstart-deny-all", "namespace": NAMESPACE, "labels": standard_labels("gpu-coldstart")},
+            spec=network_policy_spec(),
+            opts=in_namespace,
+        )
         self.placeholders: dict[str, k8s.apps.v1.Deployment] = {}
         self.prepulls: dict[str, k8s.apps.v1.DaemonSet] = {}
         for group in settings.gpu_groups:
@@ -120,7 +140,8 @@ class ColdStart(pulumi.ComponentResource):
                     f"{name}-placeholder-{group.name}",
                     # Placeholders evicted by real replicas stay Pending until a node arrives:
                     # never ready by design, so `pulumi up` must not wait for them.
-                    metadata={"namespace": NAMESPACE, "labels": labels, "annotations": dict(SKIP_AWAIT)},
+                    metadata={"namespace": NAMESPACE, "labels": labels,
+                              "annotations": {**SKIP_AWAIT, **hardening.skip_annotations(hardening.PLACEHOLDER)}},
                     spec={"replicas": spare, "selector": {"matchLabels": labels},
                           "template": _pod_template(labels, placeholder_pod(settings, group))},
                     opts=resource_opts(self, provider=cluster.provider,
@@ -132,7 +153,8 @@ class ColdStart(pulumi.ComponentResource):
                     f"{name}-prepull-{group.name}",
                     # Ready only once every GPU node, booting ones included, has pulled every
                     # image, one node at a time on update: nothing to wait for.
-                    metadata={"namespace": NAMESPACE, "labels": labels, "annotations": dict(SKIP_AWAIT)},
+                    metadata={"namespace": NAMESPACE, "labels": labels,
+                              "annotations": {**SKIP_AWAIT, **hardening.skip_annotations(hardening.PREPULL)}},
                     spec={"selector": {"matchLabels": labels},
                           "template": _pod_template(labels, prepull_pod(settings, group))},
                     opts=in_namespace,

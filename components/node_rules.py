@@ -26,8 +26,8 @@ from typing import Any, Iterable, Mapping, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from . import versions
-from .common import resource_opts, standard_labels
+from . import hardening, versions
+from .common import PART_OF, resource_opts, standard_labels
 from .config import NodeGroup, Path, Settings
 from .node_contract import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -191,6 +191,14 @@ def marker_pod(group: NodeGroup) -> dict[str, Any]:
     }
 
 
+def marker_network_policy_spec() -> dict[str, Any]:
+    """The markers write a file on the node and idle: no traffic in or out. The policy selects
+    the markers only, not the GPU operator's own pods in the same namespace."""
+    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF,
+                                            "app.kubernetes.io/component": MARKER_COMPONENT}},
+            "policyTypes": ["Ingress", "Egress"]}
+
+
 # --------------------------------------------------------------------------- checks
 
 
@@ -276,13 +284,21 @@ class NodeContract(pulumi.ComponentResource):
         if args.marker_timeouts is not None:
             markers = pulumi.ResourceOptions.merge(markers, pulumi.ResourceOptions(custom_timeouts=args.marker_timeouts))
         rules = resource_opts(self, provider=args.provider, depends_on=[args.crds])
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-marker-networkpolicy",
+            metadata={"name": "node-group-markers-deny-all", "namespace": args.namespace,
+                      "labels": standard_labels(MARKER_COMPONENT)},
+            spec=marker_network_policy_spec(),
+            opts=resource_opts(self, provider=args.provider, depends_on=args.after),
+        )
         self.markers: dict[str, k8s.apps.v1.DaemonSet] = {}
         self.rules: dict[str, k8s.apiextensions.CustomResource] = {}
         for group in args.groups:
             labels = standard_labels(f"node-marker-{group.name}", **{"app.kubernetes.io/component": MARKER_COMPONENT})
             self.markers[group.name] = k8s.apps.v1.DaemonSet(
                 f"{name}-marker-{group.name}",
-                metadata={"namespace": args.namespace, "labels": labels},
+                metadata={"namespace": args.namespace, "labels": labels,
+                          "annotations": hardening.skip_annotations(hardening.NODE_MARKER)},
                 spec={"selector": {"matchLabels": labels},
                       "template": {"metadata": {"labels": labels}, "spec": marker_pod(group)}},
                 opts=markers,

@@ -27,6 +27,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from . import hardening
 from .common import resource_opts, standard_labels
 from .config import EXIT_TIMEOUT_FLAG, Autoscaling, NodeGroup, Service, Settings, Version
 from .gpu_profiles import gpu_scheduling
@@ -43,6 +44,12 @@ PROBE_PERIOD_SECONDS = 10
 ENDPOINT_REMOVAL_SECONDS = 10
 # Beyond Triton's exit timeout: stopping the endpoints, unloading models, the sidecar's exit.
 EXIT_SLACK_SECONDS = 15
+# The root filesystem is read-only; tritonserver and its backends write only here.
+# /tmp: where Triton copies an S3 model repository before loading it (triton core
+# filesystem kDefaultMountDirectory) and where Python-backend and TensorRT-LLM models
+# keep temporary files. The home's .cache: the Hugging Face tokenizer cache of the
+# TensorRT-LLM pre- and post-processing models (the image's home is not writable).
+SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
 # Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
 ISTIO_METRICS_PORTS = (15020, 15090)
 
@@ -242,14 +249,23 @@ def probes(version: Version) -> dict[str, dict]:
 
 
 def container_security_context() -> dict:
-    """Pod Security "restricted": non-root, no privilege escalation, no capabilities."""
+    """Pod Security "restricted": non-root, no privilege escalation, no capabilities; a
+    read-only root filesystem with writable scratch volumes (SCRATCH_DIRS, /dev/shm)."""
     return {
         "runAsNonRoot": True,
         "runAsUser": TRITON_UID,
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+
+
+def scratch_volumes() -> tuple[list[dict], list[dict]]:
+    """Writable emptyDirs (on the node's disk: an S3 repository copy can be large) and their mounts."""
+    volumes = [{"name": name, "emptyDir": {}} for name in SCRATCH_DIRS]
+    mounts = [{"name": name, "mountPath": path} for name, path in SCRATCH_DIRS.items()]
+    return volumes, mounts
 
 
 def container_resources(version: Version, group: NodeGroup) -> dict:
@@ -279,6 +295,9 @@ def deployment_spec(
     stopping = shutdown(service, version)
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    scratch, scratch_mounts = scratch_volumes()
+    volumes += scratch
+    mounts += scratch_mounts
     if claim:
         volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
         mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
@@ -308,6 +327,9 @@ def deployment_spec(
             "metadata": {"labels": labels, "annotations": sidecar_annotations(stopping)},
             "spec": {
                 "serviceAccountName": service_account,
+                # Triton never calls the Kubernetes API; the Istio sidecar brings its own
+                # projected token (istio-token), so no token is mounted.
+                "automountServiceAccountToken": False,
                 "securityContext": {
                     "runAsNonRoot": True,
                     "runAsUser": TRITON_UID,
@@ -629,7 +651,14 @@ class TritonService(pulumi.ComponentResource):
         )
         k8s.apps.v1.Deployment(
             f"{name}-{version.name}",
-            metadata={"name": target, "namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+            metadata={
+                "name": target,
+                "namespace": service.k8s_namespace,
+                "labels": pod_labels(service, version),
+                "annotations": hardening.skip_annotations(
+                    *hardening.triton_workloads(cpu_limit=bool(version.resources.cpu_limit), s3=repo.cache == "s3")
+                ),
+            },
             spec=deployment_spec(
                 service,
                 version,

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from components import driver_support as support
+from components import hardening
 from components.config import NAMESPACE, Settings
 from components.versions import GPU_DRIVER_VERSION
 
@@ -16,6 +17,8 @@ BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
 OS_BEGIN = "<!-- os-support:begin -->"
 OS_END = "<!-- os-support:end -->"
+HARDENING_BEGIN = "<!-- hardening:begin -->"
+HARDENING_END = "<!-- hardening:end -->"
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -117,5 +120,7 @@ def _between(text: str, begin: str, end: str, body: str) -> str:
 
 
 def update_readme(text: str) -> str:
-    """The README with its generated parts (configuration reference, OS support table) renewed."""
-    return _between(_between(text, BEGIN, END, reference()), OS_BEGIN, OS_END, os_support())
+    """The README with its generated parts (configuration reference, OS support table, the
+    recorded checkov exceptions) renewed."""
+    text = _between(_between(text, BEGIN, END, reference()), OS_BEGIN, OS_END, os_support())
+    return _between(text, HARDENING_BEGIN, HARDENING_END, hardening.reference())

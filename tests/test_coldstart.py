@@ -66,8 +66,9 @@ def test_placeholder_holds_a_real_replicas_slot():
     assert spec["tolerations"] == replica["tolerations"]
     (container,) = spec["containers"]
     assert container["image"] == versions.PAUSE_IMAGE
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
-    assert container["resources"]["requests"] == {"cpu": "6", "memory": "48Gi", "nvidia.com/gpu": "1"}
+    # Limits equal the requests: a bounded pod, scheduled and preempted exactly like the replica.
+    assert container["resources"]["limits"] == container["resources"]["requests"] == {
+        "cpu": "6", "memory": "48Gi", "nvidia.com/gpu": "1"}
     assert_restricted(spec)
 
 
@@ -77,7 +78,7 @@ def test_mixed_mig_placeholder_requests_the_versions_slice():
     raw["services"][0]["versions"][0]["gpu"]["migProfile"] = "1g.10gb"
     plan = render_raw(raw)
     limits = pod(plan.get(DEPLOYMENT, "test-dev-coldstart-placeholder-gpu"))["containers"][0]["resources"]["limits"]
-    assert limits == {"nvidia.com/mig-1g.10gb": "1"}
+    assert limits == {"cpu": "4", "memory": "16Gi", "nvidia.com/mig-1g.10gb": "1"}
 
 
 def test_prepull_pulls_each_image_once_without_a_gpu():
@@ -105,7 +106,8 @@ def test_prepull_off_and_no_spare_render_nothing_for_the_group():
 def test_coldstart_objects_validate(reference):
     plan = render_raw(two_images())
     docs = [manifest(r) for r in plan.resources if r.name.startswith("test-dev-coldstart-")]
-    assert len(docs) == 4
+    # Namespace, PriorityClass, placeholder, pre-pull and the deny-all NetworkPolicy.
+    assert len(docs) == 5
     for doc in docs:
         conformance.validate_core(doc)
 
