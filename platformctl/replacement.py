@@ -233,6 +233,7 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:core/v1:ServiceAccount",
     "kubernetes:monitoring.coreos.com/v1:PodMonitor",
     "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+    "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
     "kubernetes:networking.istio.io/v1:DestinationRule",
     "kubernetes:networking.istio.io/v1:Gateway",
     "kubernetes:networking.istio.io/v1:VirtualService",
