@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import AlertReceiver, Service, Settings
+from .endpoints import in_cluster_host
 from .node_contract import GROUP_LABEL
 
 # kube-state-metrics turns the allow-listed label into label_<name with _>.
@@ -107,7 +108,7 @@ def canary_not_serving_expr(service: Service, canary: str, stable: str) -> str:
     while the canary's own proxy reports no request at all. A canary with no ready pod never
     reaches its proxy: the gateway answers 503 with response_flags="UH" and, no host having been
     picked, destination_version="unknown", so only the absence on the destination side tells."""
-    fqdn = f"{service.name}.{service.k8s_namespace}.svc.cluster.local"
+    fqdn = in_cluster_host(service.name, service.k8s_namespace)
     from_gateway = _requests_rate(f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}"')
     stable_serves = _requests_rate(f'reporter="destination",{_version_selector(service, stable)}')
     canary_answers = _requests_rate(f'reporter="destination",{_version_selector(service, canary)}')

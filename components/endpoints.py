@@ -30,19 +30,10 @@ ALLOY_RELEASE = "alloy"
 # The customer Gateway (istio-system, next to the ingress gateway and its TLS Secret).
 GATEWAY_NAME = "inference-gateway"
 
-_SVC = "svc.cluster.local"
-# Jaeger v2 all-in-one: one Service named after the release (OTLP 4317, query 16686/16685).
-JAEGER_HOST = f"{JAEGER_RELEASE}.{ISTIO_NAMESPACE}.{_SVC}"
-JAEGER_OTLP_GRPC_PORT = 4317
-JAEGER_QUERY_URL = f"http://{JAEGER_HOST}:16686"
-JAEGER_QUERY_GRPC_URL = f"http://{JAEGER_HOST}:16685"
-KIALI_URL = f"http://{KIALI_RELEASE}.{ISTIO_NAMESPACE}.{_SVC}:20001"
-PROMETHEUS_HOST = f"{KUBE_PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.{_SVC}"
-PROMETHEUS_PORT = 9090
-PROMETHEUS_URL = f"http://{PROMETHEUS_HOST}:{PROMETHEUS_PORT}"
-GRAFANA_URL = f"http://{KUBE_PROMETHEUS_RELEASE}-grafana.{MONITORING_NAMESPACE}.{_SVC}"
-# Monolithic Loki without its nginx gateway: the release's own Service on 3100.
-LOKI_URL = f"http://{LOKI_RELEASE}.{MONITORING_NAMESPACE}.{_SVC}:3100"
+def in_cluster_host(service: str, namespace: str) -> str:
+    """A Service's name as pods in the cluster resolve it."""
+    return f"{service}.{namespace}.svc.cluster.local"
+
 
 # The UIs' Services, as the pinned charts name them (routed to by the UI VirtualServices):
 # - Grafana: kube-prometheus-stack 88.5.3 vendors grafana 12.11.1, whose grafana.fullname is
@@ -50,10 +41,23 @@ LOKI_URL = f"http://{LOKI_RELEASE}.{MONITORING_NAMESPACE}.{_SVC}:3100"
 #   (charts/grafana/values.yaml); kube-prometheus-stack names the port http-web (its values.yaml).
 # - Kiali: kiali-server 2.29.0 names the Service deployment.instance_name ("kiali") and serves
 #   server.port 20001 on a port named http (templates/service.yaml, values.yaml).
-GRAFANA_SERVICE_HOST = f"{KUBE_PROMETHEUS_RELEASE}-grafana.{MONITORING_NAMESPACE}.{_SVC}"
+GRAFANA_SERVICE_HOST = in_cluster_host(f"{KUBE_PROMETHEUS_RELEASE}-grafana", MONITORING_NAMESPACE)
 GRAFANA_SERVICE_PORT = 80
-KIALI_SERVICE_HOST = f"{KIALI_RELEASE}.{ISTIO_NAMESPACE}.{_SVC}"
+KIALI_SERVICE_HOST = in_cluster_host(KIALI_RELEASE, ISTIO_NAMESPACE)
 KIALI_SERVICE_PORT = 20001
+
+# Jaeger v2 all-in-one: one Service named after the release (OTLP 4317, query 16686/16685).
+JAEGER_HOST = in_cluster_host(JAEGER_RELEASE, ISTIO_NAMESPACE)
+JAEGER_OTLP_GRPC_PORT = 4317
+JAEGER_QUERY_URL = f"http://{JAEGER_HOST}:16686"
+JAEGER_QUERY_GRPC_URL = f"http://{JAEGER_HOST}:16685"
+KIALI_URL = f"http://{KIALI_SERVICE_HOST}:{KIALI_SERVICE_PORT}"
+PROMETHEUS_HOST = in_cluster_host(f"{KUBE_PROMETHEUS_RELEASE}-prometheus", MONITORING_NAMESPACE)
+PROMETHEUS_PORT = 9090
+PROMETHEUS_URL = f"http://{PROMETHEUS_HOST}:{PROMETHEUS_PORT}"
+GRAFANA_URL = f"http://{GRAFANA_SERVICE_HOST}"
+# Monolithic Loki without its nginx gateway: the release's own Service on 3100.
+LOKI_URL = f"http://{in_cluster_host(LOKI_RELEASE, MONITORING_NAMESPACE)}:3100"
 
 
 def external_url(host: str, tls: bool) -> str:

@@ -30,6 +30,7 @@ import pulumi_random as random
 from . import hardening
 from .common import resource_opts, standard_labels
 from .config import EXIT_TIMEOUT_FLAG, Autoscaling, NodeGroup, Service, Settings, Version
+from .endpoints import in_cluster_host
 from .gpu_profiles import gpu_scheduling
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
 from .readiness import custom_timeouts, service_endpoints_budget, triton_rollout_budget, wait_seconds
@@ -110,7 +111,7 @@ def pod_labels(service: Service, version: Version) -> dict[str, str]:
 
 
 def service_host(service: Service) -> str:
-    return f"{service.name}.{service.k8s_namespace}.svc.cluster.local"
+    return in_cluster_host(service.name, service.k8s_namespace)
 
 
 @dataclass(frozen=True)
