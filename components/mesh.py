@@ -27,7 +27,7 @@ from . import common, versions
 from . import endpoints as ep
 from .cluster import ClusterHandle
 from .common import resource_opts, standard_labels
-from .config import Settings
+from .config import GatewayTls, Settings
 from .readiness import release_timeout
 
 TRACING_PROVIDER = "jaeger-otel"
@@ -113,7 +113,7 @@ def ui_urls(settings: Settings) -> dict[str, str]:
     return {name: ep.external_url(host, settings.mesh.tls.enabled) for name, host in settings.ui.hosts.items()}
 
 
-def _servers(hosts: list[str], suffix: str, tls: Any) -> list[dict[str, Any]]:
+def _servers(hosts: list[str], suffix: str, tls: GatewayTls) -> list[dict[str, Any]]:
     """HTTPS with an HTTP redirect when TLS is configured, HTTP otherwise; port names end in `suffix`."""
     http: dict[str, Any] = {"port": {"number": 80, "name": f"http{suffix}", "protocol": "HTTP"}, "hosts": hosts}
     if not tls.enabled:
@@ -130,10 +130,9 @@ def _servers(hosts: list[str], suffix: str, tls: Any) -> list[dict[str, Any]]:
 def gateway_spec(settings: Settings) -> dict[str, Any]:
     """The customer Gateway: the services' hosts, and the UI hosts on servers of their own."""
     servers: list[dict[str, Any]] = []
-    if service_hosts(settings):
-        servers += _servers(service_hosts(settings), "", settings.mesh.tls)
-    if ui_hosts(settings):
-        servers += _servers(ui_hosts(settings), "-ui", settings.mesh.tls)
+    for hosts, suffix in ((service_hosts(settings), ""), (ui_hosts(settings), "-ui")):
+        if hosts:
+            servers += _servers(hosts, suffix, settings.mesh.tls)
     return {"selector": dict(INGRESS_SELECTOR), "servers": servers}
 
 
