@@ -740,7 +740,11 @@ class AuthSettings(Model):
 
 
 def _triton_model_label(value: str) -> str:
-    if not value or len(value) > 63 or not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", value):
+    try:
+        usable = bool(grammar.label_value(value))  # a label value may be empty; a model name may not
+    except ValueError:
+        usable = False
+    if not usable:
         raise ValueError(f"{value!r} is not a Triton model name usable as a Kubernetes label value; allowed: "
                          "1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric")
     return value
