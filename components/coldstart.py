@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 from . import endpoints as ep
 from . import hardening, versions
 from .cluster import ClusterHandle
-from .common import PART_OF, SKIP_AWAIT, namespace, resource_opts, standard_labels
+from .common import COMPONENT_KEY, SKIP_AWAIT, deny_all_traffic_spec, namespace, resource_opts, standard_labels
 from .config import NodeGroup, Settings
 from .gpu_profiles import gpu_scheduling, placeholder_request
 
@@ -28,7 +28,8 @@ PLACEHOLDER_PRIORITY = -10
 NON_ROOT_UID = 65535
 TINY = {"cpu": "10m", "memory": "16Mi"}
 # Shared by every pod of the namespace's workloads; the NetworkPolicy selects it.
-COMPONENT_LABEL = {"app.kubernetes.io/component": "gpu-coldstart"}
+COMPONENT = "gpu-coldstart"
+COMPONENT_LABEL = {COMPONENT_KEY: COMPONENT}
 
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "seccompProfile": {"type": "RuntimeDefault"}}
 RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
@@ -54,8 +55,7 @@ def _pod_template(labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any
 def network_policy_spec() -> dict[str, Any]:
     """Placeholders and pre-pull pods run pause (the kubelet, not the pod, pulls images):
     they need no traffic in or out, so none is allowed."""
-    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, **COMPONENT_LABEL}},
-            "policyTypes": ["Ingress", "Egress"]}
+    return deny_all_traffic_spec(COMPONENT)
 
 
 def placeholder_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:

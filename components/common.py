@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -41,6 +41,16 @@ def standard_labels(name: str, **extra: str) -> dict[str, str]:
         "app.kubernetes.io/managed-by": "pulumi",
         **extra,
     }
+
+
+COMPONENT_KEY = "app.kubernetes.io/component"
+
+
+def deny_all_traffic_spec(component: str) -> dict[str, Any]:
+    """A NetworkPolicy spec that lets no traffic in or out of the platform's pods labelled with
+    `component`, and selects nothing else in their namespace (the charts' pods stay untouched)."""
+    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, COMPONENT_KEY: component}},
+            "policyTypes": ["Ingress", "Egress"]}
 
 
 def namespace(

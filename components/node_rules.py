@@ -27,7 +27,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from . import hardening, versions
-from .common import PART_OF, resource_opts, standard_labels
+from .common import COMPONENT_KEY, deny_all_traffic_spec, resource_opts, standard_labels
 from .config import NodeGroup, Path, Settings
 from .node_contract import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -194,9 +194,7 @@ def marker_pod(group: NodeGroup) -> dict[str, Any]:
 def marker_network_policy_spec() -> dict[str, Any]:
     """The markers write a file on the node and idle: no traffic in or out. The policy selects
     the markers only, not the GPU operator's own pods in the same namespace."""
-    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF,
-                                            "app.kubernetes.io/component": MARKER_COMPONENT}},
-            "policyTypes": ["Ingress", "Egress"]}
+    return deny_all_traffic_spec(MARKER_COMPONENT)
 
 
 # --------------------------------------------------------------------------- checks
@@ -294,7 +292,7 @@ class NodeContract(pulumi.ComponentResource):
         self.markers: dict[str, k8s.apps.v1.DaemonSet] = {}
         self.rules: dict[str, k8s.apiextensions.CustomResource] = {}
         for group in args.groups:
-            labels = standard_labels(f"node-marker-{group.name}", **{"app.kubernetes.io/component": MARKER_COMPONENT})
+            labels = standard_labels(f"node-marker-{group.name}", **{COMPONENT_KEY: MARKER_COMPONENT})
             self.markers[group.name] = k8s.apps.v1.DaemonSet(
                 f"{name}-marker-{group.name}",
                 metadata={"namespace": args.namespace, "labels": labels,
