@@ -1,0 +1,847 @@
+"""Argument types of the components, generated from components/inputs.py and the settings
+models by `python -m platformctl docs`; do not edit. Keys are the models' Python names
+(the Pulumi schema and the stack file spell them in camelCase)."""
+
+# ruff: noqa: E501
+
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+
+
+class ExistingClusterArgs(TypedDict):
+    """Arguments of `ExistingCluster` (see the README's configuration reference)."""
+
+    context: NotRequired[str]
+    """kubeconfig context to use. The kubeconfig itself comes from the secret key `inference-platform:kubeconfig`, or else the ambient one (KUBECONFIG or ~/.kube/config)."""
+
+
+class MagnumTemplateArgs(TypedDict):
+    """Arguments of `MagnumTemplate` (see the README's configuration reference)."""
+
+    image: NotRequired[str]
+    """Glance image of the cluster's nodes, by the cloud's name for it: an image with the Kubernetes of kubernetesVersion and the `os_distro` property the driver selects on (`ubuntu`, `debian`, `rockylinux`, `flatcar` or `fedora-coreos`). Set `os` to what it is. Default: `ubuntu-24.04`."""
+    os: NotRequired[str]
+    """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (README: OS and GPU driver mode). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`. Default: `ubuntu-24.04`."""
+    external_network_id: NotRequired[str]
+    """External network for floating IPs and load balancers. Default: `public`."""
+    master_flavor: NotRequired[str]
+    """Flavor of control-plane nodes. Default: `m1.large`."""
+    flavor: NotRequired[str]
+    """Default flavor of worker nodes. Default: `m1.large`."""
+    docker_volume_size: NotRequired[int]
+    """Container storage volume per node, GB (Triton images are large). Default: `100`."""
+    network_driver: NotRequired[str]
+    """Kubernetes network driver (calico supports NetworkPolicy). One of: `calico`, `flannel`, `cilium`. Default: `calico`."""
+    dns_nameserver: NotRequired[str]
+    """DNS nameserver of the cluster network. Default: `8.8.8.8`."""
+    master_lb_enabled: NotRequired[bool]
+    """Put a load balancer in front of the API servers. Default: `true`."""
+    floating_ip_enabled: NotRequired[bool]
+    """Give every node a floating IP. Default: `false`."""
+    labels: NotRequired[dict[str, str]]
+    """Extra Magnum labels, merged over the platform's own (autoscaling and version labels); keys of lowercase letters, digits and `_`."""
+
+
+class MagnumClusterArgs(TypedDict):
+    """Arguments of `MagnumCluster` (see the README's configuration reference)."""
+
+    driver: NotRequired[str]
+    """Which Magnum Kubernetes driver the cloud runs: `clusterApi` (Cluster API, the maintained drivers) or `heat` (Magnum's Heat driver: Fedora CoreOS only, deprecated in 2025.1 and removed after 2026.1). One of: `clusterApi`, `heat`. Default: `clusterApi`."""
+    cluster_api_driver: NotRequired[str]
+    """With driver `clusterApi`: which Cluster API driver: `magnum-cluster-api` (vexxhost) or `magnum-capi-helm` (openstack/magnum-capi-helm). They read different labels and label nodes differently. One of: `magnum-cluster-api`, `magnum-capi-helm`. Default: `magnum-cluster-api`."""
+    template_id: NotRequired[str]
+    """Use this existing ClusterTemplate instead of creating one from `template`."""
+    template: NotRequired[MagnumTemplateArgs]
+    """ClusterTemplate to create when templateId is not set."""
+    kubernetes_version: NotRequired[str]
+    """Kubernetes version (the `kube_tag` label). `magnum-cluster-api`: `v1.34.1`. `heat`: a tag of the hyperkube image, `v1.34.1-rancher1` from docker.io/rancher (plain `v1.34.1` only with your own `hyperkube_prefix` or `container_infra_prefix` template label). `magnum-capi-helm` takes the version from the image's `kube_version` property instead: set the same version here. Default: `v1.34.1`."""
+    master_count: NotRequired[int]
+    """Control-plane nodes (1, 3 or 5 in practice; 3 for production). Default: `1`."""
+    keypair: NotRequired[str]
+    """Nova keypair for node access."""
+    fixed_network: NotRequired[str]
+    """Existing network for the cluster, name or ID (default: Magnum creates one). Needs fixedSubnet."""
+    fixed_subnet: NotRequired[str]
+    """Existing subnet of fixedNetwork, name or ID; its CIDR (looked up in Neutron) is what may mount the file share."""
+    subnet_cidr: NotRequired[str]
+    """CIDR of the node subnet Magnum creates (the `fixed_subnet_cidr` label), which may mount the file share. Not with fixedSubnet. Default: `10.0.0.0/24`."""
+    api_floating_ip: NotRequired[bool]
+    """A floating IP on the API server's load balancer (`master_lb_floating_ip_enabled`), so that `pulumi up`, which reaches the new cluster with its kubeconfig, can connect from outside the cluster network. Default: `true`."""
+    api_allowed_cidrs: NotRequired[list[str]]
+    """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` (`master_lb_allowed_cidrs`; Magnum adds the node subnet) and `magnum-capi-helm` (`api_master_lb_allowed_cidrs`) only: `magnum-cluster-api` has no such label. Include where `pulumi up` runs."""
+
+
+class TaintArgs(TypedDict):
+    """Arguments of `Taint` (see the README's configuration reference)."""
+
+    key: str
+    """Taint key."""
+    value: NotRequired[str]
+    """Taint value (may be empty)."""
+    effect: NotRequired[str]
+    """Taint effect. One of: `NoSchedule`, `PreferNoSchedule`, `NoExecute`. Default: `NoSchedule`."""
+
+
+class GpuSharingArgs(TypedDict):
+    """Arguments of `GpuSharing` (see the README's configuration reference)."""
+
+    mode: NotRequired[str]
+    """How one physical GPU is shared: `none` (whole GPUs), `mig` (hardware partitions), `time-slicing` or `mps` (replicas of one GPU). One of: `none`, `mig`, `time-slicing`, `mps`. Default: `none`."""
+    mig_strategy: NotRequired[str]
+    """MIG only: `single` (all slices alike, advertised as `nvidia.com/gpu`) or `mixed` (advertised as `nvidia.com/mig-<profile>`). Default `single`. One of: `single`, `mixed`."""
+    mig_profile: NotRequired[Any]
+    """MIG only: a named mig-parted profile (e.g. `all-1g.10gb`) or a custom mix per GPU, e.g. `{1g.10gb: 2, 3g.40gb: 1}`."""
+    replicas: NotRequired[int]
+    """Time-slicing / MPS only: how many workloads share one GPU (2-48)."""
+    rename_by_default: NotRequired[bool]
+    """Time-slicing / MPS only: advertise shared GPUs as `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`. Default: `false`."""
+
+
+class GpuSpecArgs(TypedDict):
+    """Arguments of `GpuSpec` (see the README's configuration reference)."""
+
+    model: str
+    """GPU model of every node in the group. One of: `A100-40GB`, `A100-80GB`, `H100-80GB`, `H100-94GB`, `H200-141GB`, `A30-24GB`, `L40S-48GB`, `L4-24GB`, `T4-16GB`."""
+    per_node: NotRequired[int]
+    """Physical GPUs per node. Default: `1`."""
+    sharing: NotRequired[GpuSharingArgs]
+    """GPU sharing profile of the group."""
+
+
+class NodeGroupArgs(TypedDict):
+    """Arguments of `NodeGroup` (see the README's configuration reference)."""
+
+    name: str
+    """Group name (DNS label); services place versions on GPU groups by this name."""
+    flavor: NotRequired[str]
+    """OpenStack flavor of the group's nodes (Magnum clusters: required for every group after the first, which defaults to the template's flavor)."""
+    image: NotRequired[str]
+    """Magnum only: Glance image of the group's nodes (default: the cluster template's image)."""
+    os: NotRequired[str]
+    """OS of the group's nodes, which decides the GPU driver modes that work (README: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`."""
+    min_nodes: NotRequired[int]
+    """Fewest nodes the cluster autoscaler keeps. Default: `1`."""
+    max_nodes: NotRequired[int]
+    """Most nodes the cluster autoscaler may create. Default: `1`."""
+    initial_nodes: NotRequired[int]
+    """Nodes at creation (default: minNodes)."""
+    labels: NotRequired[dict[str, str]]
+    """Extra Kubernetes node labels, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), neither the platform's labels nor the selector's."""
+    taints: NotRequired[list[TaintArgs]]
+    """Extra Kubernetes node taints, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), one per key and effect (GPU groups get `nvidia.com/gpu=present:NoSchedule` in addition)."""
+    selector: NotRequired[dict[str, str]]
+    """Labels that single out this group's nodes, which the platform's pods select and its node rules match. Mode `existing`: required (the labels the nodes already carry, e.g. a node pool's label). Mode `magnum`: leave unset; the label the Magnum driver gives the group's nodes is used."""
+    gpu: NotRequired[GpuSpecArgs]
+    """GPUs of the group's nodes; absent for a CPU group."""
+
+
+class ClusterSettingsArgs(TypedDict):
+    """Arguments of `ClusterSettings` (see the README's configuration reference)."""
+
+    mode: NotRequired[str]
+    """`magnum`: create an OpenStack Magnum cluster; `existing`: use a cluster that already exists. One of: `existing`, `magnum`. Default: `existing`."""
+    existing: NotRequired[ExistingClusterArgs]
+    """Settings of mode `existing`."""
+    magnum: NotRequired[MagnumClusterArgs]
+    """Settings of mode `magnum`."""
+    gpu_quota: NotRequired[int]
+    """Most GPUs the stack may run (sum over GPU groups of maxNodes x GPUs per node); unset means no limit."""
+    node_groups: list[NodeGroupArgs]
+    """Node groups: at least one; CPU groups have no `gpu` key."""
+
+
+class DriverSettingsArgs(TypedDict):
+    """Arguments of `DriverSettings` (see the README's configuration reference)."""
+
+    mode: NotRequired[str]
+    """`precompiled`: driver images NVIDIA builds per kernel (fastest node start; Ubuntu only); `compiled`: built on each node (the OSes the GPU operator supports); `preinstalled`: the node image has the driver (any OS). Checked against each GPU group's `os`. One of: `precompiled`, `compiled`, `preinstalled`. Default: `precompiled`."""
+    branch: NotRequired[str]
+    """Driver branch (precompiled: one NVIDIA publishes for the nodes' OS, 580 or 595; 595 only on Ubuntu 26.04) or the major of the pinned driver version (compiled: 595). Default: `595`."""
+
+
+class GpuOperatorSettingsArgs(TypedDict):
+    """Arguments of `GpuOperatorSettings` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints. Default: `true`."""
+    driver: NotRequired[DriverSettingsArgs]
+    """NVIDIA driver installation."""
+    dcgm_exporter: NotRequired[bool]
+    """Run the DCGM exporter (GPU metrics) with its ServiceMonitor. Default: `true`."""
+
+
+class StageSecondsArgs(TypedDict):
+    """Arguments of `StageSeconds` (see the README's configuration reference)."""
+
+    node_boot: NotRequired[int]
+    """Seconds for a new VM to boot and join the cluster. Default: `120`."""
+    driver_install: NotRequired[int]
+    """Seconds for the GPU operator to prepare a node (precompiled drivers). Default: `180`."""
+    driver_compile: NotRequired[int]
+    """Extra seconds to build the driver's kernel module on the node (driver mode `compiled`). Default: `300`."""
+    image_pull: NotRequired[int]
+    """Seconds to pull and extract a Triton image (about 360 for 20 GB gzip layers, 150 with zstd). Default: `360`."""
+    weight_fetch: NotRequired[int]
+    """Seconds Triton needs to download an S3 model repository to local disk before loading it (file-share versions read in place). Default: `210`."""
+    model_load: NotRequired[int]
+    """Seconds for Triton to load the model. Default: `420`."""
+
+
+class ColdStartSettingsArgs(TypedDict):
+    """Arguments of `ColdStartSettings` (see the README's configuration reference)."""
+
+    image_pre_pull: NotRequired[bool]
+    """Pre-pull every Triton image on the GPU groups it runs on, overlapping pulls with driver installation. Default: `true`."""
+    spare_slots: NotRequired[dict[str, int]]
+    """Per GPU group, GPU slots held free by low-priority placeholder pods so a new replica starts at once (0-64 each)."""
+    stage_seconds: NotRequired[StageSecondsArgs]
+    """Stage durations used for the plan's cold-start estimate."""
+
+
+class GatewayTlsArgs(TypedDict):
+    """Arguments of `GatewayTls` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Serve HTTPS on the ingress gateway. Default: `false`."""
+    secret_name: NotRequired[str]
+    """Kubernetes TLS Secret (in istio-system) holding the certificate; required when enabled."""
+
+
+class KialiOpenIdArgs(TypedDict):
+    """Arguments of `KialiOpenId` (see the README's configuration reference)."""
+
+    issuer_uri: str
+    """The identity provider's issuer URL (Kiali reads its discovery document)."""
+    client_id: str
+    """Kiali's client id at the identity provider. The client secret goes into the Secret `kiali` (key `oidc-secret`) in istio-system, created by the identity-provider owner."""
+    username_claim: NotRequired[str]
+    """Token claim shown as the user name. Default: `sub`."""
+
+
+class MeshSettingsArgs(TypedDict):
+    """Arguments of `MeshSettings` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Install Istio (base, istiod, ingress gateway). Default: `true`."""
+    gateway_annotations: NotRequired[dict[str, str]]
+    """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
+    tls: NotRequired[GatewayTlsArgs]
+    """TLS of the customer Gateway."""
+    tracing_sampling_percent: NotRequired[float]
+    """Percent of requests traced to Jaeger. Default: `1.0`."""
+    jaeger_storage: NotRequired[str]
+    """Jaeger trace storage. One of: `memory`, `persistent`. Default: `memory`."""
+    jaeger_storage_size: NotRequired[str]
+    """Volume size for persistent Jaeger storage. Default: `10Gi`."""
+    kiali_auth: NotRequired[str]
+    """Kiali login strategy; `anonymous` is refused in production stacks. One of: `token`, `openid`, `anonymous`. Default: `token`."""
+    kiali_openid: NotRequired[KialiOpenIdArgs]
+    """Identity provider of Kiali's `openid` strategy (required with it)."""
+
+
+class AlertThresholdsArgs(TypedDict):
+    """Arguments of `AlertThresholds` (see the README's configuration reference)."""
+
+    queue_time_ms: NotRequired[float]
+    """Average Triton queue time above which the queue-time alert fires, milliseconds (0.001-600000). Default: `100.0`."""
+    failure_ratio: NotRequired[float]
+    """Share of failed inference requests above which the failure alert fires (0.0001 to below 1). Default: `0.05`."""
+    gpu_memory_ratio: NotRequired[float]
+    """GPU framebuffer use above which the GPU memory alert fires. Default: `0.95`."""
+
+
+class WebhookReceiverArgs(TypedDict):
+    """Alerts POSTed as Alertmanager's webhook JSON; the URL is the receiver's secret."""
+
+    send_resolved: NotRequired[bool]
+    """Also send a notification when the alert clears. Default: `true`."""
+
+
+class SlackReceiverArgs(TypedDict):
+    """Alerts posted to a Slack channel; the incoming-webhook URL is the receiver's secret."""
+
+    channel: str
+    """Channel (`#name`) or user (`@name`) to post to."""
+    send_resolved: NotRequired[bool]
+    """Also post when the alert clears. Default: `true`."""
+
+
+class EmailReceiverArgs(TypedDict):
+    """Alerts e-mailed through an SMTP relay; the SMTP password is the receiver's secret."""
+
+    to: str
+    """Recipient address."""
+    from_: str
+    """Sender address."""
+    smarthost: str
+    """SMTP relay as `host:port`, e.g. `smtp.example.com:587`."""
+    auth_username: str
+    """SMTP user name (the password is the receiver's secret)."""
+    require_tls: NotRequired[bool]
+    """Refuse to send unless the relay offers STARTTLS. Default: `true`."""
+
+
+class PagerDutyReceiverArgs(TypedDict):
+    """Alerts sent to a PagerDuty service through Events API v2; the integration (routing) key is the receiver's secret."""
+
+    send_resolved: NotRequired[bool]
+    """Resolve the PagerDuty incident when the alert clears. Default: `true`."""
+
+
+class AlertReceiverArgs(TypedDict):
+    """Arguments of `AlertReceiver` (see the README's configuration reference)."""
+
+    name: str
+    """Receiver name (DNS label), referred to by `critical` and `warning`; its secret is `alertReceiverSecrets.<name>`."""
+    webhook: NotRequired[WebhookReceiverArgs]
+    """Send to a webhook (secret: its URL)."""
+    slack: NotRequired[SlackReceiverArgs]
+    """Send to Slack (secret: the incoming-webhook URL)."""
+    email: NotRequired[EmailReceiverArgs]
+    """Send e-mail (secret: the SMTP password)."""
+    pagerduty: NotRequired[PagerDutyReceiverArgs]
+    """Send to PagerDuty (secret: the Events API v2 routing key)."""
+
+
+class AlertingSettingsArgs(TypedDict):
+    """Arguments of `AlertingSettings` (see the README's configuration reference)."""
+
+    receivers: NotRequired[list[AlertReceiverArgs]]
+    """Where alerts go: webhook, Slack, e-mail or PagerDuty receivers. With none, Alertmanager keeps every alert to itself (receiver `null`)."""
+    critical: NotRequired[list[str]]
+    """Receivers of alerts with severity `critical` (each gets every one)."""
+    warning: NotRequired[list[str]]
+    """Receivers of alerts with severity `warning`."""
+    repeat_interval: NotRequired[str]
+    """How often a firing alert is sent again, e.g. `4h`. Default: `4h`."""
+
+
+class ObservabilitySettingsArgs(TypedDict):
+    """Arguments of `ObservabilitySettings` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Install kube-prometheus-stack, prometheus-adapter, Loki, Alloy and Grafana. Default: `true`."""
+    prometheus_retention: NotRequired[str]
+    """How long Prometheus keeps samples. Default: `15d`."""
+    prometheus_storage_size: NotRequired[str]
+    """Prometheus volume size. Default: `50Gi`."""
+    storage_class: NotRequired[str]
+    """StorageClass of observability volumes (default: the cluster default)."""
+    loki_storage: NotRequired[str]
+    """Loki chunk storage: a volume, or the S3 weight cache's endpoint. One of: `filesystem`, `s3`. Default: `filesystem`."""
+    loki_storage_size: NotRequired[str]
+    """Loki volume size (filesystem storage). Default: `20Gi`."""
+    loki_retention: NotRequired[str]
+    """How long Loki keeps logs. Default: `168h`."""
+    alerts: NotRequired[AlertThresholdsArgs]
+    """Alert thresholds."""
+    alerting: NotRequired[AlertingSettingsArgs]
+    """Alertmanager receivers and which severities reach them (README: Routing alerts)."""
+
+
+class GrafanaOidcArgs(TypedDict):
+    """Arguments of `GrafanaOidc` (see the README's configuration reference)."""
+
+    auth_url: str
+    """The identity provider's authorization endpoint (Grafana `auth.generic_oauth` `auth_url`)."""
+    token_url: str
+    """The identity provider's token endpoint (`token_url`)."""
+    api_url: str
+    """The identity provider's user-info endpoint (`api_url`)."""
+    client_id: str
+    """Grafana's client id at the identity provider. The client secret is the stack secret `grafanaOidcClientSecret`; register `https://<ui.grafana.host>/login/generic_oauth` as the redirect URL."""
+    scopes: NotRequired[list[str]]
+    """OAuth scopes Grafana asks for (printable ASCII without spaces, `"` or `\\`). Default: `['openid', 'email', 'profile']`."""
+    role_attribute_path: NotRequired[str]
+    """JMESPath over the user info that yields the Grafana role (`Admin`, `Editor` or `Viewer`); unset: every user signs in as a Viewer."""
+
+
+class GrafanaUiArgs(TypedDict):
+    """Arguments of `GrafanaUi` (see the README's configuration reference)."""
+
+    host: str
+    """Host name Grafana is served on through the ingress gateway."""
+    auth: NotRequired[str]
+    """Login: `admin` (user `admin`, password in the stack output `grafanaAdminPassword`) or `oidc` (an identity provider, with the admin login kept for recovery). One of: `admin`, `oidc`. Default: `admin`."""
+    oidc: NotRequired[GrafanaOidcArgs]
+    """Identity provider of auth `oidc` (required with it)."""
+
+
+class KialiUiArgs(TypedDict):
+    """Arguments of `KialiUi` (see the README's configuration reference)."""
+
+    host: str
+    """Host name Kiali is served on through the ingress gateway (at `/`; login as `mesh.kialiAuth` says)."""
+
+
+class UiSettingsArgs(TypedDict):
+    """Arguments of `UiSettings` (see the README's configuration reference)."""
+
+    grafana: NotRequired[GrafanaUiArgs]
+    """Serve Grafana on a host of its own (off when unset: reach it with `kubectl port-forward`)."""
+    kiali: NotRequired[KialiUiArgs]
+    """Serve Kiali on a host of its own (off when unset). Jaeger has no host: its traces are read in Grafana (Jaeger datasource) and Kiali."""
+    allow_plain_http: NotRequired[bool]
+    """Serve the UI hosts over plain HTTP while `mesh.tls` is off; non-production stacks only (logins then cross the network unencrypted). Default: `false`."""
+
+
+class FileShareCacheArgs(TypedDict):
+    """Arguments of `FileShareCache` (see the README's configuration reference)."""
+
+    mode: NotRequired[str]
+    """`manila`: create an OpenStack Manila NFS share; `existing`: mount an NFS export that exists. One of: `manila`, `existing`. Default: `manila`."""
+    size_gb: NotRequired[int]
+    """Share size, GB (manila). Default: `500`."""
+    share_type: NotRequired[str]
+    """Manila share type (default: the cloud's default)."""
+    share_network_id: NotRequired[str]
+    """Manila share network (needed by drivers that manage share servers)."""
+    access_cidrs: NotRequired[list[str]]
+    """Client CIDRs allowed to mount the share (default: the cluster's subnet)."""
+    server: NotRequired[str]
+    """NFS server (existing): a host name or an IP address."""
+    path: NotRequired[str]
+    """NFS export path (existing), absolute."""
+    storage_size: NotRequired[str]
+    """Capacity of the PersistentVolumes that expose the share. Default: `500Gi`."""
+
+
+class WeightUploadArgs(TypedDict):
+    """Arguments of `WeightUpload` (see the README's configuration reference)."""
+
+    source: str
+    """Local model-repository directory (relative to the project) to upload: an existing, readable directory, not a system directory."""
+    prefix: str
+    """Key prefix in the bucket."""
+
+
+class S3MountArgs(TypedDict):
+    """Arguments of `S3Mount` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Install the csi-s3 driver (GeeseFS) and expose the bucket as the claim `model-weights-s3-mount` in each namespace that reads from S3, for readers that want a POSIX path (mount it readOnly; Triton keeps its `s3://` URL). Default: `false`."""
+    prefix: NotRequired[str]
+    """Key prefix to mount instead of the whole bucket, e.g. `models`."""
+    mount_options: NotRequired[str]
+    """GeeseFS options of the mount (`--memory-limit` is MB of node memory per mounted volume). Default: `--memory-limit 1000 --dir-mode 0555 --file-mode 0444`."""
+    storage_size: NotRequired[str]
+    """Nominal capacity of the PersistentVolumes (S3 has no size; binding needs one). Default: `1Ti`."""
+
+
+class S3CacheArgs(TypedDict):
+    """Arguments of `S3Cache` (see the README's configuration reference)."""
+
+    endpoint: str
+    """S3-compatible endpoint URL, e.g. https://s3.example.cloud (credentials: secret keys `inference-platform:s3AccessKeyId` and `s3SecretAccessKey`)."""
+    region: NotRequired[str]
+    """Region name the endpoint expects. Default: `us-east-1`."""
+    bucket: str
+    """Bucket name (S3 naming rules; with lokiStorage `s3`, `<bucket>-logs` must be one too)."""
+    versioning: NotRequired[bool]
+    """Keep object versions. Default: `true`."""
+    noncurrent_days: NotRequired[int]
+    """Days after which old object versions expire. Default: `30`."""
+    force_destroy: NotRequired[bool]
+    """Allow deleting a non-empty bucket (every object version goes with it); not allowed with `adopt`. Default: `false`."""
+    adopt: NotRequired[bool]
+    """Use a bucket of ours that already exists (its data stays; our settings are applied to it), and Loki's `<bucket>-logs` with lokiStorage `s3`. Without it an existing bucket is an error, so a typo in `bucket` cannot take over another stack's data. An adopted bucket is never emptied or deleted: removing it from the stack only forgets it. Default: `false`."""
+    uploads: NotRequired[list[WeightUploadArgs]]
+    """Local model repositories uploaded to the bucket on every `pulumi up` (content-hashed; unchanged files are skipped)."""
+    mount: NotRequired[S3MountArgs]
+    """Optional mount of the bucket as a file system (csi-s3); off by default."""
+
+
+class WeightCacheSettingsArgs(TypedDict):
+    """Arguments of `WeightCacheSettings` (see the README's configuration reference)."""
+
+    file_share: NotRequired[FileShareCacheArgs]
+    """NFS file share mounted read-only into every replica that uses it."""
+    s3: NotRequired[S3CacheArgs]
+    """S3 bucket Triton reads model repositories from."""
+
+
+class JwtAuthArgs(TypedDict):
+    """Arguments of `JwtAuth` (see the README's configuration reference)."""
+
+    issuer: str
+    """Token issuer (`iss`)."""
+    jwks_uri: str
+    """URL of the issuer's JSON Web Key Set."""
+    audiences: NotRequired[list[str]]
+    """Accepted audiences (`aud`); empty accepts any."""
+
+
+class AuthSettingsArgs(TypedDict):
+    """Arguments of `AuthSettings` (see the README's configuration reference)."""
+
+    mode: NotRequired[str]
+    """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only). One of: `basic`, `jwt`, `none`. Default: `basic`."""
+    realm: NotRequired[str]
+    """Basic Auth realm (default: the service name): 1-64 printable ASCII characters without `"` or `\\`."""
+    jwt: NotRequired[JwtAuthArgs]
+    """Identity provider, for mode `jwt`."""
+
+
+class AutoscalingArgs(TypedDict):
+    """Arguments of `Autoscaling` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Scale each version with an HPA on Triton's average queue time. Default: `true`."""
+    min_replicas: NotRequired[int]
+    """Fewest replicas per version. Default: `1`."""
+    max_replicas: NotRequired[int]
+    """Most replicas per version. Default: `3`."""
+    queue_time_target_us: NotRequired[int]
+    """Target per-pod average queue time, microseconds. Default: `50000`."""
+    scale_down_stabilization_seconds: NotRequired[int]
+    """How long load must stay low before replicas are removed. Default: `300`."""
+    queue_time_model: NotRequired[str]
+    """Triton model whose queue time the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model queue time. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
+
+
+class RetriesArgs(TypedDict):
+    """Arguments of `Retries` (see the README's configuration reference)."""
+
+    attempts: NotRequired[int]
+    """Retries per request after the first try (0 disables retries: Istio then sets no retry policy at all, rather than its own default of 2 retries). Default: `2`."""
+    per_try_timeout_seconds: NotRequired[float]
+    """Timeout of each try, seconds (0.001-3600; default: the service's `timeoutSeconds`, so a long inference is never cut and re-run). At most `timeoutSeconds`: the route timeout bounds all tries together. A shorter per-try timeout retries a slow try only if `retryOn` holds `5xx`, `gateway-error` or `reset` (Envoy counts an expired try as a reset), which runs the model again."""
+    retry_on: NotRequired[str]
+    """Envoy retry conditions, comma-separated (HTTP ones of `x-envoy-retry-on`, gRPC ones of `x-envoy-retry-grpc-on`, or HTTP status codes). The default retries only requests Triton never ran: `connect-failure` (no connection to the pod), `refused-stream` (HTTP/2 REFUSED_STREAM, sent before processing), `unavailable` (gRPC status 14, which Triton returns while it is not ready). `5xx`, `gateway-error`, `reset` and status codes also retry requests that reached Triton and may have run on a GPU. Default: `connect-failure,refused-stream,unavailable`."""
+
+
+class MirrorArgs(TypedDict):
+    """Arguments of `Mirror` (see the README's configuration reference)."""
+
+    version: str
+    """Version that receives a copy of live traffic (its responses are discarded)."""
+    percent: NotRequired[float]
+    """Share of requests copied. Default: `100.0`."""
+
+
+class ModelRepositoryArgs(TypedDict):
+    """Arguments of `ModelRepository` (see the README's configuration reference)."""
+
+    cache: str
+    """Weight cache holding the model repository. One of: `fileShare`, `s3`."""
+    path: str
+    """Path inside the file share, or key prefix inside the bucket (relative, no `..`)."""
+
+
+class GpuRequestArgs(TypedDict):
+    """Arguments of `GpuRequest` (see the README's configuration reference)."""
+
+    group: str
+    """GPU node group the version runs on."""
+    count: NotRequired[int]
+    """GPUs (or GPU slices / shares) per replica. Default: `1`."""
+    mig_profile: NotRequired[str]
+    """MIG profile of the slice, for groups with MIG strategy `mixed` (e.g. `1g.10gb`)."""
+
+
+class ResourcesArgs(TypedDict):
+    """Arguments of `Resources` (see the README's configuration reference)."""
+
+    cpu: NotRequired[str]
+    """CPU request per replica. Default: `4`."""
+    memory: NotRequired[str]
+    """Memory request per replica. Default: `16Gi`."""
+    cpu_limit: NotRequired[str]
+    """CPU limit (default: no CPU limit, avoiding throttling); at least the request."""
+    memory_limit: NotRequired[str]
+    """Memory limit (default: the memory request); at least the request."""
+    shm_size: NotRequired[str]
+    """Size of the memory-backed /dev/shm. Default: `1Gi`."""
+
+
+class ModelControlArgs(TypedDict):
+    """Arguments of `ModelControl` (see the README's configuration reference)."""
+
+    mode: NotRequired[str]
+    """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`. One of: `none`, `poll`, `explicit`. Default: `none`."""
+    load: NotRequired[list[str]]
+    """Models to load, mode `explicit` only (model directory names)."""
+    poll_seconds: NotRequired[int]
+    """Repository poll interval, mode `poll`. Default: `30`."""
+
+
+class VersionArgs(TypedDict):
+    """Arguments of `Version` (see the README's configuration reference)."""
+
+    name: str
+    """Version name (DNS label): the pods' `version` label and the Istio subset."""
+    image: str
+    """Triton container image, with a pinned tag or digest."""
+    weight: int
+    """Percent of the service's traffic (weights of a service sum to 100; 0 keeps the version deployed without traffic)."""
+    model_repository: ModelRepositoryArgs
+    """Where the version's model repository lives."""
+    gpu: GpuRequestArgs
+    """GPU placement and share of each replica."""
+    resources: NotRequired[ResourcesArgs]
+    """CPU, memory and /dev/shm of each replica."""
+    model_control: NotRequired[ModelControlArgs]
+    """Triton model control."""
+    model_load_seconds: NotRequired[int]
+    """Expected model load time; the startup probe allows at least this. Default: `420`."""
+    startup_budget_seconds: NotRequired[int]
+    """How long the startup probe waits for readiness before restarting the pod. Default: `900`."""
+    server_args: NotRequired[dict[str, Any]]
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (README "Graceful shutdown")."""
+    model_config_name: NotRequired[str]
+    """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
+    replicas: NotRequired[int]
+    """Fixed replica count, used only when autoscaling is disabled. Default: `1`."""
+    autoscaling: NotRequired[AutoscalingArgs]
+    """Autoscaling of this version (default: the service's)."""
+    llm_backend: NotRequired[str]
+    """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
+
+
+class ServiceArgs(TypedDict):
+    """Arguments of `Service` (see the README's configuration reference)."""
+
+    name: str
+    """Service name (DNS label): the Kubernetes Service and, by default, the namespace."""
+    namespace: NotRequired[str]
+    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (see README)."""
+    hosts: list[str]
+    """Host names served through the customer Gateway (no wildcards)."""
+    auth: NotRequired[AuthSettingsArgs]
+    """Client authentication at the mesh."""
+    autoscaling: NotRequired[AutoscalingArgs]
+    """Autoscaling of every version (a version may override)."""
+    timeout_seconds: NotRequired[float]
+    """Request timeout at the mesh, seconds (0.001-3600): the longest a request may take, all retries included. Triton's exit timeout and the pods' termination grace period follow it, so a rollout or scale-down lets requests of this length finish. Default: `60`."""
+    retries: NotRequired[RetriesArgs]
+    """Retries at the mesh (see README "Timeouts and retries")."""
+    mirror: NotRequired[MirrorArgs]
+    """Copy a share of live traffic to a shadow version."""
+    versions: list[VersionArgs]
+    """Deployed versions; weights sum to 100."""
+
+
+class PolicySettingsArgs(TypedDict):
+    """Arguments of `PolicySettings` (see the README's configuration reference)."""
+
+    enforcement: NotRequired[dict[str, str]]
+    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list (`policies/catalog.py`). One of: `mandatory`, `advisory`, `disabled`."""
+
+
+class InferencePlatformArgs(TypedDict):
+    """Arguments of `Settings` (see the README's configuration reference)."""
+
+    customer: str
+    """Customer name (DNS label)."""
+    environment: str
+    """Environment name (DNS label), e.g. dev or prod."""
+    production: NotRequired[bool]
+    """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused. Default: `false`."""
+    cluster: ClusterSettingsArgs
+    """The Kubernetes cluster and its node groups."""
+    gpu_operator: NotRequired[GpuOperatorSettingsArgs]
+    """NVIDIA GPU operator."""
+    cold_start: NotRequired[ColdStartSettingsArgs]
+    """Fast scale-out: spare GPU capacity and image pre-pull."""
+    mesh: NotRequired[MeshSettingsArgs]
+    """Istio, Jaeger and Kiali."""
+    observability: NotRequired[ObservabilitySettingsArgs]
+    """Prometheus, prometheus-adapter, Loki, Alloy and Grafana."""
+    ui: NotRequired[UiSettingsArgs]
+    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (see README: Reaching the UIs)."""
+    weight_caches: NotRequired[WeightCacheSettingsArgs]
+    """Caches of model weights."""
+    services: NotRequired[list[ServiceArgs]]
+    """Triton inference services."""
+    policies: NotRequired[PolicySettingsArgs]
+    """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
+    kubeconfig: NotRequired[str]
+    """Secret. kubeconfig of an existing cluster (set with `pulumi config set --secret kubeconfig "$(cat kubeconfig)"`)."""
+    s3_access_key_id: NotRequired[str]
+    """Secret. Access key of the S3 weight cache."""
+    s3_secret_access_key: NotRequired[str]
+    """Secret. Secret key of the S3 weight cache."""
+    grafana_oidc_client_secret: NotRequired[str]
+    """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
+    alert_receiver_secrets: NotRequired[dict[str, str]]
+    """Secret. Per alert receiver (`observability.alerting.receivers[].name`), its credential: the webhook URL, Slack webhook URL, SMTP password or PagerDuty routing key (`pulumi config set --secret --path 'alertReceiverSecrets.<name>' ...`)."""
+
+
+class ClusterArgs(TypedDict):
+    """A Magnum cluster with its node groups, or an existing cluster, and the Kubernetes provider for it."""
+
+    cluster: ClusterSettingsArgs
+    """The cluster and its node groups (the stack file's `cluster`)."""
+    production: NotRequired[bool]
+    """Protect the Magnum cluster and its node groups from deletion. Default: `false`."""
+    kubeconfig: NotRequired[str]
+    """Secret. kubeconfig of an existing cluster (mode `existing`); without it, the ambient kubeconfig."""
+    gpu_node_ready_seconds: NotRequired[int]
+    """Seconds from a new VM to a GPU node that advertises its GPUs (boot, then the driver): how long the autoscaler waits for a node it asked for. Default: `300`."""
+
+
+class StageArgs(TypedDict):
+    """One stage of a replica's start."""
+
+    name: str
+    """Stage name: node boot, driver install, image pull, weight fetch, model load, preempt spare."""
+    seconds: int
+    """Seconds the stage takes."""
+    note: NotRequired[str]
+    """Why the stage is removed, overlapped or longer than configured."""
+
+
+class GroupEstimateArgs(TypedDict):
+    """How long a new replica takes to start on one GPU group."""
+
+    group: str
+    """The GPU node group."""
+    spare_slots: NotRequired[int]
+    """Spare slots held on the group. Default: `0`."""
+    new_node: list[StageArgs]
+    """Stages when the replica needs a new node (no spare slot left)."""
+    spare: list[StageArgs]
+    """Stages when the replica preempts a placeholder."""
+
+
+class GpuOperatorArgs(TypedDict):
+    """The NVIDIA GPU operator, its MIG and sharing configs, and the GPU node contract on the node groups."""
+
+    gpu_operator: NotRequired[GpuOperatorSettingsArgs]
+    """Driver mode and DCGM exporter (the stack file's `gpuOperator`)."""
+    node_groups: list[NodeGroupArgs]
+    """The cluster's node groups: GPU groups get the node contract, every group's taints are tolerated by the operator's node agents."""
+    magnum_labeller: NotRequired[str]
+    """The Magnum driver that labels the nodes (`magnum-cluster-api`, `magnum-capi-helm`, `heat`); unset on an existing cluster."""
+    cold_start: NotRequired[list[GroupEstimateArgs]]
+    """Per GPU group, the cold-start estimate: how long a joining GPU node takes before the operator's pods run on it (the Helm wait allows for it)."""
+
+
+class ColdStartArgs(TypedDict):
+    """Spare GPU capacity (placeholder pods) and image pre-pull on the GPU node groups."""
+
+    cold_start: NotRequired[ColdStartSettingsArgs]
+    """Spare slots per group and image pre-pull (the stack file's `coldStart`)."""
+    gpu_groups: NotRequired[list[NodeGroupArgs]]
+    """The GPU node groups."""
+    services: NotRequired[list[ServiceArgs]]
+    """The services placed on those groups: their images are pre-pulled, and a spare slot is sized like the first version on its group."""
+
+
+class MeshArgs(TypedDict):
+    """Istio (base, istiod, ingress gateway), the customer Gateway, Jaeger and Kiali."""
+
+    mesh: NotRequired[MeshSettingsArgs]
+    """Mesh settings (the stack file's `mesh`)."""
+    ui: NotRequired[UiSettingsArgs]
+    """Hosts on which Grafana and Kiali are served through the gateway."""
+    hosts: NotRequired[list[str]]
+    """Host names of the inference services the customer Gateway serves."""
+    production: NotRequired[bool]
+    """Protect Jaeger's volume; anonymous Kiali is refused. Default: `false`."""
+    storage_class: NotRequired[str]
+    """StorageClass of Jaeger's volume (default: the cluster's)."""
+    node_boot_seconds: NotRequired[int]
+    """Seconds a VM takes to boot: about what a load balancer for the gateway takes. Default: `120`."""
+
+
+class ObservabilityArgs(TypedDict):
+    """kube-prometheus-stack, prometheus-adapter, Loki, Alloy, Grafana with the platform's dashboards, and the alert rules."""
+
+    observability: NotRequired[ObservabilitySettingsArgs]
+    """Observability settings (the stack file's `observability`)."""
+    ui: NotRequired[UiSettingsArgs]
+    """Grafana's host and login."""
+    production: NotRequired[bool]
+    """Protect the Prometheus, Loki and Grafana volumes. Default: `false`."""
+    services: NotRequired[list[ServiceArgs]]
+    """The inference services the alert rules and dashboards watch."""
+    gpu_groups: NotRequired[list[NodeGroupArgs]]
+    """The GPU node groups the GPU alerts watch."""
+    tls: NotRequired[bool]
+    """The ingress gateway serves HTTPS (the URLs the endpoint probes and Grafana use). Default: `false`."""
+    mesh_installed: NotRequired[bool]
+    """The platform's mesh runs in the cluster: scrape istiod and the Envoy proxies. Default: `false`."""
+    mesh_urls: NotRequired[dict[str, str]]
+    """In-cluster URLs of the mesh UIs (`jaeger`, `kiali`): Jaeger becomes a Grafana datasource."""
+    ui_urls: NotRequired[dict[str, str]]
+    """Browser URLs of the UIs served through the gateway."""
+    weights_s3: NotRequired[S3CacheArgs]
+    """The S3 weight cache, whose endpoint holds Loki's bucket with `observability.lokiStorage: s3`."""
+    s3_access_key_id: NotRequired[str]
+    """Secret. Access key of that S3 endpoint."""
+    s3_secret_access_key: NotRequired[str]
+    """Secret. Secret key of that S3 endpoint."""
+    grafana_oidc_client_secret: NotRequired[str]
+    """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
+    alert_receiver_secrets: NotRequired[dict[str, str]]
+    """Secret. Per alert receiver, its credential (webhook URL, SMTP password, routing key)."""
+    cold_start: NotRequired[list[GroupEstimateArgs]]
+    """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
+
+
+class InferenceNamespacesArgs(TypedDict):
+    """Namespaces of the inference services: sidecar injection and STRICT mTLS for everything in them."""
+
+    namespaces: NotRequired[list[str]]
+    """Namespace names, each created once."""
+
+
+class WeightCachesArgs(TypedDict):
+    """Caches of model weights: an NFS file share and an S3 bucket, with what each namespace needs to read them."""
+
+    weight_caches: NotRequired[WeightCacheSettingsArgs]
+    """The caches (the stack file's `weightCaches`)."""
+    file_share_namespaces: NotRequired[list[str]]
+    """Namespaces whose services read the file share: each gets a claim on it."""
+    s3_namespaces: NotRequired[list[str]]
+    """Namespaces whose services read the S3 bucket: each gets the credentials Secret (and the bucket mount's claim)."""
+    production: NotRequired[bool]
+    """Protect and retain the share, the bucket and the claims. Default: `false`."""
+    s3_access_key_id: NotRequired[str]
+    """Secret. Access key of the S3 cache."""
+    s3_secret_access_key: NotRequired[str]
+    """Secret. Secret key of the S3 cache."""
+    node_groups: NotRequired[list[NodeGroupArgs]]
+    """The cluster's node groups: the bucket mount's node plugin tolerates their taints."""
+    cold_start: NotRequired[list[GroupEstimateArgs]]
+    """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
+
+
+class WeightsRefArgs(TypedDict):
+    """Where a service's versions read their model repositories."""
+
+    claim_name: NotRequired[pulumi.Input[str]]
+    """PersistentVolumeClaim of the file share in the service's namespace (versions with `modelRepository.cache: fileShare`)."""
+    mount_path: NotRequired[str]
+    """Where the file share is mounted in Triton's container. Default: `/models`."""
+    s3_secret_name: NotRequired[pulumi.Input[str]]
+    """Secret with the S3 credentials (AWS_* variables) in the service's namespace (versions with cache `s3`)."""
+    s3_endpoint: NotRequired[pulumi.Input[str]]
+    """S3 endpoint URL of the bucket."""
+    s3_bucket: NotRequired[pulumi.Input[str]]
+    """The bucket holding the model repositories."""
+
+
+class TritonServiceArgs(TypedDict):
+    """One Triton inference service: its versions with canary weights, autoscaling, auth, routing and monitoring."""
+
+    service: ServiceArgs
+    """The service (one entry of the stack file's `services`)."""
+    gpu_groups: list[NodeGroupArgs]
+    """The GPU node groups its versions run on."""
+    weights: NotRequired[WeightsRefArgs]
+    """Where the versions' model repositories are read."""
+    cold_start: NotRequired[list[GroupEstimateArgs]]
+    """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
+    gateway: NotRequired[pulumi.Input[str]]
+    """`<namespace>/<name>` of the Istio Gateway that serves the hosts. Default: `istio-system/inference-gateway`."""
+    ingress_namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the ingress gateway pods (the only source the NetworkPolicy admits besides monitoring). Default: `istio-system`."""
+    ingress_principal: NotRequired[pulumi.Input[str]]
+    """SPIFFE principal of the ingress gateway, the only caller the AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
+    monitoring_namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the Prometheus that scrapes Triton's metrics. Default: `monitoring`."""
+    tls: NotRequired[bool]
+    """The gateway serves the hosts over HTTPS (the service's URLs). Default: `false`."""

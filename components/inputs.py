@@ -1,0 +1,228 @@
+"""What each component takes: its own settings and the names it consumes from other parts.
+
+Each model here is validated like the stack file (the same settings models, the same
+errors) and is the source of its component's arguments type: `components/args.py` is
+generated from these models and their docstrings (`python -m platformctl docs`), so a
+key is documented once. `InferencePlatform` alone maps a stack's `Settings` to these
+(platform.py); a program that uses one component alone builds its arguments directly.
+Names, not resources: what one part needs from another is a namespace, a Gateway, a
+claim or Secret name, a URL. Ordering comes from `dependsOn` on the component.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import pulumi
+from pydantic import AfterValidator, Field, SecretStr
+
+from . import endpoints as ep
+from . import grammar
+from .config import (
+    ClusterSettings,
+    ColdStartSettings,
+    DnsLabel,
+    GpuOperatorSettings,
+    Host,
+    MeshSettings,
+    Model,
+    NodeGroup,
+    ObservabilitySettings,
+    S3Cache,
+    Service,
+    UiSettings,
+    WeightCacheSettings,
+)
+from .estimates import GroupEstimate
+
+# Defaults where a component is used alone: the names the platform's own parts have.
+GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
+# The gateway chart's ServiceAccount is named after the release.
+INGRESS_PRINCIPAL = f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
+
+
+class InputOf:
+    """Marks a field that may also be a `pulumi.Output` (a name read from another stack or
+    component): validated when it is a plain value, passed through as it is otherwise."""
+
+    def __init__(self, check):
+        self.check = check
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, pulumi.Output):
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"expected text, not {type(value).__name__}")
+        return self.check(value)
+
+
+def _input(check) -> Any:
+    marker = InputOf(check)
+    return Annotated[Any, AfterValidator(marker), marker]
+
+
+def _gateway_ref(value: str) -> str:
+    namespace, _, name = value.partition("/")
+    grammar.dns_label(namespace)
+    grammar.dns_subdomain(name)
+    return value
+
+
+GatewayInput = _input(_gateway_ref)
+NameInput = _input(grammar.dns_label)
+TextInput = _input(grammar.text)
+
+
+class ClusterInputs(Model):
+    """A Magnum cluster with its node groups, or an existing cluster, and the Kubernetes provider for it."""
+
+    cluster: ClusterSettings
+    """The cluster and its node groups (the stack file's `cluster`)."""
+    production: bool = False
+    """Protect the Magnum cluster and its node groups from deletion."""
+    kubeconfig: Optional[SecretStr] = None
+    """Secret. kubeconfig of an existing cluster (mode `existing`); without it, the ambient kubeconfig."""
+    gpu_node_ready_seconds: int = Field(default=300, ge=0, le=14400)
+    """Seconds from a new VM to a GPU node that advertises its GPUs (boot, then the driver): how long the autoscaler waits for a node it asked for."""
+
+
+class GpuOperatorInputs(Model):
+    """The NVIDIA GPU operator, its MIG and sharing configs, and the GPU node contract on the node groups."""
+
+    gpu_operator: GpuOperatorSettings = GpuOperatorSettings()
+    """Driver mode and DCGM exporter (the stack file's `gpuOperator`)."""
+    node_groups: list[NodeGroup] = Field(min_length=1)
+    """The cluster's node groups: GPU groups get the node contract, every group's taints are tolerated by the operator's node agents."""
+    magnum_labeller: Optional[str] = None
+    """The Magnum driver that labels the nodes (`magnum-cluster-api`, `magnum-capi-helm`, `heat`); unset on an existing cluster."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate: how long a joining GPU node takes before the operator's pods run on it (the Helm wait allows for it)."""
+
+
+class ColdStartInputs(Model):
+    """Spare GPU capacity (placeholder pods) and image pre-pull on the GPU node groups."""
+
+    cold_start: ColdStartSettings = ColdStartSettings()
+    """Spare slots per group and image pre-pull (the stack file's `coldStart`)."""
+    gpu_groups: list[NodeGroup] = []
+    """The GPU node groups."""
+    services: list[Service] = []
+    """The services placed on those groups: their images are pre-pulled, and a spare slot is sized like the first version on its group."""
+
+
+class MeshInputs(Model):
+    """Istio (base, istiod, ingress gateway), the customer Gateway, Jaeger and Kiali."""
+
+    mesh: MeshSettings = MeshSettings()
+    """Mesh settings (the stack file's `mesh`)."""
+    ui: UiSettings = UiSettings()
+    """Hosts on which Grafana and Kiali are served through the gateway."""
+    hosts: list[Host] = []
+    """Host names of the inference services the customer Gateway serves."""
+    production: bool = False
+    """Protect Jaeger's volume; anonymous Kiali is refused."""
+    storage_class: Optional[str] = None
+    """StorageClass of Jaeger's volume (default: the cluster's)."""
+    node_boot_seconds: int = Field(default=120, ge=0, le=7200)
+    """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
+
+
+class ObservabilityInputs(Model):
+    """kube-prometheus-stack, prometheus-adapter, Loki, Alloy, Grafana with the platform's dashboards, and the alert rules."""
+
+    observability: ObservabilitySettings = ObservabilitySettings()
+    """Observability settings (the stack file's `observability`)."""
+    ui: UiSettings = UiSettings()
+    """Grafana's host and login."""
+    production: bool = False
+    """Protect the Prometheus, Loki and Grafana volumes."""
+    services: list[Service] = []
+    """The inference services the alert rules and dashboards watch."""
+    gpu_groups: list[NodeGroup] = []
+    """The GPU node groups the GPU alerts watch."""
+    tls: bool = False
+    """The ingress gateway serves HTTPS (the URLs the endpoint probes and Grafana use)."""
+    mesh_installed: bool = False
+    """The platform's mesh runs in the cluster: scrape istiod and the Envoy proxies."""
+    mesh_urls: dict[str, str] = {}
+    """In-cluster URLs of the mesh UIs (`jaeger`, `kiali`): Jaeger becomes a Grafana datasource."""
+    ui_urls: dict[str, str] = {}
+    """Browser URLs of the UIs served through the gateway."""
+    weights_s3: Optional[S3Cache] = None
+    """The S3 weight cache, whose endpoint holds Loki's bucket with `observability.lokiStorage: s3`."""
+    s3_access_key_id: Optional[SecretStr] = None
+    """Secret. Access key of that S3 endpoint."""
+    s3_secret_access_key: Optional[SecretStr] = None
+    """Secret. Secret key of that S3 endpoint."""
+    grafana_oidc_client_secret: Optional[SecretStr] = None
+    """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
+    alert_receiver_secrets: dict[str, SecretStr] = {}
+    """Secret. Per alert receiver, its credential (webhook URL, SMTP password, routing key)."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
+
+
+class InferenceNamespacesInputs(Model):
+    """Namespaces of the inference services: sidecar injection and STRICT mTLS for everything in them."""
+
+    namespaces: list[DnsLabel] = []
+    """Namespace names, each created once."""
+
+
+class WeightCachesInputs(Model):
+    """Caches of model weights: an NFS file share and an S3 bucket, with what each namespace needs to read them."""
+
+    weight_caches: WeightCacheSettings = WeightCacheSettings()
+    """The caches (the stack file's `weightCaches`)."""
+    file_share_namespaces: list[DnsLabel] = []
+    """Namespaces whose services read the file share: each gets a claim on it."""
+    s3_namespaces: list[DnsLabel] = []
+    """Namespaces whose services read the S3 bucket: each gets the credentials Secret (and the bucket mount's claim)."""
+    production: bool = False
+    """Protect and retain the share, the bucket and the claims."""
+    s3_access_key_id: Optional[SecretStr] = None
+    """Secret. Access key of the S3 cache."""
+    s3_secret_access_key: Optional[SecretStr] = None
+    """Secret. Secret key of the S3 cache."""
+    node_groups: list[NodeGroup] = []
+    """The cluster's node groups: the bucket mount's node plugin tolerates their taints."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
+
+
+class WeightsRef(Model):
+    """Where a service's versions read their model repositories."""
+
+    claim_name: Optional[NameInput] = None
+    """PersistentVolumeClaim of the file share in the service's namespace (versions with `modelRepository.cache: fileShare`)."""
+    mount_path: str = "/models"
+    """Where the file share is mounted in Triton's container."""
+    s3_secret_name: Optional[NameInput] = None
+    """Secret with the S3 credentials (AWS_* variables) in the service's namespace (versions with cache `s3`)."""
+    s3_endpoint: Optional[TextInput] = None
+    """S3 endpoint URL of the bucket."""
+    s3_bucket: Optional[TextInput] = None
+    """The bucket holding the model repositories."""
+
+
+class TritonServiceInputs(Model):
+    """One Triton inference service: its versions with canary weights, autoscaling, auth, routing and monitoring."""
+
+    service: Service
+    """The service (one entry of the stack file's `services`)."""
+    gpu_groups: list[NodeGroup] = Field(min_length=1)
+    """The GPU node groups its versions run on."""
+    weights: WeightsRef = WeightsRef()
+    """Where the versions' model repositories are read."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
+    gateway: GatewayInput = GATEWAY
+    """`<namespace>/<name>` of the Istio Gateway that serves the hosts."""
+    ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
+    """Namespace of the ingress gateway pods (the only source the NetworkPolicy admits besides monitoring)."""
+    ingress_principal: TextInput = INGRESS_PRINCIPAL
+    """SPIFFE principal of the ingress gateway, the only caller the AuthorizationPolicy allows."""
+    monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE
+    """Namespace of the Prometheus that scrapes Triton's metrics."""
+    tls: bool = False
+    """The gateway serves the hosts over HTTPS (the service's URLs)."""
