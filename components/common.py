@@ -15,6 +15,26 @@ PART_OF = "inference-platform"
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
+def component_type(type_name: str) -> str:
+    """The type token of one of our components, as the component plugin publishes it."""
+    return f"{PART_OF}:index:{type_name}"
+
+
+def aliased(opts: Optional[pulumi.ResourceOptions], legacy_type: str) -> pulumi.ResourceOptions:
+    """`opts` plus an alias from the component's type token of before `index:` tokens, so a
+    stack created then keeps its resources (each child inherits the alias)."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=legacy_type)]))
+
+
+def init_component(component: pulumi.ComponentResource, type_name: str, legacy_type: str, name: str,
+                   opts: Optional[pulumi.ResourceOptions]) -> None:
+    """Register `component` under its published type token, aliased to its old one, and keep
+    the parts it was told to wait for (`dependsOn`): every child waits for them too."""
+    pulumi.ComponentResource.__init__(component, component_type(type_name), name, None, aliased(opts, legacy_type))
+    deps = opts.depends_on if opts is not None else None
+    component._after = [deps] if isinstance(deps, pulumi.Resource) else list(deps or ())
+
+
 def resource_opts(
     parent: pulumi.Resource,
     *,
@@ -23,13 +43,15 @@ def resource_opts(
     retain_on_delete: bool = False,
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> pulumi.ResourceOptions:
-    """Options of a child resource: parented to its component, with the part's provider."""
+    """Options of a child resource: parented to its component (whose providers it inherits,
+    unless one is given), after what the component waits for and `depends_on`."""
+    after = [*getattr(parent, "_after", ()), *depends_on]
     return pulumi.ResourceOptions(
         parent=parent,
         provider=provider,
         protect=protect,
         retain_on_delete=retain_on_delete,
-        depends_on=list(depends_on) or None,
+        depends_on=list(dict.fromkeys(after)) or None,
     )
 
 

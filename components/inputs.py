@@ -186,6 +186,8 @@ class WeightCachesInputs(Model):
     """Secret. Secret key of the S3 cache."""
     node_groups: list[NodeGroup] = []
     """The cluster's node groups: the bucket mount's node plugin tolerates their taints."""
+    subnet_cidr: Optional[TextInput] = None
+    """CIDR of the cluster's node subnet: the addresses a Manila share grants read access to."""
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
 

@@ -1,88 +1,165 @@
-"""InferencePlatform: composes the platform's parts in dependency order.
+"""InferencePlatform: maps a stack's settings to each component's arguments and composes them.
 
-This is the only module that knows the order in which parts are built:
-cluster -> (kubernetes Provider) -> mesh -> observability -> GPU stack ->
-inference namespaces -> weight caches -> Triton services. Build order only makes
-handles available; `pulumi up` orders by the dependencies the handles carry (the GPU
+This is the only module that sees the whole stack's `Settings` and the only one that
+knows the order in which parts are built: cluster -> (kubernetes Provider) -> mesh ->
+observability -> GPU stack -> inference namespaces -> weight caches -> Triton services.
+Each component gets its own inputs (components/inputs.py): its settings and the names
+it consumes from the parts before it. Build order only makes handles available; `pulumi
+up` orders by dependencies: each component `dependsOn` the parts it needs (the GPU
 operator after the monitoring CRDs, inference namespaces after istiod), which
 platformctl/ordering.py checks on every plan.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import pulumi
 
-from .cluster import Cluster
+from . import inputs
+from .args import InferencePlatformArgs
+from .cluster import Cluster, gpu_node_ready_seconds
 from .coldstart import ColdStart
-from .config import ConfigError, Settings
+from .common import init_component
+from .config import SECRET_KEYS, ConfigError, Settings, parse_settings
+from .estimates import GroupEstimate, stack_estimates
 from .gpu import GpuOperator
-from .mesh import Mesh
+from .mesh import Mesh, service_hosts
 from .namespaces import InferenceNamespaces
 from .observability import Observability
-from .triton import TritonContext, TritonService, deployment_name_clashes
-from .weights import WeightCaches
+from .triton import TritonService, deployment_name_clashes
+from .weights import WeightCaches, namespaces_using
+
+LEGACY_TYPE = "inference-platform:platform:InferencePlatform"
+
+
+def cluster_inputs(s: Settings) -> inputs.ClusterInputs:
+    return inputs.ClusterInputs(cluster=s.cluster, production=s.production, kubeconfig=s.kubeconfig,
+                                gpu_node_ready_seconds=gpu_node_ready_seconds(s))
+
+
+def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> inputs.GpuOperatorInputs:
+    return inputs.GpuOperatorInputs(gpu_operator=s.gpu_operator, node_groups=s.cluster.node_groups,
+                                    magnum_labeller=s.cluster.magnum_labeller, cold_start=estimates)
+
+
+def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
+    return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.services)
+
+
+def mesh_inputs(s: Settings) -> inputs.MeshInputs:
+    return inputs.MeshInputs(mesh=s.mesh, ui=s.ui, hosts=service_hosts(s.services), production=s.production,
+                             storage_class=s.observability.storage_class,
+                             node_boot_seconds=s.cold_start.stage_seconds.node_boot)
+
+
+def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> inputs.ObservabilityInputs:
+    return inputs.ObservabilityInputs(
+        observability=s.observability, ui=s.ui, production=s.production, services=s.services,
+        gpu_groups=s.gpu_groups, tls=s.mesh.tls.enabled, mesh_installed=mesh.crds is not None,
+        mesh_urls=mesh.urls, ui_urls=mesh.ui_urls, weights_s3=s.weight_caches.s3,
+        s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
+        grafana_oidc_client_secret=s.grafana_oidc_client_secret, alert_receiver_secrets=s.alert_receiver_secrets,
+        cold_start=estimates,
+    )
+
+
+def namespaces_inputs(s: Settings) -> inputs.InferenceNamespacesInputs:
+    return inputs.InferenceNamespacesInputs(namespaces=sorted({svc.k8s_namespace for svc in s.services}))
+
+
+def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate]) -> inputs.WeightCachesInputs:
+    return inputs.WeightCachesInputs(
+        weight_caches=s.weight_caches, production=s.production,
+        file_share_namespaces=namespaces_using(s.services, "fileShare"),
+        s3_namespaces=namespaces_using(s.services, "s3"),
+        s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
+        node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,
+    )
+
+
+def triton_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str,
+                  weights: inputs.WeightsRef, estimates: list[GroupEstimate]) -> inputs.TritonServiceInputs:
+    svc = s.services[index]
+    used = {v.gpu.group for v in svc.versions}
+    return inputs.TritonServiceInputs(
+        service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
+        cold_start=[e for e in estimates if e.group in used],
+        gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,
+        monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled,
+    )
+
+
+def _settings(args: Union[Settings, InferencePlatformArgs]) -> Settings:
+    if isinstance(args, Settings):
+        return args
+    # Hosted from another language: the same checks as a stack file, named by the component.
+    # Secrets arrive as the caller's secret values: none is refused as a plain one.
+    return parse_settings(dict(args), "InferencePlatformArgs", frozenset(SECRET_KEYS))
 
 
 class InferencePlatform(pulumi.ComponentResource):
-    """The whole platform of one stack."""
+    """The whole platform of one stack: cluster, GPU stack, mesh, observability, weight caches and Triton services."""
 
-    def __init__(self, name: str, settings: Settings, opts: Optional[pulumi.ResourceOptions] = None):
+    kubeconfig: Optional[pulumi.Output[str]]
+    """Secret. kubeconfig of the cluster (a Magnum cluster's, or the one given)."""
+    urls: pulumi.Output[dict[str, str]]
+    """In-cluster URLs of Grafana, Prometheus, Kiali and Jaeger."""
+
+    def __init__(self, name: str, args: InferencePlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        settings = _settings(args)
         # Checked before any resource exists: a fixed Deployment name must be free.
         clashes = deployment_name_clashes(settings.services)
         if clashes:
             raise ConfigError(f"stacks/Pulumi.{pulumi.get_stack()}.yaml", clashes)
-        super().__init__("inference-platform:platform:InferencePlatform", name, None, opts)
+        init_component(self, "InferencePlatform", LEGACY_TYPE, name, opts)
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)
         self.outputs: dict[str, pulumi.Input] = {}
-        self.cluster = Cluster(f"{name}-cluster", settings, opts=child)
-        cluster = self.cluster.handle
-        self.kubeconfig = cluster.kubeconfig
+        estimates = stack_estimates(settings)
+
+        self.cluster = Cluster(f"{name}-cluster", cluster_inputs(settings), opts=child)
+        self.kubeconfig = self.cluster.kubeconfig
         if self.kubeconfig is not None:
             self.outputs["kubeconfig"] = self.kubeconfig
-        # Mesh (mesh.py)
-        self.mesh = Mesh(f"{name}-mesh", settings, cluster, opts=child).handle
-        # Observability (observability.py)
-        self.observability = Observability(f"{name}-observability", settings, cluster, self.mesh, opts=child).handle
+        k8s = pulumi.ResourceOptions(parent=self, providers={"kubernetes": self.cluster.provider})
+
+        def after(*deps: Optional[pulumi.Resource]) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[d for d in deps if d is not None]))
+
+        self.mesh = Mesh(f"{name}-mesh", mesh_inputs(settings), opts=k8s)
+        self.observability = Observability(
+            f"{name}-observability", observability_inputs(settings, self.mesh, estimates), opts=k8s)
         self.outputs["urls"] = self.observability.urls
         if self.observability.ui_urls:
             # What a browser opens: the UIs served through the ingress gateway (`ui` settings).
             self.outputs["uiUrls"] = self.observability.ui_urls
         if self.observability.grafana_admin_password is not None:
             self.outputs["grafanaAdminPassword"] = self.observability.grafana_admin_password
-        # GPU stack (gpu.py, coldstart.py): the operator after the ServiceMonitor CRD it uses.
+        # GPU stack: the operator after the ServiceMonitor CRD it uses.
         self.gpu_operator = (
-            GpuOperator(f"{name}-gpu", settings, cluster, monitor_crds=self.observability.crds, opts=child)
+            GpuOperator(f"{name}-gpu", gpu_operator_inputs(settings, estimates), opts=after(self.observability.crds))
             if settings.gpu_operator.enabled else None
         )
-        self.cold_start = ColdStart(f"{name}-coldstart", settings, cluster, opts=child) if settings.gpu_groups else None
-        # Inference namespaces (namespaces.py): after istiod, so every pod in them is injected.
+        self.cold_start = ColdStart(f"{name}-coldstart", cold_start_inputs(settings), opts=k8s) if settings.gpu_groups else None
+        # Inference namespaces: after istiod, so every pod in them is injected.
         self.namespaces = InferenceNamespaces(
-            f"{name}-namespaces", settings, cluster.provider, self.mesh.crds, injector=self.mesh.injector, opts=child
-        )
-        # Weight caches (weights.py)
-        self.weights = WeightCaches(f"{name}-weights", settings, cluster, self.namespaces.namespaces, opts=child)
-        # Triton services (triton.py)
+            f"{name}-namespaces", namespaces_inputs(settings), opts=after(self.mesh.injector, self.mesh.crds))
+        self.weights = WeightCaches(
+            f"{name}-weights", weight_caches_inputs(settings, self.cluster.subnet_cidr, estimates),
+            opts=after(*self.namespaces.namespaces.values()))
         self.services: dict[str, TritonService] = {}
-        for svc in settings.services:
-            ctx = TritonContext(
-                provider=cluster.provider,
-                namespace=self.namespaces.namespaces[svc.k8s_namespace],
-                gateway=self.mesh.gateway,
-                ingress_namespace=self.mesh.ingress_namespace,
-                ingress_principal=self.mesh.ingress_principal,
-                monitoring_namespace=self.observability.namespace,
-                tls=settings.mesh.tls.enabled,
-                mesh_crds=self.mesh.crds,
-                monitor_crds=self.observability.crds,
-                weights=self.weights.handle,
-                gpu_operator=self.gpu_operator.release if self.gpu_operator else None,
-            )
-            self.services[svc.name] = TritonService(svc.name, svc, settings, ctx, opts=child)
+        for index, svc in enumerate(settings.services):
+            ns = svc.k8s_namespace
+            deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds,
+                    *self.weights.depends_on(ns), self.gpu_operator.release if self.gpu_operator else None]
+            service_inputs = triton_inputs(settings, index, self.mesh, self.observability.namespace,
+                                           self.weights.reference(ns), estimates)
+            self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
         self.outputs["services"] = {
             svc_name: {"urls": t.urls, "weights": t.weights, "authSecret": t.auth_secret, "credentials": t.credentials}
             for svc_name, t in self.services.items()
         }
+        self.urls = self.observability.urls
         self.register_outputs(self.outputs)
+
