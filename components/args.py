@@ -805,6 +805,8 @@ class WeightCachesArgs(TypedDict):
     """Secret. Secret key of the S3 cache."""
     node_groups: NotRequired[list[NodeGroupArgs]]
     """The cluster's node groups: the bucket mount's node plugin tolerates their taints."""
+    subnet_cidr: NotRequired[pulumi.Input[str]]
+    """CIDR of the cluster's node subnet: the addresses a Manila share grants read access to."""
     cold_start: NotRequired[list[GroupEstimateArgs]]
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
 

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from . import hardening, versions
 from .common import resource_opts, standard_labels
-from .config import NodeGroup, Settings
+from .config import ClusterSettings, NodeGroup
 from .endpoints import MONITORING_NAMESPACE
 
 NAME = "cluster-autoscaler-nodegroups"
@@ -64,10 +64,9 @@ RULES: list[dict[str, Any]] = [
 ]
 
 
-def deployed(settings: Settings) -> bool:
+def deployed(c: ClusterSettings) -> bool:
     """Heat clusters only: Magnum's autoscaler there sizes the default group, this one the
     others. The Cluster API drivers autoscale every group themselves."""
-    c = settings.cluster
     return c.magnum_labeller == "heat" and len(c.node_groups) > 1
 
 

@@ -5,28 +5,18 @@ the kubernetes Provider every other part uses."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_openstack as openstack
 
+from .args import ClusterArgs
 from .autoscaler import NodeGroupAutoscaler
 from .autoscaler import deployed as autoscaler_deployed
-from .common import resource_opts
-from .config import MagnumCluster, NodeGroup, Settings
-
-
-@dataclass(frozen=True)
-class ClusterHandle:
-    """What other parts need from the cluster."""
-
-    provider: k8s.Provider
-    kubeconfig: Optional[pulumi.Output]
-    node_groups: tuple[NodeGroup, ...]
-    subnet_cidr: Optional[pulumi.Input[str]]
-
+from .common import init_component, resource_opts
+from .config import ClusterSettings, MagnumCluster, NodeGroup
+from .inputs import ClusterInputs, validated
 
 # node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
 # reads the live count back. Without this, the next `up` would resize every group to
@@ -82,31 +72,27 @@ def node_subnet_cidr(m: MagnumCluster) -> pulumi.Input[str]:
     return openstack.networking.get_subnet_output(**{by: m.fixed_subnet}).cidr
 
 
-def gpu_node_ready_seconds(settings: Settings) -> int:
-    """From a new VM to a GPU node that advertises its GPUs: boot, then the driver."""
-    st, driver = settings.cold_start.stage_seconds, settings.gpu_operator.driver.mode
-    if driver == "preinstalled" or not settings.gpu_operator.enabled:
-        return st.node_boot
-    return st.node_boot + st.driver_install + (st.driver_compile if driver == "compiled" else 0)
-
-
 class Cluster(pulumi.ComponentResource):
     """The cluster and the kubernetes Provider built from its credentials."""
 
-    def __init__(self, name: str, settings: Settings, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("inference-platform:cluster:Cluster", name, None, opts)
-        cfg = settings.cluster
-        protect = settings.production
+    kubeconfig: Optional[pulumi.Output[str]]
+    """Secret. kubeconfig of the cluster (a Magnum cluster's, or the one given); unset for an existing cluster reached through the ambient kubeconfig."""
+
+    def __init__(self, name: str, args: ClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(ClusterInputs, args, "Cluster")
+        init_component(self, "Cluster", "inference-platform:cluster:Cluster", name, opts)
+        cfg = a.cluster
+        protect = a.production
         magnum: Optional[openstack.containerinfra.Cluster] = None
         node_groups: list[openstack.containerinfra.NodeGroup] = []
         if cfg.mode == "magnum":
-            magnum, node_groups = self._magnum(name, settings, protect)
+            magnum, node_groups = self._magnum(name, cfg, protect)
             kubeconfig = pulumi.Output.secret(magnum.kubeconfig["raw_config"])
             context = None
             subnet = node_subnet_cidr(cfg.magnum)
         else:
             kubeconfig = (
-                pulumi.Output.secret(settings.kubeconfig.get_secret_value()) if settings.kubeconfig else None
+                pulumi.Output.secret(a.kubeconfig.get_secret_value()) if a.kubeconfig else None
             )
             context = cfg.existing.context
             subnet = None
@@ -116,21 +102,20 @@ class Cluster(pulumi.ComponentResource):
             context=context,
             opts=resource_opts(self),
         )
-        if magnum is not None and autoscaler_deployed(settings):
+        if magnum is not None and autoscaler_deployed(cfg):
             # Heat: Magnum's own autoscaler sizes only the default group; this one the others.
             NodeGroupAutoscaler(f"{name}-autoscaler", cfg.node_groups[1:], magnum.id, self.provider,
-                                depends_on=node_groups, gpu_node_ready_seconds=gpu_node_ready_seconds(settings),
+                                depends_on=node_groups, gpu_node_ready_seconds=a.gpu_node_ready_seconds,
                                 opts=pulumi.ResourceOptions(parent=self))
-        self.handle = ClusterHandle(
-            provider=self.provider, kubeconfig=kubeconfig, node_groups=tuple(cfg.node_groups), subnet_cidr=subnet
-        )
+        self.kubeconfig = kubeconfig
+        self.subnet_cidr = subnet
         self.register_outputs({"kubeconfig": kubeconfig} if kubeconfig is not None else {})
 
     def _magnum(
-        self, name: str, settings: Settings, protect: bool
+        self, name: str, cfg: ClusterSettings, protect: bool
     ) -> tuple[openstack.containerinfra.Cluster, list[openstack.containerinfra.NodeGroup]]:
-        m = settings.cluster.magnum
-        groups = settings.cluster.node_groups
+        m = cfg.magnum
+        groups = cfg.node_groups
         if m.template_id:
             template_id: pulumi.Input[str] = m.template_id
         else:

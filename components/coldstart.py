@@ -7,18 +7,26 @@ placeholder turns pending, and the cluster autoscaler adds a node for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from . import endpoints as ep
 from . import hardening, versions
-from .cluster import ClusterHandle
-from .common import COMPONENT_KEY, SKIP_AWAIT, deny_all_traffic_spec, namespace, resource_opts, standard_labels
-from .config import NodeGroup, Settings
+from .args import ColdStartArgs
+from .common import (
+    COMPONENT_KEY,
+    SKIP_AWAIT,
+    deny_all_traffic_spec,
+    init_component,
+    namespace,
+    resource_opts,
+    standard_labels,
+)
+from .config import NodeGroup, Service
 from .gpu_profiles import gpu_scheduling, placeholder_request
+from .inputs import ColdStartInputs, validated
 
 NAMESPACE = ep.COLDSTART_NAMESPACE
 PRIORITY_CLASS = "gpu-placeholder"
@@ -36,14 +44,14 @@ RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"dro
                         "readOnlyRootFilesystem": True}
 
 
-def group_images(settings: Settings, group: NodeGroup) -> list[str]:
+def group_images(services: Sequence[Service], group: NodeGroup) -> list[str]:
     """Distinct Triton images the services place on a group, in configuration order."""
-    images = [v.image for svc in settings.services for v in svc.versions if v.gpu.group == group.name]
+    images = [v.image for svc in services for v in svc.versions if v.gpu.group == group.name]
     return list(dict.fromkeys(images))
 
 
-def _first_version(settings: Settings, group: NodeGroup):
-    return next((v for svc in settings.services for v in svc.versions if v.gpu.group == group.name), None)
+def _first_version(services: Sequence[Service], group: NodeGroup):
+    return next((v for svc in services for v in svc.versions if v.gpu.group == group.name), None)
 
 
 def _pod_template(labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
@@ -58,11 +66,11 @@ def network_policy_spec() -> dict[str, Any]:
     return deny_all_traffic_spec(COMPONENT)
 
 
-def placeholder_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
+def placeholder_pod(services: Sequence[Service], group: NodeGroup) -> dict[str, Any]:
     """Pod spec of one spare slot: a real replica's GPU request and placement, and its
     CPU and memory, so preempting it frees room for exactly such a replica."""
-    sched = placeholder_request(settings, group)
-    first = _first_version(settings, group)
+    sched = placeholder_request(services, group)
+    first = _first_version(services, group)
     requests = {"cpu": first.resources.cpu, "memory": first.resources.memory} if first else dict(TINY)
     # Limits equal to the requests: pause uses almost nothing, and limits never change
     # where the slot schedules or what a preempting replica finds free.
@@ -82,7 +90,7 @@ def placeholder_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
     }
 
 
-def prepull_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
+def prepull_pod(services: Sequence[Service], group: NodeGroup) -> dict[str, Any]:
     """Pod spec that pulls each Triton image of the group (as init containers that exit
     at once) and then idles; it asks for no GPU, so it runs while drivers install."""
     sched = gpu_scheduling(group)
@@ -90,7 +98,7 @@ def prepull_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
     pulls = [
         {"name": f"pull-{i}", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", "exit 0"],
          "resources": small, "securityContext": RESTRICTED_CONTAINER}
-        for i, image in enumerate(group_images(settings, group))
+        for i, image in enumerate(group_images(services, group))
     ]
     return {
         "nodeSelector": sched.node_selector,
@@ -105,15 +113,15 @@ def prepull_pod(settings: Settings, group: NodeGroup) -> dict[str, Any]:
 class ColdStart(pulumi.ComponentResource):
     """Placeholder Deployments and pre-pull DaemonSets on the GPU groups."""
 
-    def __init__(self, name: str, settings: Settings, cluster: ClusterHandle,
-                 opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("inference-platform:coldstart:ColdStart", name, None, opts)
-        cs = settings.cold_start
-        k8s_opts = resource_opts(self, provider=cluster.provider)
+    def __init__(self, name: str, args: ColdStartArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(ColdStartInputs, args, "ColdStart")
+        init_component(self, "ColdStart", "inference-platform:coldstart:ColdStart", name, opts)
+        cs, services = a.cold_start, a.services
+        k8s_opts = resource_opts(self)
         self.namespace = namespace(
             f"{name}-namespace", NAMESPACE, k8s_opts, app="gpu-coldstart", pod_security="restricted"
         )
-        in_namespace = resource_opts(self, provider=cluster.provider, depends_on=[self.namespace])
+        in_namespace = resource_opts(self, depends_on=[self.namespace])
         self.priority_class = k8s.scheduling.v1.PriorityClass(
             f"{name}-priority",
             metadata={"name": PRIORITY_CLASS, "labels": standard_labels(PRIORITY_CLASS)},
@@ -132,7 +140,7 @@ class ColdStart(pulumi.ComponentResource):
         )
         self.placeholders: dict[str, k8s.apps.v1.Deployment] = {}
         self.prepulls: dict[str, k8s.apps.v1.DaemonSet] = {}
-        for group in settings.gpu_groups:
+        for group in a.gpu_groups:
             spare = cs.spare_slots.get(group.name, 0)
             if spare > 0:
                 labels = standard_labels(f"placeholder-{group.name}")
@@ -143,11 +151,10 @@ class ColdStart(pulumi.ComponentResource):
                     metadata={"namespace": NAMESPACE, "labels": labels,
                               "annotations": {**SKIP_AWAIT, **hardening.skip_annotations(hardening.PLACEHOLDER)}},
                     spec={"replicas": spare, "selector": {"matchLabels": labels},
-                          "template": _pod_template(labels, placeholder_pod(settings, group))},
-                    opts=resource_opts(self, provider=cluster.provider,
-                                       depends_on=[self.namespace, self.priority_class]),
+                          "template": _pod_template(labels, placeholder_pod(services, group))},
+                    opts=resource_opts(self, depends_on=[self.namespace, self.priority_class]),
                 )
-            if cs.image_pre_pull and group_images(settings, group):
+            if cs.image_pre_pull and group_images(services, group):
                 labels = standard_labels(f"prepull-{group.name}")
                 self.prepulls[group.name] = k8s.apps.v1.DaemonSet(
                     f"{name}-prepull-{group.name}",
@@ -156,98 +163,10 @@ class ColdStart(pulumi.ComponentResource):
                     metadata={"namespace": NAMESPACE, "labels": labels,
                               "annotations": {**SKIP_AWAIT, **hardening.skip_annotations(hardening.PREPULL)}},
                     spec={"selector": {"matchLabels": labels},
-                          "template": _pod_template(labels, prepull_pod(settings, group))},
+                          "template": _pod_template(labels, prepull_pod(services, group))},
                     opts=in_namespace,
                 )
         self.register_outputs({
             "placeholders": {g: d.metadata["name"] for g, d in self.placeholders.items()},
             "prepulls": {g: d.metadata["name"] for g, d in self.prepulls.items()},
         })
-
-
-# --------------------------------------------------------------------------- estimate
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    seconds: int
-    note: str = ""
-    """Why the stage is removed, overlapped or longer than configured."""
-
-
-@dataclass(frozen=True)
-class GroupEstimate:
-    group: str
-    spare_slots: int
-    new_node: list[Stage]
-    """Stages when the replica needs a new node (no spare slot left)."""
-    spare: list[Stage]
-    """Stages when the replica preempts a placeholder."""
-
-    @property
-    def without_spare_seconds(self) -> int:
-        return sum(s.seconds for s in self.new_node)
-
-    @property
-    def with_spare_seconds(self) -> int:
-        return sum(s.seconds for s in self.spare)
-
-
-def _driver_stage(settings: Settings) -> Stage:
-    seconds = settings.cold_start.stage_seconds.driver_install
-    mode = settings.gpu_operator.driver.mode
-    if mode == "preinstalled":
-        return Stage("driver install", 0, "removed: driver in the node image")
-    if mode == "compiled":
-        extra = settings.cold_start.stage_seconds.driver_compile
-        return Stage("driver install", seconds + extra,
-                     f"compiled on the node: +{extra}s (stageSeconds.driverCompile); precompiled drivers remove it")
-    return Stage("driver install", seconds, "precompiled driver")
-
-
-def cold_start_estimate(settings: Settings) -> list[GroupEstimate]:
-    """Per GPU group, the stages a new Triton replica passes, from configured stage times."""
-    st = settings.cold_start.stage_seconds
-    pre_pull = settings.cold_start.image_pre_pull
-    out = []
-    for group in settings.gpu_groups:
-        versions_here = [v for svc in settings.services for v in svc.versions if v.gpu.group == group.name]
-        load = max((v.model_load_seconds for v in versions_here), default=st.model_load)
-        # Triton copies an s3:// model repository to local disk before it loads (the csi-s3
-        # mount is for other readers; Triton keeps its s3:// URL); from the file share it
-        # reads in place, so that stage is part of the model load.
-        if any(v.model_repository.cache == "s3" for v in versions_here):
-            weights = Stage("weight fetch", st.weight_fetch, "Triton downloads the S3 model repository before loading")
-        else:
-            weights = Stage("weight fetch", 0, "removed: weights read in place from the file share")
-        model = Stage("model load", load)
-        driver = _driver_stage(settings)
-        if pre_pull:
-            pull = Stage("image pull", max(0, st.image_pull - driver.seconds),
-                         f"{st.image_pull}s, overlapped with driver install by pre-pull")
-        else:
-            pull = Stage("image pull", st.image_pull)
-        new_node = [Stage("node boot", st.node_boot), driver, pull, weights, model]
-        spare = [
-            Stage("preempt spare", 0, "placeholder evicted at once"),
-            Stage("node boot", 0, "removed: spare node is up"),
-            Stage("driver install", 0, "removed: spare node is ready"),
-            Stage("image pull", 0, "removed: pre-pulled on the node") if pre_pull else Stage("image pull", st.image_pull),
-            weights,
-            model,
-        ]
-        out.append(GroupEstimate(group.name, settings.cold_start.spare_slots.get(group.name, 0), new_node, spare))
-    return out
-
-
-def format_estimate(estimates: list[GroupEstimate]) -> str:
-    lines = ["Cold start of a new replica per GPU group (estimate from configured stage times, not a measurement):"]
-    for e in estimates:
-        lines.append(f"  {e.group}:")
-        for title, stages, total in (("new node", e.new_node, e.without_spare_seconds),
-                                     ("spare slot", e.spare, e.with_spare_seconds)):
-            parts = ", ".join(f"{s.name} {s.seconds}s" + (f" ({s.note})" if s.note else "") for s in stages)
-            lines.append(f"    {title}: {total}s = {parts}")
-        held = f"{e.spare_slots} spare slot(s) held" if e.spare_slots else "no spare slots held: every scale-out takes the new-node path"
-        lines.append(f"    {held}")
-    return "\n".join(lines)

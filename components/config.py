@@ -1111,9 +1111,10 @@ SECRET_KEYS = ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcC
 Path = tuple[Union[str, int], ...]
 
 
-def format_path(path: Path) -> str:
-    """`("services", 1, "versions", 0, "weight")` -> `inference-platform:services[1].versions[0].weight`."""
-    text = NAMESPACE + ":"
+def format_path(path: Path, namespace: str = NAMESPACE) -> str:
+    """`("services", 1, "versions", 0, "weight")` -> `inference-platform:services[1].versions[0].weight`
+    (without a namespace, a component argument's path: `service.versions[0].weight`)."""
+    text = f"{namespace}:" if namespace else ""
     for i, part in enumerate(path):
         if isinstance(part, int):
             text += f"[{part}]"
@@ -1128,19 +1129,20 @@ def format_path(path: Path) -> str:
 class ConfigError(Exception):
     """Invalid stack configuration: one or more (key path, problem) pairs."""
 
-    def __init__(self, stack_file: str, problems: list[tuple[Path, str]]):
+    def __init__(self, stack_file: str, problems: list[tuple[Path, str]], namespace: str = NAMESPACE):
         self.stack_file = stack_file
         self.problems = problems
+        self.namespace = namespace
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
         # Messages may echo input; the offline plan promises exactly one line.
-        parts = [f"{format_path(p)}: {msg}".replace("\n", "\\n") for p, msg in self.problems]
+        parts = [f"{format_path(p, self.namespace)}: {msg}".replace("\n", "\\n") for p, msg in self.problems]
         return f"{self.stack_file}: invalid configuration: " + "; ".join(parts)
 
     @property
     def paths(self) -> list[str]:
-        return [format_path(p) for p, _ in self.problems]
+        return [format_path(p, self.namespace) for p, _ in self.problems]
 
 
 # Strict type errors, with what the stack file should say instead.
@@ -1163,7 +1165,7 @@ def _describe(value: Any) -> str:
     return f"{kind} {text[:60]}"
 
 
-def _pydantic_problems(err: ValidationError) -> list[tuple[Path, str]]:
+def pydantic_problems(err: ValidationError) -> list[tuple[Path, str]]:
     problems = []
     for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
@@ -1468,7 +1470,7 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(stack_file, _pydantic_problems(err)) from None
+        raise ConfigError(stack_file, pydantic_problems(err)) from None
     problems = cross_checks(settings)
     if not problems:
         # Imported here: gpu_profiles and node_rules build on this module's settings classes.

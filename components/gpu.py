@@ -18,10 +18,11 @@ import yaml
 
 from . import endpoints as ep
 from . import versions
-from .cluster import ClusterHandle
-from .common import helm_release, namespace, resource_opts, standard_labels
-from .config import NodeGroup, Settings
+from .args import GpuOperatorArgs
+from .common import helm_release, init_component, namespace, resource_opts, standard_labels
+from .config import NodeGroup
 from .gpu_profiles import mig_mix
+from .inputs import GpuOperatorInputs, validated
 from .node_contract import GPU_TAINT
 from .node_rules import (
     CONTROL_PLANE_TAINT,
@@ -32,7 +33,7 @@ from .node_rules import (
     mig_config_name,
     tolerations,
 )
-from .readiness import custom_timeouts, gpu_node_join_budget, release_timeout
+from .readiness import chart_timeout, custom_timeouts, node_join_budget
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE
 MIG_CONFIG_MAP = "mig-parted-config"
@@ -41,19 +42,19 @@ DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
 MIG_DEFAULT_CONFIG = "all-disabled"
 
 
-def _mig_groups(settings: Settings) -> list[NodeGroup]:
-    return [g for g in settings.gpu_groups if g.gpu.sharing.mode == "mig"]
+def _mig_groups(a: GpuOperatorInputs) -> list[NodeGroup]:
+    return [g for g in a.gpu_groups if g.gpu.sharing.mode == "mig"]
 
 
-def _shared_groups(settings: Settings) -> list[NodeGroup]:
-    return [g for g in settings.gpu_groups if g.gpu.sharing.mode in ("time-slicing", "mps")]
+def _shared_groups(a: GpuOperatorInputs) -> list[NodeGroup]:
+    return [g for g in a.gpu_groups if g.gpu.sharing.mode in ("time-slicing", "mps")]
 
 
-def mig_parted_config(settings: Settings) -> Optional[dict[str, Any]]:
+def mig_parted_config(a: GpuOperatorInputs) -> Optional[dict[str, Any]]:
     """mig-parted config for the MIG manager, or None when the named profiles it
     discovers on each node suffice (no custom mix). A custom config replaces the
     discovered one, so it also carries the named profiles other groups use."""
-    groups = _mig_groups(settings)
+    groups = _mig_groups(a)
     if not any(isinstance(g.gpu.sharing.mig_profile, dict) for g in groups):
         return None
     configs: dict[str, Any] = {MIG_DEFAULT_CONFIG: [{"devices": "all", "mig-enabled": False}]}
@@ -62,10 +63,10 @@ def mig_parted_config(settings: Settings) -> Optional[dict[str, Any]]:
     return {"version": "v1", "mig-configs": configs}
 
 
-def device_plugin_configs(settings: Settings) -> dict[str, dict[str, Any]]:
+def device_plugin_configs(a: GpuOperatorInputs) -> dict[str, dict[str, Any]]:
     """Device-plugin configs, one per sharing profile the time-slicing / MPS groups use."""
     out: dict[str, dict[str, Any]] = {}
-    for g in _shared_groups(settings):
+    for g in _shared_groups(a):
         s = g.gpu.sharing
         key = "timeSlicing" if s.mode == "time-slicing" else "mps"
         out[device_plugin_config_name(g)] = {
@@ -78,8 +79,8 @@ def device_plugin_configs(settings: Settings) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _driver_values(settings: Settings) -> dict[str, Any]:
-    driver = settings.gpu_operator.driver
+def _driver_values(a: GpuOperatorInputs) -> dict[str, Any]:
+    driver = a.gpu_operator.driver
     if driver.mode == "preinstalled":
         return {"enabled": False}
     if driver.mode == "precompiled":
@@ -88,29 +89,29 @@ def _driver_values(settings: Settings) -> dict[str, Any]:
     return {"enabled": True, "usePrecompiled": False, "version": versions.GPU_DRIVER_VERSION}
 
 
-def gpu_operator_values(settings: Settings) -> dict[str, Any]:
+def gpu_operator_values(a: GpuOperatorInputs) -> dict[str, Any]:
     """Helm values of the gpu-operator release (keys of the pinned chart's values.yaml)."""
-    dcgm = settings.gpu_operator.dcgm_exporter
-    mig_groups = _mig_groups(settings)
+    dcgm = a.gpu_operator.dcgm_exporter
+    mig_groups = _mig_groups(a)
     strategies = {g.gpu.sharing.effective_mig_strategy for g in mig_groups}
     values: dict[str, Any] = {
-        "driver": _driver_values(settings),
+        "driver": _driver_values(a),
         "toolkit": {"enabled": True},
         "dcgmExporter": {"enabled": dcgm, "serviceMonitor": {"enabled": dcgm}},
         "mig": {"strategy": strategies.pop() if strategies else "single"},
         "migManager": {"enabled": bool(mig_groups)},
         # The operator's daemonsets run on every GPU node, whatever the group's own taints.
-        "daemonsets": {"tolerations": tolerations([GPU_TAINT, *group_taints(settings.gpu_groups)])},
+        "daemonsets": {"tolerations": tolerations([GPU_TAINT, *group_taints(a.gpu_groups)])},
         "node-feature-discovery": {
             # NodeFeatureRule taints (node_rules.py) reach nodes only with this on.
             "master": {"enableTaints": True},
             # nfd-worker keeps running where the rules' taints arrive, NoExecute ones included.
-            "worker": {"tolerations": tolerations([CONTROL_PLANE_TAINT, *group_taints(settings.cluster.node_groups)])},
+            "worker": {"tolerations": tolerations([CONTROL_PLANE_TAINT, *group_taints(a.node_groups)])},
         },
     }
-    if mig_parted_config(settings) is not None:
+    if mig_parted_config(a) is not None:
         values["migManager"]["config"] = {"name": MIG_CONFIG_MAP, "create": False, "default": MIG_DEFAULT_CONFIG}
-    if device_plugin_configs(settings):
+    if device_plugin_configs(a):
         # Nodes without the label fall back to the plugin's built-in config (whole GPUs).
         values["devicePlugin"] = {"config": {"name": DEVICE_PLUGIN_CONFIG_MAP, "create": False}}
     return values
@@ -124,43 +125,41 @@ class GpuOperator(pulumi.ComponentResource):
     """The GPU operator's Helm release, the configs it reads and the node contract its Node
     Feature Discovery applies; `release` is the handle to depend on (its CRDs and device plugin).
 
-    `monitor_crds` is the release that installs the ServiceMonitor CRD: the operator creates
-    DCGM's ServiceMonitor only if that CRD exists when it reconciles, so it comes after.
+    Give it `dependsOn` the release that installs the ServiceMonitor CRD: the operator creates
+    DCGM's ServiceMonitor only if that CRD exists when it reconciles.
     """
 
-    def __init__(self, name: str, settings: Settings, cluster: ClusterHandle,
-                 monitor_crds: Optional[pulumi.Resource] = None,
-                 opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("inference-platform:gpu:GpuOperator", name, None, opts)
-        k8s_opts = resource_opts(self, provider=cluster.provider)
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(GpuOperatorInputs, args, "GpuOperator")
+        init_component(self, "GpuOperator", "inference-platform:gpu:GpuOperator", name, opts)
+        k8s_opts = resource_opts(self)
         # The operator's daemonsets load kernel modules and touch devices: privileged.
         self.namespace = namespace(
             f"{name}-namespace", NAMESPACE, k8s_opts, app="gpu-operator", pod_security="privileged"
         )
-        in_namespace = resource_opts(self, provider=cluster.provider, depends_on=[self.namespace])
+        in_namespace = resource_opts(self, depends_on=[self.namespace])
         configs: list[pulumi.Resource] = []
-        mig = mig_parted_config(settings)
+        mig = mig_parted_config(a)
         if mig is not None:
             configs.append(self._config_map(f"{name}-mig-parted", MIG_CONFIG_MAP, {"config.yaml": _yaml(mig)}, in_namespace))
-        plugin = device_plugin_configs(settings)
+        plugin = device_plugin_configs(a)
         if plugin:
             configs.append(self._config_map(
                 f"{name}-device-plugin", DEVICE_PLUGIN_CONFIG_MAP, {k: _yaml(v) for k, v in plugin.items()}, in_namespace))
         chart = versions.GPU_OPERATOR
-        values = gpu_operator_values(settings)
-        after = [self.namespace, *configs, *([monitor_crds] if monitor_crds is not None else [])]
+        values = gpu_operator_values(a)
+        after = [self.namespace, *configs]
         self.release = helm_release(
             f"{name}-release", "gpu-operator", chart, NAMESPACE, values,
-            resource_opts(self, provider=cluster.provider, depends_on=after),
-            timeout_seconds=release_timeout(settings, chart.name, values),
+            resource_opts(self, depends_on=after),
+            timeout_seconds=chart_timeout(chart.name, values, a.cold_start),
         )
-        budget = gpu_node_join_budget(settings)
+        budget = node_join_budget(a.cold_start)
         self.node_contract = NodeContract(f"{name}-contract", NodeContractArgs(
-            groups=tuple(settings.cluster.node_groups),
-            provider=cluster.provider,
+            groups=tuple(a.node_groups),
             namespace=NAMESPACE,
             crds=self.release,
-            magnum_driver=settings.cluster.magnum_labeller,
+            magnum_driver=a.magnum_labeller,
             after=(self.namespace,),
             marker_timeouts=custom_timeouts(budget) if budget is not None else None,
         ), opts=pulumi.ResourceOptions(parent=self))

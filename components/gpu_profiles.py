@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import versions
-from .config import NodeGroup, Path, Settings, Version
+from .config import NodeGroup, Path, Service, Settings, Version
 from .node_rules import node_taints
 
 WHOLE_GPU = "nvidia.com/gpu"
@@ -223,7 +223,7 @@ def group_demands(settings: Settings) -> list[GroupDemand]:
                 need_max[res] = need_max.get(res, 0) + high * v.gpu.count
         spare = settings.cold_start.spare_slots.get(group.name, 0)
         if spare:
-            res = placeholder_request(settings, group).resource_name
+            res = placeholder_request(settings.services, group).resource_name
             need_min[res] = need_min.get(res, 0) + spare
         for res in sorted(set(need_min) | set(need_max)):
             demands.append(GroupDemand(group, res, need_min.get(res, 0), need_max.get(res, 0),
@@ -231,9 +231,9 @@ def group_demands(settings: Settings) -> list[GroupDemand]:
     return demands
 
 
-def placeholder_request(settings: Settings, group: NodeGroup) -> GpuScheduling:
+def placeholder_request(services: Sequence[Service], group: NodeGroup) -> GpuScheduling:
     """One spare slot: a unit of the resource the group's first version uses (else of its first slice)."""
-    for svc in settings.services:
+    for svc in services:
         for v in svc.versions:
             if v.gpu.group == group.name:
                 return gpu_scheduling(group, 1, v.gpu.mig_profile)

@@ -11,16 +11,17 @@ claim or Secret name, a URL. Ordering comes from `dependsOn` on the component.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, TypeVar
 
 import pulumi
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, Field, SecretStr, ValidationError
 
 from . import endpoints as ep
 from . import grammar
 from .config import (
     ClusterSettings,
     ColdStartSettings,
+    ConfigError,
     DnsLabel,
     GpuOperatorSettings,
     Host,
@@ -32,6 +33,7 @@ from .config import (
     Service,
     UiSettings,
     WeightCacheSettings,
+    pydantic_problems,
 )
 from .estimates import GroupEstimate
 
@@ -97,6 +99,10 @@ class GpuOperatorInputs(Model):
     """The Magnum driver that labels the nodes (`magnum-cluster-api`, `magnum-capi-helm`, `heat`); unset on an existing cluster."""
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate: how long a joining GPU node takes before the operator's pods run on it (the Helm wait allows for it)."""
+
+    @property
+    def gpu_groups(self) -> list[NodeGroup]:
+        return [g for g in self.node_groups if g.is_gpu]
 
 
 class ColdStartInputs(Model):
@@ -228,3 +234,17 @@ class TritonServiceInputs(Model):
     """Namespace of the Prometheus that scrapes Triton's metrics."""
     tls: bool = False
     """The gateway serves the hosts over HTTPS (the service's URLs)."""
+
+
+M = TypeVar("M", bound=Model)
+
+
+def validated(model: type[M], args: Any, component: str) -> M:
+    """A component's arguments as its input model: the model itself where the platform passes
+    one already validated; otherwise validated like a stack file, errors naming `<component>Args`."""
+    if isinstance(args, model):
+        return args
+    try:
+        return model.model_validate(args)
+    except ValidationError as err:
+        raise ConfigError(f"{component}Args", pydantic_problems(err), namespace="") from None

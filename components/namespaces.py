@@ -12,29 +12,27 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .common import resource_opts, standard_labels
-from .config import Settings
+from .args import InferenceNamespacesArgs
+from .common import init_component, resource_opts, standard_labels
+from .inputs import InferenceNamespacesInputs, validated
 
 
 class InferenceNamespaces(pulumi.ComponentResource):
-    """Namespaces of the Triton services, labelled for Istio sidecar injection."""
+    """Namespaces of the Triton services, labelled for Istio sidecar injection, with STRICT mTLS.
 
-    def __init__(
-        self,
-        name: str,
-        settings: Settings,
-        provider: k8s.Provider,
-        mesh_crds: Optional[pulumi.Resource] = None,
-        injector: Optional[pulumi.Resource] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
-        super().__init__("inference-platform:namespaces:InferenceNamespaces", name, None, opts)
-        # The injection label takes effect only once istiod's webhook runs: a namespace
-        # created after it gives every workload placed in it (which depends on its
-        # namespace) a sidecar from the first pod on.
-        after_injector = [injector] if injector is not None else []
+    Give it `dependsOn` istiod's release (and the one with Istio's CRDs): the injection
+    label takes effect only once istiod's webhook runs, so a namespace created after it
+    gives every workload placed in it a sidecar from the first pod on.
+    """
+
+    namespaces_created: pulumi.Output[list[str]]
+    """The namespaces' names."""
+
+    def __init__(self, name: str, args: InferenceNamespacesArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(InferenceNamespacesInputs, args, "InferenceNamespaces")
+        init_component(self, "InferenceNamespaces", "inference-platform:namespaces:InferenceNamespaces", name, opts)
         self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
-        for ns in sorted({s.k8s_namespace for s in settings.services}):
+        for ns in sorted(set(a.namespaces)):
             namespace = k8s.core.v1.Namespace(
                 f"{name}-{ns}",
                 metadata={
@@ -50,7 +48,7 @@ class InferenceNamespaces(pulumi.ComponentResource):
                         },
                     ),
                 },
-                opts=resource_opts(self, provider=provider, depends_on=after_injector),
+                opts=resource_opts(self),
             )
             k8s.apiextensions.CustomResource(
                 f"{name}-{ns}-mtls",
@@ -58,9 +56,8 @@ class InferenceNamespaces(pulumi.ComponentResource):
                 kind="PeerAuthentication",
                 metadata={"name": "default", "namespace": ns, "labels": standard_labels(ns)},
                 spec={"mtls": {"mode": "STRICT"}},
-                opts=resource_opts(
-                    self, provider=provider, depends_on=[namespace] + ([mesh_crds] if mesh_crds else [])
-                ),
+                opts=resource_opts(self, depends_on=[namespace]),
             )
             self.namespaces[ns] = namespace
+        self.namespaces_created = pulumi.Output.all(*[n.metadata["name"] for n in self.namespaces.values()])
         self.register_outputs({"namespaces": {ns: n.metadata["name"] for ns, n in self.namespaces.items()}})

@@ -259,8 +259,6 @@ def contract_problems(settings: Settings) -> list[tuple[Path, str]]:
 class NodeContractArgs:
     groups: tuple[NodeGroup, ...]
     """The node groups; `selector` singles out each group's nodes."""
-    provider: k8s.Provider
-    """Provider of the cluster."""
     namespace: str
     """Namespace of the marker DaemonSets; its Pod Security level must allow hostPath volumes."""
     crds: pulumi.Resource
@@ -278,16 +276,16 @@ class NodeContract(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodeContractArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("inference-platform:node_rules:NodeContract", name, None, opts)
-        markers = resource_opts(self, provider=args.provider, depends_on=args.after)
+        markers = resource_opts(self, depends_on=args.after)
         if args.marker_timeouts is not None:
             markers = pulumi.ResourceOptions.merge(markers, pulumi.ResourceOptions(custom_timeouts=args.marker_timeouts))
-        rules = resource_opts(self, provider=args.provider, depends_on=[args.crds])
+        rules = resource_opts(self, depends_on=[args.crds])
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-marker-networkpolicy",
             metadata={"name": "node-group-markers-deny-all", "namespace": args.namespace,
                       "labels": standard_labels(MARKER_COMPONENT)},
             spec=marker_network_policy_spec(),
-            opts=resource_opts(self, provider=args.provider, depends_on=args.after),
+            opts=resource_opts(self, depends_on=args.after),
         )
         self.markers: dict[str, k8s.apps.v1.DaemonSet] = {}
         self.rules: dict[str, k8s.apiextensions.CustomResource] = {}

@@ -18,11 +18,11 @@ import pulumi
 
 from . import inputs
 from .args import InferencePlatformArgs
-from .cluster import Cluster, gpu_node_ready_seconds
+from .cluster import Cluster
 from .coldstart import ColdStart
 from .common import init_component
 from .config import SECRET_KEYS, ConfigError, Settings, parse_settings
-from .estimates import GroupEstimate, stack_estimates
+from .estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from .gpu import GpuOperator
 from .mesh import Mesh, service_hosts
 from .namespaces import InferenceNamespaces

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 import pulumi
 
-from .coldstart import GroupEstimate, cold_start_estimate
 from .config import Autoscaling, Service, Settings, Version
+from .estimates import GroupEstimate, stack_estimates
 
 # Stage times are estimates: a wait allows a quarter more, rounded up to whole minutes.
 HEADROOM = 1.25
@@ -80,7 +80,7 @@ _last_estimates: tuple[Optional[Settings], dict[str, GroupEstimate]] = (None, {}
 def group_estimates(settings: Settings) -> dict[str, GroupEstimate]:
     global _last_estimates
     if _last_estimates[0] is not settings:
-        _last_estimates = (settings, {e.group: e for e in cold_start_estimate(settings)})
+        _last_estimates = (settings, {e.group: e for e in stack_estimates(settings)})
     return _last_estimates[1]
 
 
@@ -126,11 +126,11 @@ def service_endpoints_budget(service: Service) -> Budget:
     return Budget(seconds, seconds, f"startup budget {slowest}s + endpoints settle {ENDPOINTS_SETTLE_SECONDS}s")
 
 
-def gpu_node_join_budget(settings: Settings) -> Optional[Budget]:
+def node_join_budget(estimates: Iterable[GroupEstimate]) -> Optional[Budget]:
     """A release with pods on every GPU node: a GPU node joining meanwhile must boot and
     pull before its DaemonSet pod runs. None without GPU groups."""
     worst: Optional[tuple[int, str]] = None
-    for e in group_estimates(settings).values():
+    for e in estimates:
         stages = [s for s in e.new_node if s.name in NODE_STAGES]
         seconds = sum(s.seconds for s in stages)
         if worst is None or seconds > worst[0]:
@@ -138,27 +138,42 @@ def gpu_node_join_budget(settings: Settings) -> Optional[Budget]:
     return Budget(worst[0], worst[0], worst[1]) if worst else None
 
 
-def load_balancer_budget(settings: Settings) -> Budget:
-    boot = settings.cold_start.stage_seconds.node_boot
-    return Budget(boot, boot, f"load balancer: an amphora VM boot ~ node boot {boot}s")
+def gpu_node_join_budget(settings: Settings) -> Optional[Budget]:
+    return node_join_budget(group_estimates(settings).values())
 
 
-def release_budget(settings: Settings, chart: str, values: Optional[dict] = None) -> Optional[Budget]:
-    """What a Helm release of `chart` may need beyond its own pods starting, or None."""
+def load_balancer_budget(node_boot_seconds: int) -> Budget:
+    return Budget(node_boot_seconds, node_boot_seconds, f"load balancer: an amphora VM boot ~ node boot {node_boot_seconds}s")
+
+
+def chart_budget(chart: str, values: Optional[dict], estimates: Iterable[GroupEstimate],
+                 node_boot_seconds: Optional[int] = None) -> Optional[Budget]:
+    """What a Helm release of `chart` may need beyond its own pods starting, or None
+    (`node_boot_seconds` matters to charts with a load balancer only)."""
     budgets = []
     if chart in GPU_NODE_DAEMONSET_CHARTS:
-        budgets.append(gpu_node_join_budget(settings))
-    if chart in LOAD_BALANCER_CHARTS and ((values or {}).get("service") or {}).get("type") == "LoadBalancer":
-        budgets.append(load_balancer_budget(settings))
+        budgets.append(node_join_budget(estimates))
+    if (chart in LOAD_BALANCER_CHARTS and node_boot_seconds is not None
+            and ((values or {}).get("service") or {}).get("type") == "LoadBalancer"):
+        budgets.append(load_balancer_budget(node_boot_seconds))
     budgets = [b for b in budgets if b is not None]
     return max(budgets, key=lambda b: b.seconds) if budgets else None
 
 
-def release_timeout(settings: Settings, chart: str, values: Optional[dict] = None) -> Optional[int]:
+def release_budget(settings: Settings, chart: str, values: Optional[dict] = None) -> Optional[Budget]:
+    return chart_budget(chart, values, group_estimates(settings).values(), settings.cold_start.stage_seconds.node_boot)
+
+
+def chart_timeout(chart: str, values: Optional[dict], estimates: Iterable[GroupEstimate],
+                  node_boot_seconds: Optional[int] = None) -> Optional[int]:
     """The `timeout` input a release of `chart` needs, or None where Helm's default suffices
     (left unset, so stacks that need nothing more see no change)."""
-    budget = release_budget(settings, chart, values)
+    budget = chart_budget(chart, values, estimates, node_boot_seconds)
     if budget is None:
         return None
     wait = wait_seconds(budget.seconds)
     return wait if wait > HELM_DEFAULT_TIMEOUT_SECONDS else None
+
+
+def release_timeout(settings: Settings, chart: str, values: Optional[dict] = None) -> Optional[int]:
+    return chart_timeout(chart, values, group_estimates(settings).values(), settings.cold_start.stage_seconds.node_boot)

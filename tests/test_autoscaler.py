@@ -8,9 +8,9 @@ import re
 import pytest
 
 from components import autoscaler, versions
-from components.cluster import gpu_node_ready_seconds
 from components.coldstart import PLACEHOLDER_PRIORITY
 from components.config import MagnumCluster, parse_settings
+from components.estimates import gpu_node_ready_seconds
 from platformctl.engine import stack_settings
 from platformctl.plan import manifest
 from policies.rules.security import restricted_problems

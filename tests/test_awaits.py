@@ -278,9 +278,10 @@ def test_every_kind_rule_names_its_source():
 
 
 def test_rollout_model():
-    from components.coldstart import GroupEstimate, Stage
+    from components.estimates import GroupEstimate, Stage
 
-    estimate = GroupEstimate("g", 0, [Stage("node boot", 100), Stage("model load", 200)], [Stage("model load", 200)])
+    estimate = GroupEstimate(group="g", new_node=[Stage(name="node boot", seconds=100), Stage(name="model load", seconds=200)],
+                             spare=[Stage(name="model load", seconds=200)])
     assert rollout_budget(estimate, 0, 60).seconds == 0
     assert (rollout_budget(estimate, 1, 60).create_seconds, rollout_budget(estimate, 1, 60).update_seconds) == (300, 300)
     assert rollout_budget(estimate, 4, 60).update_seconds == 300 + 3 * 260

@@ -7,8 +7,9 @@ import copy
 import pytest
 
 from components import versions
-from components.coldstart import PRIORITY_CLASS, cold_start_estimate
+from components.coldstart import PRIORITY_CLASS
 from components.config import parse_settings
+from components.estimates import stack_estimates
 from platformctl.plan import manifest
 from tests import conformance
 from tests.conftest import base_config, render_raw, stack_plan
@@ -123,7 +124,7 @@ def test_acme_prod_holds_spare_capacity_on_its_magnum_gpu_group():
 
 
 def estimate(raw: dict):
-    (e,) = [x for x in cold_start_estimate(parse_settings(raw, "stacks/Pulumi.test-dev.yaml")) if x.group == "gpu"]
+    (e,) = [x for x in stack_estimates(parse_settings(raw, "stacks/Pulumi.test-dev.yaml")) if x.group == "gpu"]
     return e, {s.name: s.seconds for s in e.new_node}, {s.name: s.seconds for s in e.spare}
 
 
@@ -157,11 +158,11 @@ def test_estimate_counts_the_s3_download_only_for_groups_reading_from_s3():
         "s3AccessKeyId": "id", "s3SecretAccessKey": "key",
     }
     settings = parse_settings(raw, "stacks/Pulumi.test-dev.yaml", frozenset({"s3AccessKeyId", "s3SecretAccessKey"}))
-    (file_share,) = cold_start_estimate(settings)
+    (file_share,) = stack_estimates(settings)
     raw["services"][0]["versions"][0]["modelRepository"]["cache"] = "s3"
     raw["coldStart"] = {"stageSeconds": {"weightFetch": 333}}
     settings = parse_settings(raw, "stacks/Pulumi.test-dev.yaml", frozenset({"s3AccessKeyId", "s3SecretAccessKey"}))
-    (from_s3,) = cold_start_estimate(settings)
+    (from_s3,) = stack_estimates(settings)
     fetch = {e: {s.name: s.seconds for s in stages}["weight fetch"]
              for e, stages in (("share new", file_share.new_node), ("share spare", file_share.spare),
                                ("s3 new", from_s3.new_node), ("s3 spare", from_s3.spare))}
