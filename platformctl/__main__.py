@@ -15,7 +15,7 @@ from pathlib import Path
 
 from components.config import ConfigError, settings_from_config
 
-from . import docs
+from . import args_codegen, docs
 from .atomic import write_text
 from .diff import NotAPlan, diff_plans, format_diff, load_plan_json
 from .diff import exit_code as diff_exit_code
@@ -73,15 +73,21 @@ def cmd_diff(args) -> int:
 
 
 def cmd_docs(args) -> int:
+    """The README's generated sections and components/args.py, from the settings and input models."""
     readme = ROOT / "README.md"
     text = readme.read_text()
     updated = docs.update_readme(text)
+    args_text = args_codegen.generate()
     if args.check:
-        if updated != text:
-            print("README.md generated sections are out of date: run python -m platformctl docs", file=sys.stderr)
+        stale = [name for name, now, want in (("README.md generated sections", text, updated),
+                                               ("components/args.py", args_codegen.ARGS_FILE.read_text(), args_text))
+                 if now != want]
+        if stale:
+            print(f"{' and '.join(stale)} out of date: run python -m platformctl docs", file=sys.stderr)
             return 1
         return 0
     write_text(readme, updated)
+    write_text(args_codegen.ARGS_FILE, args_text)
     return 0
 
 

@@ -144,11 +144,3 @@ class _Writer:
 def generate() -> str:
     return _Writer().run()
 
-
-def write() -> bool:
-    """Rewrite components/args.py; True when it changed."""
-    text = generate()
-    if ARGS_FILE.exists() and ARGS_FILE.read_text() == text:
-        return False
-    ARGS_FILE.write_text(text)
-    return True
