@@ -1202,7 +1202,7 @@ def _scale_from_zero_problem(m: MagnumCluster, index: int, group: NodeGroup) -> 
     return None
 
 
-def _cluster_problems(c: ClusterSettings) -> list[tuple[Path, str]]:
+def cluster_problems(c: ClusterSettings) -> list[tuple[Path, str]]:
     problems: list[tuple[Path, str]] = []
     if c.mode == "existing":
         for i, g in enumerate(c.node_groups):
@@ -1350,7 +1350,7 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             problems.append((("cluster", "nodeGroups", i, "flavor"),
                              f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
 
-    problems += _cluster_problems(s.cluster)
+    problems += cluster_problems(s.cluster)
     problems += _node_os_problems(s)
 
     for group, _ in s.cold_start.spare_slots.items():

@@ -33,8 +33,10 @@ from .config import (
     Service,
     UiSettings,
     WeightCacheSettings,
+    cluster_problems,
     pydantic_problems,
 )
+from .config import Path as ConfigPath
 from .estimates import GroupEstimate
 
 # Defaults where a component is used alone: the names the platform's own parts have.
@@ -86,6 +88,9 @@ class ClusterInputs(Model):
     """Secret. kubeconfig of an existing cluster (mode `existing`); without it, the ambient kubeconfig."""
     gpu_node_ready_seconds: int = Field(default=300, ge=0, le=14400)
     """Seconds from a new VM to a GPU node that advertises its GPUs (boot, then the driver): how long the autoscaler waits for a node it asked for."""
+
+    def problems(self) -> list[tuple[ConfigPath, str]]:
+        return cluster_problems(self.cluster)
 
 
 class GpuOperatorInputs(Model):
@@ -245,6 +250,11 @@ def validated(model: type[M], args: Any, component: str) -> M:
     if isinstance(args, model):
         return args
     try:
-        return model.model_validate(args)
+        checked = model.model_validate(args)
     except ValidationError as err:
         raise ConfigError(f"{component}Args", pydantic_problems(err), namespace="") from None
+    # What the stack file's cross checks say about this component's own settings.
+    problems = checked.problems() if hasattr(checked, "problems") else []
+    if problems:
+        raise ConfigError(f"{component}Args", problems, namespace="")
+    return checked
