@@ -1,17 +1,18 @@
 """Prometheus alerting and recording rules, built by plain functions.
 
-`rule_groups(settings)` returns the groups of the platform's PrometheusRule; the
-tests write them to a file for `promtool check rules` / `promtool test rules` and
-load them into a real Prometheus. Thresholds come from
+`rule_groups(a)` returns the groups of the platform's PrometheusRule from the
+Observability component's inputs; the tests write them to a file for `promtool check
+rules` / `promtool test rules` and load them into a real Prometheus. Thresholds come from
 `observability.alerts`; what depends on the stack (canary versions, node-group
-sizes, service endpoints) comes from the settings.
+sizes, service endpoints) comes from the services and GPU groups it watches.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .config import AlertReceiver, Service, Settings
+from . import inputs
+from .config import AlertingSettings, AlertReceiver, Service
 from .endpoints import in_cluster_host
 from .node_contract import GROUP_LABEL
 
@@ -123,11 +124,11 @@ def _pods_of_versions(namespace: str, app: str, versions: list[str]) -> str:
     return f'label_replace({renamed}, "exported_pod", "$1", "pod", "(.*)")'
 
 
-def preallocating_pods(settings: Settings) -> list[str]:
+def preallocating_pods(services: list[Service]) -> list[str]:
     """Selectors of the pods whose engine reserves most GPU memory by design (TensorRT-LLM's KV
     cache, vLLM's gpu_memory_utilization)."""
     out = []
-    for svc in settings.services:
+    for svc in services:
         versions = [v.name for v in svc.versions if v.llm_backend is not None]
         if versions:
             out.append(_pods_of_versions(svc.k8s_namespace, svc.name, versions))
@@ -215,23 +216,23 @@ def stable_and_canaries(service: Service) -> tuple[str, list[str]]:
     return stable, [v.name for v in service.versions if v.weight > 0 and v.name != stable]
 
 
-def endpoint_records(settings: Settings) -> list[dict[str, Any]]:
+def endpoint_records(services: list[Service], tls: bool) -> list[dict[str, Any]]:
     """One constant series per service URL, so dashboards list endpoints without hard-coding them."""
-    scheme = "https" if settings.mesh.tls.enabled else "http"
+    scheme = "https" if tls else "http"
     return [
         {
             "record": ENDPOINT_INFO_RECORD,
             "expr": "vector(1)",
             "labels": {"namespace": svc.k8s_namespace, "service": svc.name, "url": f"{scheme}://{host}"},
         }
-        for svc in settings.services
+        for svc in services
         for host in svc.hosts
     ]
 
 
-def _canary_rules(settings: Settings) -> list[dict[str, Any]]:
+def _canary_rules(services: list[Service]) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
-    for svc in settings.services:
+    for svc in services:
         stable, canaries = stable_and_canaries(svc)
         # ignoring(destination_version) and `on ()` drop the version from the result; name both.
         labels = {"namespace": svc.k8s_namespace, "service": svc.name, "stable_version": stable}
@@ -264,17 +265,17 @@ def _canary_rules(settings: Settings) -> list[dict[str, Any]]:
     return rules
 
 
-def _service_rules(settings: Settings) -> list[dict[str, Any]]:
-    if not settings.services:
+def _service_rules(services: list[Service]) -> list[dict[str, Any]]:
+    if not services:
         return []
     # One rule for every version, so adding a version leaves the rules alone; it waits for the
     # longest startup budget, since loading models may take that long before it means a failure.
-    budget = max(v.startup_budget_seconds for svc in settings.services for v in svc.versions)
-    namespaces = [svc.k8s_namespace for svc in settings.services]
+    budget = max(v.startup_budget_seconds for svc in services for v in svc.versions)
+    namespaces = [svc.k8s_namespace for svc in services]
     return [
         _alert(
             "TritonPodNotReady",
-            triton_pod_not_ready_expr(settings.services),
+            triton_pod_not_ready_expr(services),
             f"{budget}s",
             "warning",
             "Triton pod {{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.label_app }} {{ $labels.label_version }}) "
@@ -291,12 +292,12 @@ def _service_rules(settings: Settings) -> list[dict[str, Any]]:
     ]
 
 
-def _gpu_rules(settings: Settings) -> list[dict[str, Any]]:
-    t = settings.observability.alerts
+def _gpu_rules(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
+    t = a.observability.alerts
     gpu = [
         _alert(
             "GpuMemoryNearlyFull",
-            gpu_memory_expr(t.gpu_memory_ratio, preallocating_pods(settings)),
+            gpu_memory_expr(t.gpu_memory_ratio, preallocating_pods(a.services)),
             "10m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} uses {{ $value | humanizePercentage }} of its memory",
@@ -325,7 +326,7 @@ def _gpu_rules(settings: Settings) -> list[dict[str, Any]]:
             "Pod {{ $labels.namespace }}/{{ $labels.pod }} has waited 10 minutes for a GPU",
         ),
     ]
-    for group in settings.gpu_groups:
+    for group in a.gpu_groups:
         gpu.append(
             _alert(
                 "GpuNodeGroupAtMax",
@@ -339,8 +340,8 @@ def _gpu_rules(settings: Settings) -> list[dict[str, Any]]:
     return gpu
 
 
-def rule_groups(settings: Settings) -> list[dict[str, Any]]:
-    t = settings.observability.alerts
+def rule_groups(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
+    t = a.observability.alerts
     triton = [
         _alert(
             "TritonQueueTimeHigh",
@@ -358,14 +359,14 @@ def rule_groups(settings: Settings) -> list[dict[str, Any]]:
             "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
             "{{ $value | humanizePercentage }} of requests",
         ),
-        *_service_rules(settings),
+        *_service_rules(a.services),
     ]
     groups = [
         {"name": "inference-platform.triton", "rules": triton},
-        {"name": "inference-platform.canary", "rules": _canary_rules(settings)},
-        {"name": "inference-platform.gpu", "rules": _gpu_rules(settings)},
+        {"name": "inference-platform.canary", "rules": _canary_rules(a.services)},
+        {"name": "inference-platform.gpu", "rules": _gpu_rules(a)},
     ]
-    endpoints = endpoint_records(settings)
+    endpoints = endpoint_records(a.services, a.tls)
     if endpoints:
         groups.append({"name": "inference-platform.endpoints", "rules": endpoints})
     return groups
@@ -427,10 +428,9 @@ def inhibit_rules() -> list[dict[str, Any]]:
     ]
 
 
-def alertmanager_config(settings: Settings, secrets: dict[str, str]) -> dict[str, Any]:
+def alertmanager_config(a: AlertingSettings, secrets: dict[str, str]) -> dict[str, Any]:
     """The whole Alertmanager configuration; `secrets` maps receiver names to their credentials.
     With no receivers every alert goes to `null` (kept in Alertmanager's UI, sent nowhere)."""
-    a = settings.observability.alerting
     routes = [{"receiver": NULL_RECEIVER, "matchers": ['alertname="Watchdog"']}]
     routes += _severity_routes("critical", a.critical) + _severity_routes("warning", a.warning)
     return {

@@ -779,6 +779,8 @@ class ObservabilityArgs(TypedDict):
     """Secret. Per alert receiver, its credential (webhook URL, SMTP password, routing key)."""
     cold_start: NotRequired[list[GroupEstimateArgs]]
     """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
+    autoscaler_installed: NotRequired[bool]
+    """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics. Default: `false`."""
 
 
 class InferenceNamespacesArgs(TypedDict):

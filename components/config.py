@@ -1331,6 +1331,9 @@ def _ui_problems(s: Settings) -> list[tuple[Path, str]]:
     return problems
 
 
+ANONYMOUS_KIALI = "anonymous Kiali is not allowed in a production stack; allowed: token, openid"
+
+
 def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     """What one part of the settings says about another; plain function, testable alone."""
     problems: list[tuple[Path, str]] = []
@@ -1363,7 +1366,7 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             problems.append((("cluster", "gpuQuota"), f"GPU node groups can grow to {total} GPUs, over the quota of {s.cluster.gpu_quota}; lower maxNodes or raise gpuQuota"))
 
     if s.production and s.mesh.kiali_auth == "anonymous":
-        problems.append((("mesh", "kialiAuth"), "anonymous Kiali is not allowed in a production stack; allowed: token, openid"))
+        problems.append((("mesh", "kialiAuth"), ANONYMOUS_KIALI))
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is None:
         problems.append((("observability", "lokiStorage"), "lokiStorage 's3' needs weightCaches.s3 (its endpoint and credentials)"))
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is not None:

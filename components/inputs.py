@@ -19,6 +19,7 @@ from pydantic import AfterValidator, Field, SecretStr, ValidationError
 from . import endpoints as ep
 from . import grammar
 from .config import (
+    ANONYMOUS_KIALI,
     ClusterSettings,
     ColdStartSettings,
     ConfigError,
@@ -137,6 +138,12 @@ class MeshInputs(Model):
     node_boot_seconds: int = Field(default=120, ge=0, le=7200)
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
 
+    def problems(self) -> list[tuple[ConfigPath, str]]:
+        """What the stack file's cross checks refuse, for the component used alone."""
+        if self.production and self.mesh.kiali_auth == "anonymous":
+            return [(("mesh", "kiali_auth"), ANONYMOUS_KIALI)]
+        return []
+
 
 class ObservabilityInputs(Model):
     """kube-prometheus-stack, prometheus-adapter, Loki, Alloy, Grafana with the platform's dashboards, and the alert rules."""
@@ -171,6 +178,24 @@ class ObservabilityInputs(Model):
     """Secret. Per alert receiver, its credential (webhook URL, SMTP password, routing key)."""
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
+    autoscaler_installed: bool = False
+    """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics."""
+
+    def problems(self) -> list[tuple[ConfigPath, str]]:
+        """What the configured parts need (the stack file's cross checks ensure it), for the component used alone."""
+        needed: list[tuple[str, Any, str]] = []
+        if self.observability.loki_storage == "s3":
+            loki = "observability.loki_storage 's3' needs"
+            needed += [("weights_s3", self.weights_s3, f"{loki} the S3 cache holding Loki's bucket"),
+                       ("s3_access_key_id", self.s3_access_key_id, f"{loki} the S3 cache's access key"),
+                       ("s3_secret_access_key", self.s3_secret_access_key, f"{loki} the S3 cache's secret key")]
+        if self.ui.grafana is not None and self.ui.grafana.auth == "oidc":
+            needed.append(("grafana_oidc_client_secret", self.grafana_oidc_client_secret,
+                           "ui.grafana.auth 'oidc' needs Grafana's OIDC client secret"))
+        problems: list[tuple[ConfigPath, str]] = [((key,), why) for key, value, why in needed if value is None]
+        problems += [(("alert_receiver_secrets", r.name), f"receiver {r.name!r} needs its {r.kind} credential")
+                     for r in self.observability.alerting.receivers if r.name not in self.alert_receiver_secrets]
+        return problems
 
 
 class InferenceNamespacesInputs(Model):

@@ -11,77 +11,40 @@ have servers of their own on it, with the same TLS, and a VirtualService each to
 Grafana or Kiali Service. Neither UI runs with a sidecar (istio-system and monitoring are
 not injected), so the gateway talks plain HTTP to them (auto mTLS) and the mesh-wide
 STRICT policy, which only binds workloads with a sidecar, does not apply. With `mesh.enabled: false` nothing is
-installed and the handle names the Gateway `istio-system/inference-gateway`, which
+installed and the component names the Gateway `istio-system/inference-gateway`, which
 the cluster's own Istio must provide.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from . import common, versions
+from . import common, inputs, versions
 from . import endpoints as ep
-from .cluster import ClusterHandle
-from .common import resource_opts, standard_labels
-from .config import GatewayTls, Settings
-from .readiness import release_timeout
+from .args import MeshArgs
+from .common import init_component, resource_opts, standard_labels
+from .config import GatewayTls, Service
+from .readiness import chart_timeout
 
 TRACING_PROVIDER = "jaeger-otel"
 # The gateway chart labels its pods app=<release>, istio=<release without "istio-">.
 INGRESS_SELECTOR = {"istio": ep.GATEWAY_RELEASE.removeprefix("istio-")}
 JAEGER_DATA_CLAIM = "jaeger-data"
 JAEGER_DATA_PATH = "/badger"
+# In-cluster URLs of the mesh's UIs, exported when the mesh is installed.
+MESH_URLS = {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}
 
 
-@dataclass(frozen=True)
-class MeshHandle:
-    """What other parts need from the mesh."""
-
-    gateway: str
-    """`<namespace>/<name>` of the customer Gateway, for VirtualServices."""
-    crds: Optional[pulumi.Resource]
-    """The Helm release that installs Istio's CRDs (None when the mesh is not installed)."""
-    injector: Optional[pulumi.Resource]
-    """The istiod release, whose webhook injects sidecars: pods in an injected namespace
-    created before it run without one (None when the mesh is not installed)."""
-    namespace: str
-    """Istio's root namespace."""
-    ingress_namespace: str
-    """Namespace of the ingress gateway pods."""
-    ingress_selector: dict[str, str]
-    """Labels of the ingress gateway pods."""
-    ingress_principal: str
-    """SPIFFE principal of the ingress gateway, for AuthorizationPolicies."""
-    tracing_provider: str
-    """Name of the tracing extension provider in meshConfig."""
-    urls: dict[str, str]
-    """In-cluster URLs of the mesh UIs (Kiali, Jaeger) when installed."""
-    ui_urls: dict[str, str] = field(default_factory=dict)
-    """Browser URLs of the UIs the gateway serves on hosts of their own (Grafana, Kiali)."""
-
-
-def gateway_ref() -> str:
-    return f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
-
-
-def ingress_principal() -> str:
-    # The gateway chart's ServiceAccount is named after the release.
-    return f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
-
-
-def service_hosts(settings: Settings) -> list[str]:
+def service_hosts(services: list[Service]) -> list[str]:
     """Every host of every service, in stack order, without duplicates."""
-    return list(dict.fromkeys(h for svc in settings.services for h in svc.hosts))
+    return list(dict.fromkeys(h for svc in services for h in svc.hosts))
 
 
 # --------------------------------------------------------------------------- values and specs
 
 
-def istiod_values(settings: Settings) -> dict[str, Any]:
+def istiod_values() -> dict[str, Any]:
     return {
         # Pinned images: the proxies and the gateway take hub and tag from istiod.
         "global": {"hub": versions.ISTIO_HUB, "tag": versions.ISTIOD.version},
@@ -97,20 +60,20 @@ def istiod_values(settings: Settings) -> dict[str, Any]:
     }
 
 
-def gateway_values(settings: Settings) -> dict[str, Any]:
+def gateway_values(a: inputs.MeshInputs) -> dict[str, Any]:
     return {
-        "service": {"type": "LoadBalancer", "annotations": dict(settings.mesh.gateway_annotations)},
+        "service": {"type": "LoadBalancer", "annotations": dict(a.mesh.gateway_annotations)},
     }
 
 
-def ui_hosts(settings: Settings) -> list[str]:
+def ui_hosts(a: inputs.MeshInputs) -> list[str]:
     """The UI hosts the stack serves (Grafana only where observability installs it)."""
-    return list(settings.ui.hosts.values())
+    return list(a.ui.hosts.values())
 
 
-def ui_urls(settings: Settings) -> dict[str, str]:
+def ui_urls(a: inputs.MeshInputs) -> dict[str, str]:
     """UI name -> the URL a browser opens."""
-    return {name: ep.external_url(host, settings.mesh.tls.enabled) for name, host in settings.ui.hosts.items()}
+    return {name: ep.external_url(host, a.mesh.tls.enabled) for name, host in a.ui.hosts.items()}
 
 
 def _servers(hosts: list[str], suffix: str, tls: GatewayTls) -> list[dict[str, Any]]:
@@ -127,12 +90,12 @@ def _servers(hosts: list[str], suffix: str, tls: GatewayTls) -> list[dict[str, A
     return [https, http]
 
 
-def gateway_spec(settings: Settings) -> dict[str, Any]:
+def gateway_spec(a: inputs.MeshInputs) -> dict[str, Any]:
     """The customer Gateway: the services' hosts, and the UI hosts on servers of their own."""
     servers: list[dict[str, Any]] = []
-    for hosts, suffix in ((service_hosts(settings), ""), (ui_hosts(settings), "-ui")):
+    for hosts, suffix in ((a.hosts, ""), (ui_hosts(a), "-ui")):
         if hosts:
-            servers += _servers(hosts, suffix, settings.mesh.tls)
+            servers += _servers(hosts, suffix, a.mesh.tls)
     return {"selector": dict(INGRESS_SELECTOR), "servers": servers}
 
 
@@ -148,17 +111,17 @@ def ui_virtual_service_spec(name: str, host: str) -> dict[str, Any]:
     service, port = UI_BACKENDS[name]
     return {
         "hosts": [host],
-        "gateways": [gateway_ref()],
+        "gateways": [inputs.GATEWAY],
         "http": [{"name": name, "route": [{"destination": {"host": service, "port": {"number": port}}}]}],
     }
 
 
-def telemetry_spec(settings: Settings) -> dict[str, Any]:
+def telemetry_spec(a: inputs.MeshInputs) -> dict[str, Any]:
     return {
         "tracing": [
             {
                 "providers": [{"name": TRACING_PROVIDER}],
-                "randomSamplingPercentage": settings.mesh.tracing_sampling_percent,
+                "randomSamplingPercentage": a.mesh.tracing_sampling_percent,
             }
         ]
     }
@@ -195,9 +158,9 @@ def jaeger_config() -> dict[str, Any]:
     }
 
 
-def jaeger_values(settings: Settings) -> dict[str, Any]:
+def jaeger_values(a: inputs.MeshInputs) -> dict[str, Any]:
     values: dict[str, Any] = {"jaeger": {"image": {"tag": versions.JAEGER_IMAGE_TAG}}}
-    if settings.mesh.jaeger_storage == "persistent":
+    if a.mesh.jaeger_storage == "persistent":
         values["userconfig"] = jaeger_config()
         values["jaeger"]["extraVolumes"] = [
             {"name": "data", "persistentVolumeClaim": {"claimName": JAEGER_DATA_CLAIM}}
@@ -206,29 +169,29 @@ def jaeger_values(settings: Settings) -> dict[str, Any]:
     return values
 
 
-def kiali_auth(settings: Settings) -> dict[str, Any]:
-    auth: dict[str, Any] = {"strategy": settings.mesh.kiali_auth}
-    oidc = settings.mesh.kiali_openid
+def kiali_auth(a: inputs.MeshInputs) -> dict[str, Any]:
+    auth: dict[str, Any] = {"strategy": a.mesh.kiali_auth}
+    oidc = a.mesh.kiali_openid
     if oidc is not None:
         # The client secret stays out of values: Kiali reads it from the Secret `kiali` (oidc-secret).
         auth["openid"] = {"issuer_uri": oidc.issuer_uri, "client_id": oidc.client_id, "username_claim": oidc.username_claim}
     return auth
 
 
-def kiali_server(settings: Settings) -> dict[str, Any]:
+def kiali_server(a: inputs.MeshInputs) -> dict[str, Any]:
     """Kiali's public address when it has a host: at the host's root, so redirects and the
     openid callback (`https://<host>/`) point where the browser is."""
-    if settings.ui.kiali is None:
+    if a.ui.kiali is None:
         return {}
     return {
-        "web_fqdn": settings.ui.kiali.host,
-        "web_schema": "https" if settings.mesh.tls.enabled else "http",
+        "web_fqdn": a.ui.kiali.host,
+        "web_schema": "https" if a.mesh.tls.enabled else "http",
         "web_root": "/",
     }
 
 
-def kiali_values(settings: Settings) -> dict[str, Any]:
-    urls = ui_urls(settings)
+def kiali_values(a: inputs.MeshInputs) -> dict[str, Any]:
+    urls = ui_urls(a)
     tracing: dict[str, Any] = {
         "enabled": True,
         "provider": "jaeger",
@@ -241,11 +204,11 @@ def kiali_values(settings: Settings) -> dict[str, Any]:
         tracing["external_url"] = ep.JAEGER_QUERY_URL
     grafana = {"enabled": True, "internal_url": ep.GRAFANA_URL, "external_url": urls.get("grafana", ep.GRAFANA_URL)}
     values: dict[str, Any] = {
-        "auth": kiali_auth(settings),
+        "auth": kiali_auth(a),
         "deployment": {"image_version": versions.KIALI_IMAGE_TAG},
         "external_services": {"prometheus": {"url": ep.PROMETHEUS_URL}, "tracing": tracing, "grafana": grafana},
     }
-    server = kiali_server(settings)
+    server = kiali_server(a)
     if server:
         values["server"] = server
     return values
@@ -254,59 +217,55 @@ def kiali_values(settings: Settings) -> dict[str, Any]:
 # --------------------------------------------------------------------------- component
 
 
-def mesh_handle(
-    crds: Optional[pulumi.Resource] = None,
-    urls: Optional[dict[str, str]] = None,
-    injector: Optional[pulumi.Resource] = None,
-    ui_urls: Optional[dict[str, str]] = None,
-) -> MeshHandle:
-    """The handle; without `crds` (mesh not installed) it names the Gateway the cluster must provide."""
-    return MeshHandle(
-        gateway=gateway_ref(),
-        crds=crds,
-        injector=injector,
-        namespace=ep.ISTIO_NAMESPACE,
-        ingress_namespace=ep.ISTIO_NAMESPACE,
-        ingress_selector=dict(INGRESS_SELECTOR),
-        ingress_principal=ingress_principal(),
-        tracing_provider=TRACING_PROVIDER,
-        urls=dict(urls or {}),
-        ui_urls=dict(ui_urls or {}),
-    )
-
-
 class Mesh(pulumi.ComponentResource):
     """Istio, the customer Gateway, Jaeger and Kiali."""
 
-    def __init__(
-        self,
-        name: str,
-        settings: Settings,
-        cluster: ClusterHandle,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
-        super().__init__("inference-platform:mesh:Mesh", name, None, opts)
-        if not settings.mesh.enabled:
-            self.handle = mesh_handle()
-            self.register_outputs({"gateway": self.handle.gateway})
-            return
-        provider = cluster.provider
+    gateway: pulumi.Output[str]
+    """`<namespace>/<name>` of the customer Gateway, for VirtualServices."""
+    ingress_namespace: pulumi.Output[str]
+    """Namespace of the ingress gateway pods."""
+    ingress_principal: pulumi.Output[str]
+    """SPIFFE principal of the ingress gateway, for AuthorizationPolicies."""
+    urls: pulumi.Output[dict[str, str]]
+    """In-cluster URLs of the mesh UIs (Kiali, Jaeger) when installed."""
+    ui_urls: pulumi.Output[dict[str, str]]
+    """Browser URLs of the UIs the gateway serves on hosts of their own (Grafana, Kiali)."""
 
+    def __init__(self, name: str, args: MeshArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = inputs.validated(inputs.MeshInputs, args, "Mesh")
+        init_component(self, "Mesh", "inference-platform:mesh:Mesh", name, opts)
+        # Without the mesh these name the Gateway and principal the cluster's own Istio must provide.
+        self.gateway = inputs.GATEWAY
+        self.ingress_namespace = ep.ISTIO_NAMESPACE
+        self.ingress_principal = inputs.INGRESS_PRINCIPAL
+        # The release that installs Istio's CRDs, and the istiod release, whose webhook injects
+        # sidecars (pods in an injected namespace created before it run without one); None
+        # when the mesh is not installed.
+        self.crds: Optional[pulumi.Resource] = None
+        self.injector: Optional[pulumi.Resource] = None
+        self.urls: dict[str, str] = {}
+        self.ui_urls: dict[str, str] = {}
+        if a.mesh.enabled:
+            self._install(name, a)
+        self.register_outputs({"gateway": self.gateway, "ingressNamespace": self.ingress_namespace,
+                               "ingressPrincipal": self.ingress_principal, "urls": self.urls, "uiUrls": self.ui_urls})
+
+    def _install(self, name: str, a: inputs.MeshInputs) -> None:
         def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
-            return resource_opts(self, provider=provider, depends_on=deps)
+            return resource_opts(self, depends_on=deps)
 
         namespace = common.namespace(f"{name}-namespace", ep.ISTIO_NAMESPACE, opts_(), app="istio")
 
         def release(role: str, chart: versions.Chart, release_name: str, values: dict, *deps) -> k8s.helm.v3.Release:
             return common.helm_release(
                 f"{name}-{role}", release_name, chart, ep.ISTIO_NAMESPACE, values, opts_(namespace, *deps),
-                timeout_seconds=release_timeout(settings, chart.name, values),
+                timeout_seconds=chart_timeout(chart.name, values, (), a.node_boot_seconds),
             )
 
         base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
-        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(settings), base)
+        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(), base)
         # The gateway's pods are injected by istiod, so it must be running first.
-        release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(settings), istiod)
+        release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(a), istiod)
 
         def custom(role: str, api_version: str, kind: str, meta_name: str, spec: dict) -> None:
             k8s.apiextensions.CustomResource(
@@ -319,21 +278,21 @@ class Mesh(pulumi.ComponentResource):
             )
 
         custom("mtls", "security.istio.io/v1", "PeerAuthentication", "default", {"mtls": {"mode": "STRICT"}})
-        custom("tracing", "telemetry.istio.io/v1", "Telemetry", "mesh-default", telemetry_spec(settings))
-        if service_hosts(settings) or ui_hosts(settings):
-            custom("gateway-customer", "networking.istio.io/v1", "Gateway", ep.GATEWAY_NAME, gateway_spec(settings))
-        for ui_name, host in settings.ui.hosts.items():
+        custom("tracing", "telemetry.istio.io/v1", "Telemetry", "mesh-default", telemetry_spec(a))
+        if a.hosts or ui_hosts(a):
+            custom("gateway-customer", "networking.istio.io/v1", "Gateway", ep.GATEWAY_NAME, gateway_spec(a))
+        for ui_name, host in a.ui.hosts.items():
             custom(f"ui-{ui_name}", "networking.istio.io/v1", "VirtualService", f"ui-{ui_name}",
                    ui_virtual_service_spec(ui_name, host))
 
         jaeger_deps = []
-        if settings.mesh.jaeger_storage == "persistent":
+        if a.mesh.jaeger_storage == "persistent":
             claim_spec: dict[str, Any] = {
                 "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": settings.mesh.jaeger_storage_size}},
+                "resources": {"requests": {"storage": a.mesh.jaeger_storage_size}},
             }
-            if settings.observability.storage_class:
-                claim_spec["storageClassName"] = settings.observability.storage_class
+            if a.storage_class:
+                claim_spec["storageClassName"] = a.storage_class
             jaeger_deps.append(
                 k8s.core.v1.PersistentVolumeClaim(
                     f"{name}-jaeger-data",
@@ -344,18 +303,14 @@ class Mesh(pulumi.ComponentResource):
                     },
                     spec=claim_spec,
                     opts=resource_opts(
-                        self,
-                        provider=provider,
-                        depends_on=[namespace],
-                        protect=settings.production,
-                        retain_on_delete=settings.production,
+                        self, depends_on=[namespace], protect=a.production, retain_on_delete=a.production,
                     ),
                 )
             )
-        release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(settings), *jaeger_deps)
-        release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(settings), istiod)
+        release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(a), *jaeger_deps)
+        release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(a), istiod)
 
-        self.handle = mesh_handle(
-            base, {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}, injector=istiod, ui_urls=ui_urls(settings),
-        )
-        self.register_outputs({"gateway": self.handle.gateway, "urls": self.handle.urls, "uiUrls": self.handle.ui_urls})
+        self.crds = base
+        self.injector = istiod
+        self.urls = dict(MESH_URLS)
+        self.ui_urls = ui_urls(a)

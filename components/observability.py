@@ -12,10 +12,7 @@ dashboards in ../dashboards through its sidecar, which picks up every ConfigMap
 labelled `grafana_dashboard: "1"`.
 """
 
-from __future__ import annotations
-
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,14 +21,13 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 import yaml
 
-from . import alerts, autoscaler, common, versions
+from . import alerts, autoscaler, common, inputs, versions
 from . import endpoints as ep
-from .cluster import ClusterHandle
-from .common import resource_opts, standard_labels
-from .config import Settings, loki_bucket_name
-from .mesh import MeshHandle
+from .args import ObservabilityArgs
+from .common import init_component, resource_opts, standard_labels
+from .config import Service, loki_bucket_name
 from .metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
-from .readiness import release_timeout
+from .readiness import chart_timeout
 from .s3bucket import S3Bucket
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
@@ -62,25 +58,6 @@ LOKI_SCHEMA_FROM = "2025-01-01"
 ADAPTER_WINDOW = "2m"
 
 
-@dataclass(frozen=True)
-class ObservabilityHandle:
-    """What other parts need from observability."""
-
-    namespace: str
-    """Namespace of Prometheus, Grafana and Loki (NetworkPolicies let it scrape)."""
-    crds: Optional[pulumi.Resource]
-    """The kube-prometheus-stack release (installs ServiceMonitor/PodMonitor/PrometheusRule CRDs)."""
-    grafana_url: Optional[str]
-    prometheus_url: Optional[str]
-    loki_url: Optional[str]
-    urls: dict[str, str] = field(default_factory=dict)
-    """In-cluster UI URLs to export (Grafana, Prometheus, and the mesh's Kiali and Jaeger)."""
-    grafana_admin_password: Optional[pulumi.Output] = None
-    """Secret output: Grafana's admin password (user `admin`)."""
-    ui_urls: dict[str, str] = field(default_factory=dict)
-    """Browser URLs of the UIs served on hosts of their own (Grafana, and the mesh's Kiali)."""
-
-
 # --------------------------------------------------------------------------- values
 
 
@@ -91,21 +68,21 @@ def _claim_spec(size: str, storage_class: Optional[str]) -> dict[str, Any]:
     return spec
 
 
-def datasources(mesh: MeshHandle) -> list[dict[str, Any]]:
+def datasources(mesh_urls: dict[str, str]) -> list[dict[str, Any]]:
     """Grafana datasources besides the chart's own Prometheus (uid `prometheus`)."""
     sources = [{"name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": ep.LOKI_URL}]
-    if "jaeger" in mesh.urls:
-        sources.append({"name": "Jaeger", "uid": "jaeger", "type": "jaeger", "access": "proxy", "url": mesh.urls["jaeger"]})
+    if "jaeger" in mesh_urls:
+        sources.append({"name": "Jaeger", "uid": "jaeger", "type": "jaeger", "access": "proxy", "url": mesh_urls["jaeger"]})
     return sources
 
 
-def grafana_ini(settings: Settings) -> dict[str, Any]:
+def grafana_ini(a: inputs.ObservabilityInputs) -> dict[str, Any]:
     """grafana.ini sections for a Grafana served on its own host: its public root URL (links,
     redirects, the OAuth callback) and, with auth `oidc`, the generic OAuth login."""
-    ui = settings.ui.grafana
+    ui = a.ui.grafana
     if ui is None:
         return {}
-    tls = settings.mesh.tls.enabled
+    tls = a.tls
     ini: dict[str, Any] = {"server": {"root_url": ep.external_url(ui.host, tls)}}
     if tls:
         ini["security"] = {"cookie_secure": True}
@@ -127,7 +104,7 @@ def grafana_ini(settings: Settings) -> dict[str, Any]:
     return ini
 
 
-def grafana_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
+def grafana_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
     """The grafana subchart's values inside kube-prometheus-stack."""
     values: dict[str, Any] = {
         "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
@@ -139,9 +116,9 @@ def grafana_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
                 "searchNamespace": "ALL",
             }
         },
-        "additionalDataSources": datasources(mesh),
+        "additionalDataSources": datasources(a.mesh_urls),
     }
-    ini = grafana_ini(settings)
+    ini = grafana_ini(a)
     if ini:
         values["grafana.ini"] = ini
     if "auth.generic_oauth" in ini:
@@ -151,8 +128,8 @@ def grafana_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
     return values
 
 
-def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, Any]:
-    o = settings.observability
+def kube_prometheus_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
+    o = a.observability
     allow_pods = ",".join(POD_LABELS)
     return {
         "prometheus": {
@@ -165,7 +142,7 @@ def kube_prometheus_values(settings: Settings, mesh: MeshHandle) -> dict[str, An
             }
         },
         "alertmanager": alertmanager_values(),
-        "grafana": grafana_values(settings, mesh),
+        "grafana": grafana_values(a),
         "kube-state-metrics": {
             "metricLabelsAllowlist": [f"pods=[{allow_pods}]", f"nodes=[{alerts.GROUP_LABEL}]"],
         },
@@ -193,9 +170,9 @@ def alertmanager_values() -> dict[str, Any]:
     return {"alertmanagerSpec": {"useExistingSecret": True}}
 
 
-def alertmanager_config_text(settings: Settings) -> str:
-    secrets = {name: value.get_secret_value() for name, value in settings.alert_receiver_secrets.items()}
-    return yaml.safe_dump(alerts.alertmanager_config(settings, secrets), sort_keys=False)
+def alertmanager_config_text(a: inputs.ObservabilityInputs) -> str:
+    secrets = {name: value.get_secret_value() for name, value in a.alert_receiver_secrets.items()}
+    return yaml.safe_dump(alerts.alertmanager_config(a.observability.alerting, secrets), sort_keys=False)
 
 
 def adapter_rules() -> list[dict[str, Any]]:
@@ -224,8 +201,8 @@ def adapter_values() -> dict[str, Any]:
     }
 
 
-def loki_values(settings: Settings) -> dict[str, Any]:
-    o = settings.observability
+def loki_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
+    o = a.observability
     store = "s3" if o.loki_storage == "s3" else "filesystem"
     loki: dict[str, Any] = {
         "auth_enabled": False,
@@ -249,10 +226,11 @@ def loki_values(settings: Settings) -> dict[str, Any]:
         "persistence": {"enabled": True, "size": o.loki_storage_size, "storageClass": o.storage_class},
     }
     if store == "s3":
-        s3 = settings.weight_caches.s3
+        s3 = a.weights_s3
+        bucket = loki_bucket_name(s3.bucket)
         loki["storage"] = {
             "type": "s3",
-            "bucketNames": {"chunks": loki_bucket(settings), "ruler": loki_bucket(settings), "admin": loki_bucket(settings)},
+            "bucketNames": {"chunks": bucket, "ruler": bucket, "admin": bucket},
             "s3": {
                 "endpoint": s3.endpoint,
                 "region": s3.region,
@@ -280,11 +258,6 @@ def loki_values(settings: Settings) -> dict[str, Any]:
         "lokiCanary": {"enabled": False},
         "test": {"enabled": False},
     }
-
-
-def loki_bucket(settings: Settings) -> str:
-    """Loki's bucket on the S3 weight cache's endpoint."""
-    return loki_bucket_name(settings.weight_caches.s3.bucket)
 
 
 def alloy_config() -> str:
@@ -380,13 +353,13 @@ def dashboard_files() -> list[Path]:
     return sorted(DASHBOARDS_DIR.glob("*.json"))
 
 
-def runs_llm_backend(settings: Settings) -> bool:
-    return any(v.llm_backend for s in settings.services for v in s.versions)
+def runs_llm_backend(services: list[Service]) -> bool:
+    return any(v.llm_backend for s in services for v in s.versions)
 
 
-def provisioned_dashboards(settings: Settings) -> list[Path]:
+def provisioned_dashboards(services: list[Service]) -> list[Path]:
     """The dashboards a stack gets: the LLM one only where some version runs an LLM backend."""
-    return [p for p in dashboard_files() if p.stem != LLM_DASHBOARD or runs_llm_backend(settings)]
+    return [p for p in dashboard_files() if p.stem != LLM_DASHBOARD or runs_llm_backend(services)]
 
 
 # --------------------------------------------------------------------------- component
@@ -395,26 +368,34 @@ def provisioned_dashboards(settings: Settings) -> list[Path]:
 class Observability(pulumi.ComponentResource):
     """Metrics, logs, dashboards and alerts."""
 
-    def __init__(
-        self,
-        name: str,
-        settings: Settings,
-        cluster: ClusterHandle,
-        mesh: MeshHandle,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
-        super().__init__("inference-platform:observability:Observability", name, None, opts)
-        if not settings.observability.enabled:
-            self.handle = ObservabilityHandle(
-                namespace=ep.MONITORING_NAMESPACE, crds=None, grafana_url=None, prometheus_url=None,
-                loki_url=None, urls=dict(mesh.urls), ui_urls=dict(mesh.ui_urls),
-            )
-            self.register_outputs({"urls": self.handle.urls})
-            return
-        provider = cluster.provider
+    namespace: pulumi.Output[str]
+    """Namespace of Prometheus, Grafana and Loki (NetworkPolicies let it scrape)."""
+    urls: pulumi.Output[dict[str, str]]
+    """In-cluster UI URLs (Grafana, Prometheus, and the mesh's Kiali and Jaeger)."""
+    ui_urls: pulumi.Output[dict[str, str]]
+    """Browser URLs of the UIs served on hosts of their own (Grafana, and the mesh's Kiali)."""
+    grafana_admin_password: Optional[pulumi.Output[str]]
+    """Secret. Grafana's admin password (user `admin`); unset when observability is not installed."""
 
+    def __init__(self, name: str, args: ObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = inputs.validated(inputs.ObservabilityInputs, args, "Observability")
+        init_component(self, "Observability", "inference-platform:observability:Observability", name, opts)
+        self.namespace = ep.MONITORING_NAMESPACE
+        # The kube-prometheus-stack release, which installs the ServiceMonitor/PodMonitor/PrometheusRule
+        # CRDs (None when observability is not installed).
+        self.crds: Optional[pulumi.Resource] = None
+        self.urls = dict(a.mesh_urls)
+        self.ui_urls = dict(a.ui_urls)
+        self.grafana_admin_password: Optional[pulumi.Output] = None
+        if a.observability.enabled:
+            self._install(name, a)
+            self.urls = {"grafana": ep.GRAFANA_URL, "prometheus": ep.PROMETHEUS_URL, **a.mesh_urls}
+        self.register_outputs({"namespace": self.namespace, "urls": self.urls, "uiUrls": self.ui_urls,
+                               "grafanaAdminPassword": self.grafana_admin_password})
+
+    def _install(self, name: str, a: inputs.ObservabilityInputs) -> None:
         def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
-            return resource_opts(self, provider=provider, depends_on=deps)
+            return resource_opts(self, depends_on=deps)
 
         def meta(object_name: str, component: str, **labels: str) -> dict[str, Any]:
             return {
@@ -425,9 +406,7 @@ class Observability(pulumi.ComponentResource):
 
         namespace = common.namespace(f"{name}-namespace", ep.MONITORING_NAMESPACE, opts_(), app="monitoring")
 
-        password = random.RandomPassword(
-            f"{name}-grafana-admin-password", length=24, special=False, opts=pulumi.ResourceOptions(parent=self)
-        )
+        password = random.RandomPassword(f"{name}-grafana-admin-password", length=24, special=False, opts=opts_())
         admin_secret = k8s.core.v1.Secret(
             f"{name}-grafana-admin",
             metadata=meta(GRAFANA_ADMIN_SECRET, "grafana"),
@@ -437,54 +416,56 @@ class Observability(pulumi.ComponentResource):
         )
 
         grafana_secrets: list[pulumi.Resource] = [admin_secret]
-        if settings.ui.grafana is not None and settings.ui.grafana.auth == "oidc":
+        if a.ui.grafana is not None and a.ui.grafana.auth == "oidc":
             grafana_secrets.append(k8s.core.v1.Secret(
                 f"{name}-grafana-oidc",
                 metadata=meta(GRAFANA_OIDC_SECRET, "grafana"),
                 type="Opaque",
                 string_data={GRAFANA_OIDC_SECRET_KEY: pulumi.Output.secret(
-                    settings.grafana_oidc_client_secret.get_secret_value())},
+                    a.grafana_oidc_client_secret.get_secret_value())},
                 opts=opts_(namespace),
             ))
 
         def release(role: str, chart: versions.Chart, release_name: str, values: Any, *deps) -> k8s.helm.v3.Release:
             return common.helm_release(
                 f"{name}-{role}", release_name, chart, ep.MONITORING_NAMESPACE, values, opts_(namespace, *deps),
-                timeout_seconds=release_timeout(settings, chart.name, values),
+                timeout_seconds=chart_timeout(chart.name, values, a.cold_start),
             )
 
         alertmanager_secret = k8s.core.v1.Secret(
             f"{name}-alertmanager-config",
             metadata=meta(ALERTMANAGER_CONFIG_SECRET, "alertmanager"),
             type="Opaque",
-            string_data={ALERTMANAGER_CONFIG_KEY: pulumi.Output.secret(alertmanager_config_text(settings))},
+            string_data={ALERTMANAGER_CONFIG_KEY: pulumi.Output.secret(alertmanager_config_text(a))},
             opts=opts_(namespace),
         )
         stack = release(
             "kube-prometheus-stack",
             versions.KUBE_PROMETHEUS_STACK,
             ep.KUBE_PROMETHEUS_RELEASE,
-            kube_prometheus_values(settings, mesh),
+            kube_prometheus_values(a),
             *grafana_secrets,
             alertmanager_secret,
         )
         release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(), stack)
 
         loki_deps: list[pulumi.Resource] = []
-        if settings.observability.loki_storage == "s3":
-            s3 = settings.weight_caches.s3
+        if a.observability.loki_storage == "s3":
+            s3 = a.weights_s3
+            access_key_id = pulumi.Output.secret(a.s3_access_key_id.get_secret_value())
+            secret_access_key = pulumi.Output.secret(a.s3_secret_access_key.get_secret_value())
             loki_deps.append(
                 S3Bucket(
                     f"{name}-loki-bucket",
-                    bucket=loki_bucket(settings),
+                    bucket=loki_bucket_name(s3.bucket),
                     endpoint=s3.endpoint,
                     region=s3.region,
-                    access_key_id=pulumi.Output.secret(settings.s3_access_key_id.get_secret_value()),
-                    secret_access_key=pulumi.Output.secret(settings.s3_secret_access_key.get_secret_value()),
+                    access_key_id=access_key_id,
+                    secret_access_key=secret_access_key,
                     # Loki deletes chunks itself (retention); old versions would only pile up.
                     versioning=False,
                     adopt=s3.adopt,
-                    opts=resource_opts(self, protect=settings.production, retain_on_delete=settings.production),
+                    opts=resource_opts(self, protect=a.production, retain_on_delete=a.production),
                 )
             )
             loki_deps.append(
@@ -492,17 +473,14 @@ class Observability(pulumi.ComponentResource):
                     f"{name}-loki-s3",
                     metadata=meta(LOKI_S3_SECRET, "loki"),
                     type="Opaque",
-                    string_data={
-                        "LOKI_S3_ACCESS_KEY_ID": pulumi.Output.secret(settings.s3_access_key_id.get_secret_value()),
-                        "LOKI_S3_SECRET_ACCESS_KEY": pulumi.Output.secret(settings.s3_secret_access_key.get_secret_value()),
-                    },
+                    string_data={"LOKI_S3_ACCESS_KEY_ID": access_key_id, "LOKI_S3_SECRET_ACCESS_KEY": secret_access_key},
                     opts=opts_(namespace),
                 )
             )
-        release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(settings), *loki_deps)
+        release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(a), *loki_deps)
         release("alloy", versions.ALLOY, ep.ALLOY_RELEASE, alloy_values())
 
-        for path in provisioned_dashboards(settings):
+        for path in provisioned_dashboards(a.services):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{path.stem}",
                 metadata=meta(f"dashboard-{path.stem}", "grafana", **{DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}),
@@ -521,24 +499,12 @@ class Observability(pulumi.ComponentResource):
                 opts=opts_(stack),
             )
 
-        monitoring_cr("rules", "PrometheusRule", "inference-platform", {"groups": alerts.rule_groups(settings)})
-        if mesh.crds is not None:
+        monitoring_cr("rules", "PrometheusRule", "inference-platform", {"groups": alerts.rule_groups(a)})
+        if a.mesh_installed:
             monitoring_cr("envoy-stats", "PodMonitor", "envoy-stats", envoy_pod_monitor_spec())
             monitoring_cr("istiod", "ServiceMonitor", "istiod", istiod_service_monitor_spec())
-        if autoscaler.deployed(settings):
+        if a.autoscaler_installed:
             monitoring_cr("cluster-autoscaler", "PodMonitor", autoscaler.NAME, autoscaler.pod_monitor_spec())
 
-        urls = {"grafana": ep.GRAFANA_URL, "prometheus": ep.PROMETHEUS_URL, **mesh.urls}
-        self.handle = ObservabilityHandle(
-            namespace=ep.MONITORING_NAMESPACE,
-            crds=stack,
-            grafana_url=ep.GRAFANA_URL,
-            prometheus_url=ep.PROMETHEUS_URL,
-            loki_url=ep.LOKI_URL,
-            urls=urls,
-            grafana_admin_password=pulumi.Output.secret(password.result),
-            ui_urls=dict(mesh.ui_urls),
-        )
-        self.register_outputs(
-            {"urls": urls, "uiUrls": self.handle.ui_urls, "grafanaAdminPassword": self.handle.grafana_admin_password}
-        )
+        self.crds = stack
+        self.grafana_admin_password = pulumi.Output.secret(password.result)

@@ -16,7 +16,7 @@ from typing import Optional, Union
 
 import pulumi
 
-from . import inputs
+from . import autoscaler, inputs
 from .args import InferencePlatformArgs
 from .cluster import Cluster
 from .coldstart import ColdStart
@@ -47,20 +47,26 @@ def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
     return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.services)
 
 
+def _given(model: type[inputs.M], **values) -> inputs.M:
+    """`model` of the values the stack sets: an unset one (None) keeps the model's default,
+    as a key left out of a stack file does (the models refuse null)."""
+    return model(**{key: value for key, value in values.items() if value is not None})
+
+
 def mesh_inputs(s: Settings) -> inputs.MeshInputs:
-    return inputs.MeshInputs(mesh=s.mesh, ui=s.ui, hosts=service_hosts(s.services), production=s.production,
-                             storage_class=s.observability.storage_class,
-                             node_boot_seconds=s.cold_start.stage_seconds.node_boot)
+    return _given(inputs.MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts(s.services), production=s.production,
+                  storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot)
 
 
 def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> inputs.ObservabilityInputs:
-    return inputs.ObservabilityInputs(
+    return _given(
+        inputs.ObservabilityInputs,
         observability=s.observability, ui=s.ui, production=s.production, services=s.services,
         gpu_groups=s.gpu_groups, tls=s.mesh.tls.enabled, mesh_installed=mesh.crds is not None,
         mesh_urls=mesh.urls, ui_urls=mesh.ui_urls, weights_s3=s.weight_caches.s3,
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         grafana_oidc_client_secret=s.grafana_oidc_client_secret, alert_receiver_secrets=s.alert_receiver_secrets,
-        cold_start=estimates,
+        cold_start=estimates, autoscaler_installed=autoscaler.deployed(s.cluster),
     )
 
 

@@ -94,3 +94,17 @@ def reference() -> Path:
     if ref is None:
         pytest.skip("../shared/reference is absent (set PLATFORM_REFERENCE_DIR)")
     return ref
+
+
+def observability_inputs(settings):
+    """The Observability component's inputs for a stack, as the platform builds them, with
+    the mesh as a Mesh component of these settings reports itself."""
+    from types import SimpleNamespace
+
+    from components import mesh, platform
+    from components.estimates import stack_estimates
+
+    installed = settings.mesh.enabled
+    reported = SimpleNamespace(crds=object() if installed else None, urls=dict(mesh.MESH_URLS) if installed else {},
+                               ui_urls=mesh.ui_urls(platform.mesh_inputs(settings)) if installed else {})
+    return platform.observability_inputs(settings, reported, stack_estimates(settings))

@@ -29,6 +29,7 @@ import yaml
 from components import alerts
 from components.config import Settings
 from components.metrics import QUEUE_TIME_METRIC
+from tests.conftest import observability_inputs
 from tests.metric_catalogue import catalogue, llm_families
 from tests.netutil import free_port
 
@@ -436,7 +437,7 @@ class PrometheusServer:
         self.server, exporter_port = self.exporter.serve()
         self.port = free_port()
         rules = workdir / "rules.yml"
-        rules.write_text(yaml.safe_dump({"groups": alerts.rule_groups(settings)}, sort_keys=False))
+        rules.write_text(yaml.safe_dump({"groups": alerts.rule_groups(observability_inputs(settings))}, sort_keys=False))
         config = {
             "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
             "rule_files": [str(rules)],

@@ -12,10 +12,11 @@ import yaml
 from components import alerts
 from components.config import AlertingSettings
 from platformctl.engine import stack_settings
+from tests.conftest import observability_inputs
 from tests.metric_catalogue import known_metrics, metric_names
 
 SETTINGS = stack_settings("demo-dev")  # a 90/10 canary (resnet v1/v2) and GPU group gpu-a100 (max 3 nodes)
-GROUPS = alerts.rule_groups(SETTINGS)
+GROUPS = alerts.rule_groups(observability_inputs(SETTINGS))
 T = SETTINGS.observability.alerts
 BUDGET = max(v.startup_budget_seconds for v in SETTINGS.services[0].versions)
 
@@ -27,7 +28,7 @@ def with_llm_canary(settings):
     return settings.model_copy(update={"services": [svc.model_copy(update={"versions": versions})]})
 
 
-LLM_GROUPS = alerts.rule_groups(with_llm_canary(SETTINGS))
+LLM_GROUPS = alerts.rule_groups(observability_inputs(with_llm_canary(SETTINGS)))
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_rules_name_only_real_metrics():
 def test_thresholds_come_from_config():
     raw = SETTINGS.model_copy(update={"observability": SETTINGS.observability.model_copy(update={
         "alerts": T.model_copy(update={"queue_time_ms": 250.0, "failure_ratio": 0.2, "gpu_memory_ratio": 0.8})})})
-    exprs = {r["alert"]: r["expr"] for g in alerts.rule_groups(raw) for r in g["rules"] if "alert" in r}
+    exprs = {r["alert"]: r["expr"] for g in alerts.rule_groups(observability_inputs(raw)) for r in g["rules"] if "alert" in r}
     assert exprs["TritonQueueTimeHigh"].endswith("> 250")
     assert exprs["TritonFailureRatioHigh"].endswith("> 0.2")
     assert exprs["GpuMemoryNearlyFull"].endswith("> 0.8")
@@ -111,7 +112,7 @@ def test_canary_rules_follow_the_weights():
     assert 'destination_version="v2"' in canary[0]["expr"].split(">")[0]
     single = SETTINGS.model_copy(update={"services": [SETTINGS.services[0].model_copy(
         update={"versions": [SETTINGS.services[0].versions[0].model_copy(update={"weight": 100})]})]})
-    assert not {"CanaryErrorRatioAboveStable", "CanaryNotServing"} & alerts.alert_names(alerts.rule_groups(single))
+    assert not {"CanaryErrorRatioAboveStable", "CanaryNotServing"} & alerts.alert_names(alerts.rule_groups(observability_inputs(single)))
 
 
 def test_gpu_memory_alert_skips_only_preallocating_versions():
@@ -390,7 +391,7 @@ def amtool():
 
 def am_config_file(tmp_path, settings, secrets) -> str:
     path = tmp_path / "alertmanager.yml"
-    path.write_text(yaml.safe_dump(alerts.alertmanager_config(settings, secrets), sort_keys=False))
+    path.write_text(yaml.safe_dump(alerts.alertmanager_config(settings.observability.alerting, secrets), sort_keys=False))
     return str(path)
 
 
@@ -403,7 +404,7 @@ def test_alertmanager_config_passes_amtool(amtool, tmp_path, settings, secrets):
 
 def test_amtool_rejects_a_broken_config(amtool, tmp_path):
     """The check above would notice a route to a receiver that does not exist."""
-    config = alerts.alertmanager_config(ROUTED, FAKE_SECRETS)
+    config = alerts.alertmanager_config(ROUTED.observability.alerting, FAKE_SECRETS)
     config["receivers"] = [r for r in config["receivers"] if r["name"] != "oncall"]
     path = tmp_path / "broken.yml"
     path.write_text(yaml.safe_dump(config))
@@ -428,11 +429,11 @@ def test_severities_reach_their_receivers(amtool, tmp_path):
 def test_without_receivers_everything_goes_to_null(amtool, tmp_path):
     config = am_config_file(tmp_path, SETTINGS, {})
     assert routed_to(amtool, config, alertname="GpuXidFault", severity="critical") == ["null"]
-    assert alerts.alertmanager_config(SETTINGS, {})["receivers"] == [{"name": "null"}]
+    assert alerts.alertmanager_config(SETTINGS.observability.alerting, {})["receivers"] == [{"name": "null"}]
 
 
 def test_each_receiver_carries_its_credential_in_the_field_of_its_kind():
-    receivers = {r["name"]: r for r in alerts.alertmanager_config(ROUTED, FAKE_SECRETS)["receivers"]}
+    receivers = {r["name"]: r for r in alerts.alertmanager_config(ROUTED.observability.alerting, FAKE_SECRETS)["receivers"]}
     assert receivers["oncall"]["pagerduty_configs"][0]["routing_key"] == FAKE_SECRETS["oncall"]
     assert receivers["team-chat"]["slack_configs"][0]["api_url"] == FAKE_SECRETS["team-chat"]
     assert receivers["team-chat"]["slack_configs"][0]["channel"] == "#inference"
@@ -441,7 +442,7 @@ def test_each_receiver_carries_its_credential_in_the_field_of_its_kind():
 
 
 def test_criticals_inhibit_warnings_about_the_same_thing_only():
-    rules = alerts.alertmanager_config(ROUTED, FAKE_SECRETS)["inhibit_rules"]
+    rules = alerts.alertmanager_config(ROUTED.observability.alerting, FAKE_SECRETS)["inhibit_rules"]
     assert {tuple(r["equal"]) for r in rules} == {("namespace",), ("service",), ("Hostname",)}
     for rule in rules:
         [label] = rule["equal"]

@@ -12,11 +12,11 @@ from components.metrics import QUEUE_TIME_METRIC
 from components.observability import LLM_DASHBOARD, alloy_config, dashboard_files, provisioned_dashboards
 from platformctl.engine import stack_settings
 from tests import dashboards
-from tests.conftest import STACKS, stack_plan
+from tests.conftest import STACKS, observability_inputs, stack_plan
 from tests.metric_catalogue import LLM_CATALOGUES, catalogue, known_metrics, metric_names
 
 DASHBOARDS = dashboards.dashboards()
-RECORDED = set().union(*(alerts.recorded_names(alerts.rule_groups(stack_settings(s))) for s in STACKS))
+RECORDED = set().union(*(alerts.recorded_names(alerts.rule_groups(observability_inputs(stack_settings(s)))) for s in STACKS))
 
 
 def test_at_least_six_dashboards_with_unique_uids():
@@ -197,7 +197,7 @@ def test_llm_dashboard_covers_both_backends():
 def test_llm_dashboard_is_provisioned_only_where_a_version_runs_an_llm_backend(stack):
     settings = stack_settings(stack)
     backends = {v.llm_backend for s in settings.services for v in s.versions} - {None}
-    names = {p.stem for p in provisioned_dashboards(settings)}
+    names = {p.stem for p in provisioned_dashboards(settings.services)}
     assert (LLM_DASHBOARD in names) == bool(backends)
     assert names | {LLM_DASHBOARD} == set(DASHBOARDS)
     maps = {r.inputs["metadata"]["name"] for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}

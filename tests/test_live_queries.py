@@ -12,6 +12,7 @@ from components.observability import ADAPTER_WINDOW, adapter_rules
 from components.triton import hpa_spec
 from platformctl.engine import stack_settings
 from tests import dashboards
+from tests.conftest import observability_inputs
 from tests.promstack import Pod, PrometheusServer
 
 
@@ -127,7 +128,7 @@ def test_a_model_no_pod_serves_gives_no_value(prom):
 
 
 def test_recording_rules_produce_series(prom):
-    groups = alerts.rule_groups(stack_settings("demo-dev"))
+    groups = alerts.rule_groups(observability_inputs(stack_settings("demo-dev")))
     for name in alerts.recorded_names(groups):
         assert_series(prom, name)
     ratios = assert_series(prom, alerts.ERROR_RATIO_RECORD)
@@ -136,7 +137,7 @@ def test_recording_rules_produce_series(prom):
 
 def test_alert_expressions_evaluate(prom):
     """Every alert expression parses and runs against real data (whether it fires is test_alerts')."""
-    for group in alerts.rule_groups(stack_settings("demo-dev")):
+    for group in alerts.rule_groups(observability_inputs(stack_settings("demo-dev"))):
         for rule in group["rules"]:
             result = prom.query(rule["expr"])
             assert result["status"] == "success", f"{rule['expr']}: {result.get('error')}"

@@ -3,21 +3,19 @@ the pinned charts' values and schema."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import jsonschema
 import pytest
 
 from components import endpoints as ep
-from components import mesh, versions
-from components.mesh import MeshHandle
+from components import mesh, platform, versions
 from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conformance import chart_values, reference_dir, unknown_values_keys
 from tests.conftest import base_config, render_raw, stack_plan
 
-MESH = "inference-platform:mesh:Mesh"
+MESH = "inference-platform:index:Mesh"
 ISTIO_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io")
 
 # Keys the charts pass through without listing them in values.yaml.
@@ -69,10 +67,11 @@ def test_istio_installs_in_order_at_pinned_versions(stack, reference):
 
 
 def test_pinned_images():
-    values = mesh.istiod_values(stack_settings("demo-dev"))
+    values = mesh.istiod_values()
     assert values["global"] == {"hub": "docker.io/istio", "tag": versions.ISTIOD.version}
-    assert mesh.jaeger_values(stack_settings("demo-dev"))["jaeger"]["image"]["tag"] == versions.JAEGER_IMAGE_TAG
-    assert mesh.kiali_values(stack_settings("demo-dev"))["deployment"]["image_version"] == versions.KIALI_IMAGE_TAG
+    a = platform.mesh_inputs(stack_settings("demo-dev"))
+    assert mesh.jaeger_values(a)["jaeger"]["image"]["tag"] == versions.JAEGER_IMAGE_TAG
+    assert mesh.kiali_values(a)["deployment"]["image_version"] == versions.KIALI_IMAGE_TAG
 
 
 def _custom(plan, kind):
@@ -191,16 +190,6 @@ def test_anonymous_kiali_is_refused_in_production():
         render_raw(raw)
 
 
-def test_handle_contract():
-    handle = mesh.mesh_handle()
-    assert isinstance(handle, MeshHandle)
-    assert handle.gateway == f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
-    assert handle.ingress_principal == f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
-    assert handle.ingress_selector == {"istio": "ingressgateway"}
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        handle.gateway = "x"
-
-
 def test_disabled_mesh_installs_nothing():
     raw = base_config() | {"mesh": {"enabled": False}}
     plan = render_raw(raw)
@@ -221,7 +210,7 @@ def test_kiali_openid_wires_the_identity_provider():
 
     raw = base_config()
     raw["mesh"] = {"kialiAuth": "openid", "kialiOpenid": {"issuerUri": "https://idp.example.com/realms/ops", "clientId": "kiali"}}
-    auth = kiali_values(parse_settings(raw, "stacks/Pulumi.test-dev.yaml"))["auth"]
+    auth = kiali_values(platform.mesh_inputs(parse_settings(raw, "stacks/Pulumi.test-dev.yaml")))["auth"]
     assert auth == {
         "strategy": "openid",
         "openid": {"issuer_uri": "https://idp.example.com/realms/ops", "client_id": "kiali", "username_claim": "sub"},
@@ -270,7 +259,7 @@ def test_ui_virtual_services_route_each_host_to_its_service(ui_plan):
     base = releases(ui_plan)[ep.ISTIO_BASE_RELEASE]
     for name, (host, service, port) in expected.items():
         spec = vs[name].inputs["spec"]
-        assert spec["hosts"] == [host] and spec["gateways"] == [mesh.gateway_ref()]
+        assert spec["hosts"] == [host] and spec["gateways"] == [f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"]
         [route] = spec["http"]
         assert route["route"] == [{"destination": {"host": service, "port": {"number": port}}}]
         assert base.urn in vs[name].depends_on

@@ -10,14 +10,13 @@ import pytest
 from components import alerts, observability, versions
 from components import endpoints as ep
 from components.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
-from components.observability import ObservabilityHandle
 from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conformance import chart_values, unknown_values_keys
-from tests.conftest import STACKS, base_config, render_raw, stack_plan
+from tests.conftest import STACKS, base_config, observability_inputs, render_raw, stack_plan
 from tests.metric_catalogue import known_metrics, metric_names
 
-OBS = "inference-platform:observability:Observability"
+OBS = "inference-platform:index:Observability"
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 
@@ -128,7 +127,7 @@ def test_dashboards_are_configmaps_with_the_sidecar_label(reference):
     sidecar = kps["grafana"]["sidecar"]["dashboards"]
     assert (observability.DASHBOARD_LABEL, observability.DASHBOARD_LABEL_VALUE) == (sidecar["label"], sidecar["labelValue"])
     maps = [r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"].startswith("dashboard-")]
-    files = observability.provisioned_dashboards(stack_settings("demo-dev"))
+    files = observability.provisioned_dashboards(stack_settings("demo-dev").services)
     assert len(maps) == len(files) >= 6
     for cm in maps:
         assert cm.inputs["metadata"]["labels"][sidecar["label"]] == sidecar["labelValue"]
@@ -187,7 +186,7 @@ def test_rules_and_monitors_depend_on_the_operator_crds():
     kps = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE]
     [rule] = plan.of_type(RULE)
     assert kps.urn in rule.depends_on
-    assert rule.inputs["spec"]["groups"] == alerts.rule_groups(stack_settings("demo-dev"))
+    assert rule.inputs["spec"]["groups"] == alerts.rule_groups(observability_inputs(stack_settings("demo-dev")))
     envoy = next(r for r in plan.of_type(POD_MONITOR) if r.inputs["metadata"]["name"] == "envoy-stats")
     assert kps.urn in envoy.depends_on
     assert envoy.inputs["spec"]["namespaceSelector"] == {"any": True}
@@ -206,11 +205,6 @@ def test_disabled_observability_installs_nothing():
     component = plan.get(OBS, "test-dev-observability")
     assert plan.children(component) == []
     assert ep.KUBE_PROMETHEUS_RELEASE not in releases(plan)
-
-
-def test_handle_contract():
-    fields = ObservabilityHandle.__dataclass_fields__
-    assert {"namespace", "crds", "grafana_url", "urls"} <= set(fields)
 
 
 def test_loki_s3_bucket_is_created_before_loki():
