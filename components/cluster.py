@@ -2,7 +2,6 @@
 autoscaler of the extra groups, autoscaler.py), or an existing cluster; either way,
 the kubernetes Provider every other part uses."""
 
-from __future__ import annotations
 
 import re
 from typing import Optional

@@ -5,7 +5,6 @@ A new Triton replica preempts a placeholder and starts at once; the evicted
 placeholder turns pending, and the cluster autoscaler adds a node for it.
 """
 
-from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 

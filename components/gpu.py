@@ -8,7 +8,6 @@ The chart's Node Feature Discovery puts them on the nodes, with the rest of the 
 contract (node_rules.py).
 """
 
-from __future__ import annotations
 
 from typing import Any, Optional
 

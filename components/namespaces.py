@@ -5,7 +5,6 @@ sidecar injection, STRICT mTLS) are created here once, after istiod and before w
 caches and Triton services place objects in them.
 """
 
-from __future__ import annotations
 
 from typing import Optional
 

@@ -10,7 +10,6 @@ operator after the monitoring CRDs, inference namespaces after istiod), which
 platformctl/ordering.py checks on every plan.
 """
 
-from __future__ import annotations
 
 from typing import Optional, Union
 
@@ -33,24 +32,24 @@ from .weights import WeightCaches, namespaces_using
 LEGACY_TYPE = "inference-platform:platform:InferencePlatform"
 
 
-def cluster_inputs(s: Settings) -> inputs.ClusterInputs:
-    return inputs.ClusterInputs(cluster=s.cluster, production=s.production, kubeconfig=s.kubeconfig,
-                                gpu_node_ready_seconds=gpu_node_ready_seconds(s))
-
-
-def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> inputs.GpuOperatorInputs:
-    return inputs.GpuOperatorInputs(gpu_operator=s.gpu_operator, node_groups=s.cluster.node_groups,
-                                    magnum_labeller=s.cluster.magnum_labeller, cold_start=estimates)
-
-
-def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
-    return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.services)
-
-
 def _given(model: type[inputs.M], **values) -> inputs.M:
     """`model` of the values the stack sets: an unset one (None) keeps the model's default,
     as a key left out of a stack file does (the models refuse null)."""
     return model(**{key: value for key, value in values.items() if value is not None})
+
+
+def cluster_inputs(s: Settings) -> inputs.ClusterInputs:
+    return _given(inputs.ClusterInputs, cluster=s.cluster, production=s.production, kubeconfig=s.kubeconfig,
+                  gpu_node_ready_seconds=gpu_node_ready_seconds(s))
+
+
+def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> inputs.GpuOperatorInputs:
+    return _given(inputs.GpuOperatorInputs, gpu_operator=s.gpu_operator, node_groups=s.cluster.node_groups,
+                  magnum_labeller=s.cluster.magnum_labeller, cold_start=estimates)
+
+
+def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
+    return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.services)
 
 
 def mesh_inputs(s: Settings) -> inputs.MeshInputs:
