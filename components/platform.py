@@ -47,6 +47,12 @@ def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
     return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.services)
 
 
+def _given(model: type[inputs.M], **values) -> inputs.M:
+    """`model` of the values the stack sets: an unset one (None) keeps the model's default,
+    as a key left out of a stack file does (the models refuse null)."""
+    return model(**{key: value for key, value in values.items() if value is not None})
+
+
 def mesh_inputs(s: Settings) -> inputs.MeshInputs:
     return inputs.MeshInputs(mesh=s.mesh, ui=s.ui, hosts=service_hosts(s.services), production=s.production,
                              storage_class=s.observability.storage_class,
@@ -69,7 +75,8 @@ def namespaces_inputs(s: Settings) -> inputs.InferenceNamespacesInputs:
 
 
 def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate]) -> inputs.WeightCachesInputs:
-    return inputs.WeightCachesInputs(
+    return _given(
+        inputs.WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
         file_share_namespaces=namespaces_using(s.services, "fileShare"),
         s3_namespaces=namespaces_using(s.services, "s3"),

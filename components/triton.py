@@ -15,8 +15,6 @@ Dynamic batching and instance groups are model settings: they live in the model'
 with `modelConfigName` (Triton's --model-config-name).
 """
 
-from __future__ import annotations
-
 import base64
 import json
 import math

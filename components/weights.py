@@ -20,8 +20,6 @@ Production stacks protect the share, bucket, PVs and claims, and retain the shar
 and bucket on delete (deleting them would lose the weights).
 """
 
-from __future__ import annotations
-
 import re
 from typing import Any, Optional, Sequence
 from urllib.parse import urlparse
