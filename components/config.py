@@ -19,7 +19,7 @@ import math
 import os
 import re
 from pathlib import Path as FsPath
-from typing import Annotated, Any, Iterable, Literal, Optional, Union
+from typing import Annotated, Any, Iterable, Literal, Mapping, Optional, Union
 
 from pydantic import (
     AfterValidator,
@@ -1334,6 +1334,16 @@ def _ui_problems(s: Settings) -> list[tuple[Path, str]]:
 ANONYMOUS_KIALI = "anonymous Kiali is not allowed in a production stack; allowed: token, openid"
 
 
+MANILA_NEEDS_CIDRS = ("weightCaches.fileShare (manila) needs accessCidrs: the cluster is not created by this stack, "
+                      "so its subnet is unknown")
+
+
+def needs_access_cidrs(caches: WeightCacheSettings, subnet_cidr: Any) -> bool:
+    """A Manila share's access rules need CIDRs: none configured and the node subnet unknown."""
+    share = caches.file_share
+    return share is not None and share.mode == "manila" and not share.access_cidrs and subnet_cidr is None
+
+
 def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     """What one part of the settings says about another; plain function, testable alone."""
     problems: list[tuple[Path, str]] = []
@@ -1375,6 +1385,8 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             grammar.bucket_name(logs_bucket)
         except ValueError as err:
             problems.append((("weightCaches", "s3", "bucket"), f"Loki's bucket derived from it: {err}"))
+    if s.cluster.mode == "existing" and needs_access_cidrs(s.weight_caches, None):
+        problems.append((("weightCaches", "fileShare", "accessCidrs"), MANILA_NEEDS_CIDRS))
     if s.weight_caches.s3 is not None and s.weight_caches.s3.adopt and s.weight_caches.s3.force_destroy:
         problems.append((("weightCaches", "s3", "forceDestroy"), "forceDestroy: true is not allowed with adopt: true "
                          "(an adopted bucket held data before this stack and is never emptied); allowed: forceDestroy: false"))
@@ -1402,35 +1414,45 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
             problems.append((base + (key,), f"namespace {svc.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
                              f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
                              + ("" if svc.namespace else " (set namespace to place the service elsewhere)")))
-        problems += [(base + path, problem) for path, problem in svc.timing_problems()]
         if svc.auth.mode == "none" and s.production:
             problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
-
-        total = sum(v.weight for v in svc.versions)
-        if total != 100:
-            weights = " + ".join(str(v.weight) for v in svc.versions)
-            problems.append((base + ("versions",), f"version weights sum to {total} ({weights}); they must sum to 100"))
-        version_names: set[str] = set()
+        problems += [(base + path, problem) for path, problem in service_problems(svc, groups)]
         for vi, v in enumerate(svc.versions):
-            vpath = base + ("versions", vi)
-            if v.name in version_names:
-                problems.append((vpath + ("name",), f"duplicate version name {v.name!r} in service {svc.name!r}"))
-            version_names.add(v.name)
-            group = groups.get(v.gpu.group)
-            if group is None or not group.is_gpu:
-                problems.append((vpath + ("gpu", "group"), f"no GPU node group named {v.gpu.group!r}; GPU groups: {', '.join(gpu_names) or 'none'}"))
-            elif v.gpu.mig_profile is not None and not (
-                group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed"
-            ):
-                problems.append((vpath + ("gpu", "migProfile"), f"migProfile applies to groups with MIG strategy 'mixed'; group {group.name!r} is not one"))
-            elif group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed" and v.gpu.mig_profile is None:
-                problems.append((vpath + ("gpu", "migProfile"), f"group {group.name!r} uses MIG strategy 'mixed': say which slice with migProfile"))
             cache = v.model_repository.cache
             if (cache == "fileShare" and s.weight_caches.file_share is None) or (cache == "s3" and s.weight_caches.s3 is None):
                 configured = [k for k, c in (("fileShare", s.weight_caches.file_share), ("s3", s.weight_caches.s3)) if c]
-                problems.append((vpath + ("modelRepository", "cache"), f"weight cache {cache!r} is not configured under weightCaches; configured: {', '.join(configured) or 'none'}"))
-        if svc.mirror is not None and svc.mirror.version not in version_names:
-            problems.append((base + ("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
+                problems.append((base + ("versions", vi, "modelRepository", "cache"), f"weight cache {cache!r} is not configured under weightCaches; configured: {', '.join(configured) or 'none'}"))
+    return problems
+
+
+def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tuple[Path, str]]:
+    """What one service's own settings contradict, against the node groups its versions name
+    (paths relative to the service): timings, weights, version names, GPU groups and MIG
+    profiles, the mirror's version. The stack file's cross checks and a TritonService used
+    alone both run it."""
+    problems: list[tuple[Path, str]] = list(svc.timing_problems())
+    gpu_names = sorted(name for name, g in groups.items() if g.is_gpu)
+    total = sum(v.weight for v in svc.versions)
+    if total != 100:
+        weights = " + ".join(str(v.weight) for v in svc.versions)
+        problems.append((("versions",), f"version weights sum to {total} ({weights}); they must sum to 100"))
+    version_names: set[str] = set()
+    for vi, v in enumerate(svc.versions):
+        vpath: Path = ("versions", vi)
+        if v.name in version_names:
+            problems.append((vpath + ("name",), f"duplicate version name {v.name!r} in service {svc.name!r}"))
+        version_names.add(v.name)
+        group = groups.get(v.gpu.group)
+        if group is None or not group.is_gpu:
+            problems.append((vpath + ("gpu", "group"), f"no GPU node group named {v.gpu.group!r}; GPU groups: {', '.join(gpu_names) or 'none'}"))
+        elif v.gpu.mig_profile is not None and not (
+            group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed"
+        ):
+            problems.append((vpath + ("gpu", "migProfile"), f"migProfile applies to groups with MIG strategy 'mixed'; group {group.name!r} is not one"))
+        elif group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed" and v.gpu.mig_profile is None:
+            problems.append((vpath + ("gpu", "migProfile"), f"group {group.name!r} uses MIG strategy 'mixed': say which slice with migProfile"))
+    if svc.mirror is not None and svc.mirror.version not in version_names:
+        problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
     return problems
 
 

@@ -20,6 +20,7 @@ from . import endpoints as ep
 from . import grammar
 from .config import (
     ANONYMOUS_KIALI,
+    MANILA_NEEDS_CIDRS,
     ClusterSettings,
     ColdStartSettings,
     ConfigError,
@@ -35,7 +36,9 @@ from .config import (
     UiSettings,
     WeightCacheSettings,
     cluster_problems,
+    needs_access_cidrs,
     pydantic_problems,
+    service_problems,
 )
 from .config import Path as ConfigPath
 from .estimates import GroupEstimate
@@ -227,6 +230,18 @@ class WeightCachesInputs(Model):
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
 
+    def problems(self) -> list[tuple[ConfigPath, str]]:
+        """What the stack file's cross checks ensure about the caches, for the component used alone."""
+        found: list[tuple[ConfigPath, str]] = []
+        if needs_access_cidrs(self.weight_caches, self.subnet_cidr):
+            found.append((("weight_caches", "fileShare", "accessCidrs"), MANILA_NEEDS_CIDRS))
+        if self.weight_caches.s3 is not None:
+            found += [((key,), f"weightCaches.s3 needs the S3 cache's {what}")
+                      for key, value, what in (("s3_access_key_id", self.s3_access_key_id, "access key"),
+                                               ("s3_secret_access_key", self.s3_secret_access_key, "secret key"))
+                      if value is None]
+        return found
+
 
 class WeightsRef(Model):
     """Where a service's versions read their model repositories."""
@@ -241,6 +256,10 @@ class WeightsRef(Model):
     """S3 endpoint URL of the bucket."""
     s3_bucket: Optional[TextInput] = None
     """The bucket holding the model repositories."""
+
+
+# What a version reading each cache needs to know from `WeightsRef`.
+WEIGHTS_NEEDED = {"fileShare": ("claim_name",), "s3": ("s3_secret_name", "s3_endpoint", "s3_bucket")}
 
 
 class TritonServiceInputs(Model):
@@ -264,6 +283,18 @@ class TritonServiceInputs(Model):
     """Namespace of the Prometheus that scrapes Triton's metrics."""
     tls: bool = False
     """The gateway serves the hosts over HTTPS (the service's URLs)."""
+
+    def problems(self) -> list[tuple[ConfigPath, str]]:
+        """The stack file's checks of one service, with the same messages, and that `weights`
+        names what each version's cache needs."""
+        found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
+        for vi, v in enumerate(self.service.versions):
+            cache = v.model_repository.cache
+            missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]
+            if missing:
+                found.append((("service", "versions", vi, "modelRepository", "cache"),
+                              f"weight cache {cache!r} needs weights.{', weights.'.join(missing)}"))
+        return found
 
 
 M = TypeVar("M", bound=Model)

@@ -74,7 +74,8 @@ def namespaces_inputs(s: Settings) -> inputs.InferenceNamespacesInputs:
 
 
 def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate]) -> inputs.WeightCachesInputs:
-    return inputs.WeightCachesInputs(
+    return _given(
+        inputs.WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
         file_share_namespaces=namespaces_using(s.services, "fileShare"),
         s3_namespaces=namespaces_using(s.services, "s3"),

@@ -21,8 +21,7 @@ Secret (credentials in Helm values) and StorageClass are switched off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -30,9 +29,10 @@ import pulumi_kubernetes as k8s
 from . import common, versions
 from . import endpoints as ep
 from .common import resource_opts, standard_labels
-from .config import S3Cache, Settings
+from .config import NodeGroup, S3Cache
+from .estimates import GroupEstimate
 from .node_rules import group_taints, tolerations
-from .readiness import release_timeout
+from .readiness import chart_timeout
 
 NAMESPACE = ep.CSI_S3_NAMESPACE
 DRIVER = "ru.yandex.s3.csi"
@@ -52,7 +52,7 @@ def volume_handle(bucket: str, prefix: str) -> str:
     return f"{bucket}/{prefix}" if prefix else bucket
 
 
-def csi_s3_values(settings: Settings) -> dict[str, Any]:
+def csi_s3_values(node_groups: Sequence[NodeGroup]) -> dict[str, Any]:
     """Values of the csi-s3 chart: driver, node plugin and provisioner only."""
     values: dict[str, Any] = {
         # Our Secret and StorageClass instead: the chart would take the keys as plain values.
@@ -60,7 +60,7 @@ def csi_s3_values(settings: Settings) -> dict[str, Any]:
         "storageClass": {"create": False},
     }
     # Readers may run on any node, GPU nodes included.
-    node = tolerations(group_taints(settings.cluster.node_groups))
+    node = tolerations(group_taints(node_groups))
     if node:
         values["tolerations"] = {"node": node}
     return values
@@ -96,29 +96,28 @@ def storage_class_parameters(cfg: S3Cache) -> dict[str, str]:
 # --------------------------------------------------------------------------- component
 
 
-@dataclass(frozen=True)
-class S3MountHandle:
-    """The claims by namespace."""
-
-    claims: Mapping[str, pulumi.Resource] = field(default_factory=dict)
-
-
 class S3BucketMount(pulumi.ComponentResource):
-    """csi-s3 release, its credentials Secret, a StorageClass, and a static PV and claim per namespace."""
+    """csi-s3 release, its credentials Secret, a StorageClass, and a static PV and claim per namespace.
+
+    A part of WeightCaches: its children inherit the Kubernetes provider, and wait for what
+    `opts.depends_on` names, through their parent."""
 
     def __init__(
         self,
         name: str,
-        settings: Settings,
-        provider: Optional[pulumi.ProviderResource],
+        cfg: S3Cache,
         bucket: pulumi.Input[str],
         credentials: tuple[pulumi.Output, pulumi.Output],
-        namespaces: Mapping[str, Optional[pulumi.Resource]],
-        opts: Optional[pulumi.ResourceOptions] = None,
+        namespaces: Sequence[str],
+        node_groups: Sequence[NodeGroup],
+        cold_start: Sequence[GroupEstimate],
+        production: bool,
+        opts: pulumi.ResourceOptions,
     ):
         super().__init__("inference-platform:s3mount:S3BucketMount", name, None, opts)
-        cfg = settings.weight_caches.s3
-        self._name, self._provider, self._prod = name, provider, settings.production
+        self._name, self._prod = name, production
+        deps = opts.depends_on
+        self._after = [deps] if isinstance(deps, pulumi.Resource) else list(deps or ())
         # The node plugin mounts FUSE on the host: privileged, in this namespace only.
         namespace = common.namespace(f"{name}-namespace", NAMESPACE, self._opts(), app="csi-s3", pod_security="privileged")
         self.secret = k8s.core.v1.Secret(
@@ -129,11 +128,11 @@ class S3BucketMount(pulumi.ComponentResource):
             opts=self._opts(depends_on=[namespace]),
         )
         chart = versions.CSI_S3
-        values = csi_s3_values(settings)
+        values = csi_s3_values(node_groups)
         self.release = common.helm_release(
             f"{name}-release", "csi-s3", chart, NAMESPACE, values,
             self._opts(depends_on=[namespace, self.secret]),
-            timeout_seconds=release_timeout(settings, chart.name, values),
+            timeout_seconds=chart_timeout(chart.name, values, cold_start),
         )
         # Retain: a volume provisioned through this class keeps its bucket when its claim goes.
         self.storage_class = k8s.storage.v1.StorageClass(
@@ -146,15 +145,14 @@ class S3BucketMount(pulumi.ComponentResource):
             opts=self._opts(depends_on=[self.release]),
         )
         handle = pulumi.Output.from_input(bucket).apply(lambda b: volume_handle(b, cfg.mount.prefix))
-        claims = {ns: self._claim(ns, cfg, handle, dep) for ns, dep in namespaces.items()}
-        self.handle = S3MountHandle(claims)
+        self.claims = {ns: self._claim(ns, cfg, handle) for ns in namespaces}
         self.register_outputs({"release": self.release.name, "storageClass": STORAGE_CLASS, "volumeHandle": handle})
 
     def _opts(self, *, protect: bool = False, depends_on=(), **extra) -> pulumi.ResourceOptions:
-        opts = resource_opts(self, provider=self._provider, protect=protect and self._prod, depends_on=depends_on)
+        opts = resource_opts(self, protect=protect and self._prod, depends_on=depends_on)
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(**extra)) if extra else opts
 
-    def _claim(self, ns: str, cfg: S3Cache, handle: pulumi.Output[str], ns_dep: Optional[pulumi.Resource]) -> pulumi.Resource:
+    def _claim(self, ns: str, cfg: S3Cache, handle: pulumi.Output[str]) -> pulumi.Resource:
         labels = standard_labels(CLAIM_NAME, **{NAMESPACE_LABEL: ns})
         size = cfg.mount.storage_size
         # Same volume handle in every namespace: the kubelet stages it once per node and
@@ -189,5 +187,5 @@ class S3BucketMount(pulumi.ComponentResource):
                 "resources": {"requests": {"storage": size}},
             },
             # volumeName is immutable: a new PV means a new claim, and the fixed name must be free first.
-            opts=self._opts(protect=True, depends_on=[ns_dep] if ns_dep else [], delete_before_replace=True),
+            opts=self._opts(protect=True, delete_before_replace=True),
         )

@@ -15,26 +15,27 @@ Dynamic batching and instance groups are model settings: they live in the model'
 with `modelConfigName` (Triton's --model-config-name).
 """
 
-from __future__ import annotations
-
 import base64
 import json
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from . import hardening
-from .common import resource_opts, standard_labels
-from .config import EXIT_TIMEOUT_FLAG, Autoscaling, NodeGroup, Service, Settings, Version
+from .args import TritonServiceArgs
+from .common import init_component, resource_opts, standard_labels
+from .config import EXIT_TIMEOUT_FLAG, Autoscaling, ColdStartSettings, GpuOperatorSettings, NodeGroup, Service, Version
 from .endpoints import in_cluster_host
+from .estimates import GroupEstimate, cold_start_estimate
 from .gpu_profiles import gpu_scheduling
+from .inputs import TritonServiceInputs, WeightsRef, validated
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
-from .readiness import custom_timeouts, service_endpoints_budget, triton_rollout_budget, wait_seconds
-from .weights import WeightsHandle
+from .readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
+from .weights import triton_s3_url
 
 HTTP_PORT, GRPC_PORT = 8000, 8001
 # The tritonserver images run as the triton-server user (uid 1000).
@@ -55,27 +56,31 @@ SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
 ISTIO_METRICS_PORTS = (15020, 15090)
 
 
-@dataclass(frozen=True)
-class TritonContext:
-    """What a TritonService needs from the rest of the platform."""
-
-    provider: k8s.Provider
-    namespace: pulumi.Resource
-    gateway: str
-    ingress_namespace: str
-    ingress_principal: str
-    monitoring_namespace: str
-    tls: bool
-    weights: WeightsHandle
-    mesh_crds: Optional[pulumi.Resource] = None
-    monitor_crds: Optional[pulumi.Resource] = None
-    gpu_operator: Optional[pulumi.Resource] = None
-    """The GPU operator's release: a replica's cold start (driver, device plugin) begins
-    once it runs, which the rollout's wait assumes."""
-
-
 # --------------------------------------------------------------------------- plain builders
 
+
+def model_repository_url(weights: WeightsRef, cache: str, path: str) -> pulumi.Input[str]:
+    """The `--model-repository` value for a version's repository in `cache`."""
+    if cache == "fileShare":
+        if weights.claim_name is None:
+            raise ValueError("weight cache 'fileShare' is not configured")
+        return f"{weights.mount_path}/{path.strip('/')}"
+    if cache == "s3":
+        if weights.s3_endpoint is None or weights.s3_bucket is None:
+            raise ValueError("weight cache 's3' is not configured")
+        if isinstance(weights.s3_endpoint, str) and isinstance(weights.s3_bucket, str):
+            return triton_s3_url(weights.s3_endpoint, weights.s3_bucket, path)
+        # Names handed over as outputs (another stack's bucket): the URL follows them.
+        return pulumi.Output.all(weights.s3_endpoint, weights.s3_bucket).apply(lambda eb: triton_s3_url(eb[0], eb[1], path))
+    raise ValueError(f"unknown weight cache {cache!r}; allowed: fileShare, s3")
+
+
+def rollout_estimates(gpu_groups: Sequence[NodeGroup], service: Service,
+                      given: Sequence[GroupEstimate]) -> dict[str, GroupEstimate]:
+    """Per GPU group, the cold-start estimate given, else one from the default stage times
+    (a service used alone, without the platform's estimate)."""
+    defaults = cold_start_estimate(gpu_groups, [service], ColdStartSettings(), GpuOperatorSettings().driver.mode)
+    return {e.group: e for e in [*defaults, *given]}
 
 
 def envoy_duration(seconds: float) -> str:
@@ -283,9 +288,9 @@ def deployment_spec(
     version: Version,
     group: NodeGroup,
     service_account: pulumi.Input[str],
-    repository: str,
-    s3_secret: Optional[str],
-    claim: Optional[str],
+    repository: pulumi.Input[str],
+    s3_secret: Optional[pulumi.Input[str]],
+    claim: Optional[pulumi.Input[str]],
     autoscaled: bool,
     mount_path: str,
     progress_deadline_seconds: Optional[int] = None,
@@ -306,7 +311,9 @@ def deployment_spec(
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": triton_args(version, repository, stopping.exit_timeout_seconds),
+        "args": (triton_args(version, repository, stopping.exit_timeout_seconds) if isinstance(repository, str)
+                 else pulumi.Output.from_input(repository).apply(
+                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds))),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
@@ -501,27 +508,28 @@ def network_policy_spec(service: Service, ingress_namespace: str, monitoring_nam
 class TritonService(pulumi.ComponentResource):
     """One Triton inference service: its versions, traffic split, auth and autoscaling."""
 
-    def __init__(
-        self,
-        name: str,
-        service: Service,
-        settings: Settings,
-        ctx: TritonContext,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
-        super().__init__("inference-platform:triton:TritonService", name, None, opts)
+    urls: pulumi.Output[list[str]]
+    """URLs of the service's hosts through the gateway."""
+    weights: pulumi.Output[dict[str, int]]
+    """Traffic weight per version (percent)."""
+    auth_secret: Optional[pulumi.Output[str]]
+    """Secret in the service's namespace with the Basic Auth credentials (auth mode `basic`)."""
+    credentials: Optional[pulumi.Output[dict[str, str]]]
+    """Secret. Basic Auth `username` and `password` (auth mode `basic`)."""
+
+    def __init__(self, name: str, args: TritonServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(TritonServiceInputs, args, "TritonService")
+        init_component(self, "TritonService", "inference-platform:triton:TritonService", name, opts)
+        service = a.service
         ns = service.k8s_namespace
         labels = standard_labels(service.name, app=service.name)
 
-        def opts_(*deps: Optional[pulumi.Resource]) -> pulumi.ResourceOptions:
-            return resource_opts(self, provider=ctx.provider, depends_on=[ctx.namespace, *[d for d in deps if d]])
-
         sa = k8s.core.v1.ServiceAccount(
-            f"{name}-sa", metadata={"name": service.name, "namespace": ns, "labels": labels}, opts=opts_()
+            f"{name}-sa", metadata={"name": service.name, "namespace": ns, "labels": labels}, opts=resource_opts(self)
         )
         # The Service's await lasts until no selected pod is unready: as long as a replica's startup.
         endpoints = pulumi.ResourceOptions.merge(
-            opts_(), pulumi.ResourceOptions(custom_timeouts=custom_timeouts(service_endpoints_budget(service)))
+            resource_opts(self), pulumi.ResourceOptions(custom_timeouts=custom_timeouts(service_endpoints_budget(service)))
         )
         k8s.core.v1.Service(
             f"{name}-service",
@@ -537,29 +545,26 @@ class TritonService(pulumi.ComponentResource):
             opts=endpoints,
         )
 
+        groups = {g.name: g for g in a.gpu_groups}
+        estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
         for version in service.versions:
-            self._declare_version(name, service, version, settings, ctx, sa, opts_)
+            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa)
 
-        authorization, credentials, secret_name = self._declare_basic_auth(name, service, ctx, opts_, labels)
+        authorization, credentials, secret_name = self._declare_basic_auth(name, service, labels)
 
-        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict], deps=None, meta_name=None):
+        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict]):
             return k8s.apiextensions.CustomResource(
                 f"{name}-{role}",
                 api_version=api_version,
                 kind=kind,
-                metadata={"name": meta_name or service.name, "namespace": ns, "labels": labels},
+                metadata={"name": service.name, "namespace": ns, "labels": labels},
                 spec=spec,
-                opts=opts_(deps),
+                opts=resource_opts(self),
             )
 
-        custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service), ctx.mesh_crds)
-        custom(
-            "virtualservice",
-            "networking.istio.io/v1",
-            "VirtualService",
-            virtual_service_spec(service, ctx.gateway, authorization),
-            ctx.mesh_crds,
-        )
+        custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
+        custom("virtualservice", "networking.istio.io/v1", "VirtualService",
+               virtual_service_spec(service, a.gateway, authorization))
         custom(
             "peerauthentication",
             "security.istio.io/v1",
@@ -570,15 +575,9 @@ class TritonService(pulumi.ComponentResource):
                 # Prometheus scrapes Triton's metrics without a mesh identity.
                 "portLevelMtls": {str(TRITON_METRICS_PORT): {"mode": "PERMISSIVE"}},
             },
-            ctx.mesh_crds,
         )
-        custom(
-            "authorizationpolicy",
-            "security.istio.io/v1",
-            "AuthorizationPolicy",
-            authorization_policy_spec(service, ctx.ingress_principal),
-            ctx.mesh_crds,
-        )
+        custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy",
+               authorization_policy_spec(service, a.ingress_principal))
         if service.auth.mode == "jwt":
             jwt = service.auth.jwt
             rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
@@ -589,13 +588,12 @@ class TritonService(pulumi.ComponentResource):
                 "security.istio.io/v1",
                 "RequestAuthentication",
                 {"selector": {"matchLabels": {"app": service.name}}, "jwtRules": [rule]},
-                ctx.mesh_crds,
             )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": service.name, "namespace": ns, "labels": labels},
-            spec=network_policy_spec(service, ctx.ingress_namespace, ctx.monitoring_namespace),
-            opts=opts_(),
+            spec=network_policy_spec(service, a.ingress_namespace, a.monitoring_namespace),
+            opts=resource_opts(self),
         )
         custom(
             "podmonitor",
@@ -605,10 +603,9 @@ class TritonService(pulumi.ComponentResource):
                 "selector": {"matchLabels": {"app": service.name}},
                 "podMetricsEndpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "15s"}],
             },
-            ctx.monitor_crds,
         )
 
-        scheme = "https" if ctx.tls else "http"
+        scheme = "https" if a.tls else "http"
         self.urls = [f"{scheme}://{h}" for h in service.hosts]
         self.weights = {v.name: v.weight for v in service.versions}
         self.auth_secret = secret_name
@@ -617,7 +614,7 @@ class TritonService(pulumi.ComponentResource):
             {"urls": self.urls, "weights": self.weights, "authSecret": secret_name, "credentials": credentials}
         )
 
-    def _declare_basic_auth(self, name, service: Service, ctx: TritonContext, opts_, labels):
+    def _declare_basic_auth(self, name, service: Service, labels):
         """Basic Auth credentials (generated, stored in a Secret for clients) and the header they make."""
         if service.auth.mode != "basic":
             return None, None, None
@@ -629,20 +626,19 @@ class TritonService(pulumi.ComponentResource):
             metadata={"name": secret_name, "namespace": service.k8s_namespace, "labels": labels},
             type="kubernetes.io/basic-auth",
             string_data={"username": username, "password": password.result},
-            opts=opts_(),
+            opts=resource_opts(self),
         )
         authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
         credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
         return authorization, credentials, secret_name
 
-    def _declare_version(self, name, service: Service, version: Version, settings: Settings, ctx: TritonContext, sa, opts_):
-        group = settings.node_group(version.gpu.group)
+    def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
+                         estimate: GroupEstimate, sa):
+        service, weights = a.service, a.weights
         scaling = version.autoscaling or service.autoscaling
-        weights = ctx.weights
         repo = version.model_repository
-        repository = weights.model_repository_url(repo.cache, repo.path)
-        deps = [*weights.depends_on(service.k8s_namespace), ctx.gpu_operator]
-        budget = triton_rollout_budget(settings, service, version, shutdown(service, version).grace_seconds)
+        repository = model_repository_url(weights, repo.cache, repo.path)
+        budget = version_rollout_budget(estimate, service, version, shutdown(service, version).grace_seconds)
         target = deployment_name(service, version)
         # A fixed name lets the HPA refer to the Deployment without waiting for its rollout.
         # A replacement (only a new selector, which app/version never changes) must then
@@ -672,7 +668,8 @@ class TritonService(pulumi.ComponentResource):
                 mount_path=weights.mount_path,
                 progress_deadline_seconds=wait_seconds(budget.create_seconds) if budget.create_seconds else None,
             ),
-            opts=pulumi.ResourceOptions.merge(opts_(*deps), rollout),
+            # The weights' claim or Secret, the GPU operator: among what the component waits for.
+            opts=pulumi.ResourceOptions.merge(resource_opts(self), rollout),
         )
         selector = {"app": service.name, "version": version.name}
         if scaling.enabled:
@@ -680,7 +677,7 @@ class TritonService(pulumi.ComponentResource):
                 f"{name}-{version.name}-hpa",
                 metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
                 spec=hpa_spec(target, scaling),
-                opts=opts_(),
+                opts=resource_opts(self),
             )
         min_replicas = scaling.min_replicas if scaling.enabled else version.replicas
         if min_replicas > 1:
@@ -688,5 +685,5 @@ class TritonService(pulumi.ComponentResource):
                 f"{name}-{version.name}-pdb",
                 metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
                 spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
-                opts=opts_(),
+                opts=resource_opts(self),
             )

@@ -20,22 +20,19 @@ Production stacks protect the share, bucket, PVs and claims, and retain the shar
 and bucket on delete (deleting them would lose the weights).
 """
 
-from __future__ import annotations
-
 import re
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Optional, Sequence
 from urllib.parse import urlparse
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_openstack as openstack
 
-from .cluster import ClusterHandle
-from .common import resource_opts, standard_labels
-from .config import ConfigError, FileShareCache, Settings
+from .args import WeightCachesArgs
+from .common import init_component, resource_opts, standard_labels
+from .config import MANILA_NEEDS_CIDRS, FileShareCache, Service
+from .inputs import WeightCachesInputs, WeightsRef, validated
 from .s3bucket import S3Bucket, WeightUpload
-from .s3mount import CLAIM_NAME as S3_MOUNT_CLAIM_NAME
 from .s3mount import S3BucketMount
 
 CLAIM_NAME = "model-weights"
@@ -49,9 +46,9 @@ NAMESPACE_LABEL = "inference-platform/weights-namespace"
 # --------------------------------------------------------------------------- plain functions
 
 
-def namespaces_using(settings: Settings, cache: str) -> list[str]:
+def namespaces_using(services: Sequence[Service], cache: str) -> list[str]:
     """Namespaces with at least one version that reads from `cache` ("fileShare" or "s3"), sorted."""
-    return sorted({svc.k8s_namespace for svc in settings.services for v in svc.versions if v.model_repository.cache == cache})
+    return sorted({svc.k8s_namespace for svc in services for v in svc.versions if v.model_repository.cache == cache})
 
 
 def parse_export_location(location: str) -> tuple[str, str]:
@@ -82,9 +79,7 @@ def share_access_cidrs(share: FileShareCache, subnet_cidr: Optional[pulumi.Input
         return {_role(subnet_cidr): subnet_cidr}
     if subnet_cidr is not None:
         return {"nodes": subnet_cidr}
-    raise ValueError(
-        "weightCaches.fileShare (manila) needs accessCidrs: the cluster is not created by this stack, so its subnet is unknown"
-    )
+    raise ValueError(MANILA_NEEDS_CIDRS)
 
 
 def triton_s3_url(endpoint: str, bucket: str, path: str) -> str:
@@ -107,105 +102,77 @@ def _role(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
 
 
-# --------------------------------------------------------------------------- handle
-
-
-@dataclass(frozen=True)
-class WeightsHandle:
-    """What Triton services need from the weight caches."""
-
-    claim_name: str = CLAIM_NAME
-    s3_secret_name: str = S3_SECRET_NAME
-    mount_path: str = MOUNT_PATH
-    s3_endpoint: Optional[str] = None
-    s3_bucket: Optional[str] = None
-    file_share: bool = False
-    claims: Mapping[str, pulumi.Resource] = field(default_factory=dict)
-    s3_secrets: Mapping[str, pulumi.Resource] = field(default_factory=dict)
-    uploads: tuple[pulumi.Resource, ...] = ()
-    # csi-s3 claims for readers other than Triton (empty unless weightCaches.s3.mount.enabled).
-    s3_mount_claim_name: str = S3_MOUNT_CLAIM_NAME
-    s3_mount_claims: Mapping[str, pulumi.Resource] = field(default_factory=dict)
-
-    def model_repository_url(self, cache: str, path: str) -> str:
-        """The `--model-repository` value for a version's repository in `cache`."""
-        if cache == "fileShare":
-            if not self.file_share:
-                raise ValueError("weight cache 'fileShare' is not configured")
-            return f"{self.mount_path}/{path.strip('/')}"
-        if cache == "s3":
-            if not (self.s3_endpoint and self.s3_bucket):
-                raise ValueError("weight cache 's3' is not configured")
-            return triton_s3_url(self.s3_endpoint, self.s3_bucket, path)
-        raise ValueError(f"unknown weight cache {cache!r}; allowed: fileShare, s3")
-
-    def depends_on(self, namespace: str) -> list[pulumi.Resource]:
-        """The claim, Secret and uploads a Triton Deployment in `namespace` must wait for."""
-        out: list[pulumi.Resource] = []
-        if namespace in self.claims:
-            out.append(self.claims[namespace])
-        if namespace in self.s3_secrets:
-            out.append(self.s3_secrets[namespace])
-            out.extend(self.uploads)
-        return out
-
-
 # --------------------------------------------------------------------------- component
 
 
 class WeightCaches(pulumi.ComponentResource):
     """The file share with its PVs and claims, and the S3 bucket with its Secrets and uploads."""
 
-    def __init__(
-        self,
-        name: str,
-        settings: Settings,
-        cluster: ClusterHandle,
-        namespaces: Mapping[str, pulumi.Resource],
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
-        super().__init__("inference-platform:weights:WeightCaches", name, None, opts)
-        self._name = name
-        self._provider = cluster.provider
-        self._namespaces = namespaces
-        self._prod = settings.production
-        caches = settings.weight_caches
-        claims: dict[str, pulumi.Resource] = {}
-        secrets: dict[str, pulumi.Resource] = {}
-        uploads: list[pulumi.Resource] = []
-        mount_claims: Mapping[str, pulumi.Resource] = {}
-        outputs: dict[str, Any] = {}
-        if caches.file_share is not None:
-            server, path = self._file_share(caches.file_share, cluster)
-            for ns in namespaces_using(settings, "fileShare"):
-                claims[ns] = self._claim(ns, caches.file_share, server, path)
-            outputs["nfsServer"], outputs["nfsPath"] = server, path
-        if caches.s3 is not None:
-            bucket, uploads = self._bucket(settings)
-            for ns in namespaces_using(settings, "s3"):
-                secrets[ns] = self._s3_secret(ns, settings)
-            outputs["bucket"] = bucket.bucket
-            if caches.s3.mount.enabled:
-                mount_claims = self._mount(settings, bucket)
-        self.handle = WeightsHandle(
-            s3_endpoint=caches.s3.endpoint if caches.s3 else None,
-            s3_bucket=caches.s3.bucket if caches.s3 else None,
-            file_share=caches.file_share is not None,
-            claims=claims,
-            s3_secrets=secrets,
-            uploads=tuple(uploads),
-            s3_mount_claims=mount_claims,
-        )
-        self.register_outputs(outputs)
+    nfs_server: Optional[pulumi.Output[str]]
+    """NFS server of the file share (unset without one)."""
+    nfs_path: Optional[pulumi.Output[str]]
+    """Export path of the file share on its server."""
+    bucket: Optional[pulumi.Output[str]]
+    """The S3 bucket holding the model repositories (unset without one)."""
 
-    def _opts(self, *, protect: bool = False, retain: bool = False, depends_on=(), k8s_provider: bool = True, **extra):
-        opts = resource_opts(self, provider=self._provider if k8s_provider else None, protect=protect and self._prod,
-                             retain_on_delete=retain and self._prod, depends_on=depends_on)
+    def __init__(self, name: str, args: WeightCachesArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(WeightCachesInputs, args, "WeightCaches")
+        init_component(self, "WeightCaches", "inference-platform:weights:WeightCaches", name, opts)
+        self._name, self._prod = name, a.production
+        self._caches = caches = a.weight_caches
+        self._claims: dict[str, pulumi.Resource] = {}
+        self._s3_secrets: dict[str, pulumi.Resource] = {}
+        self._uploads: list[pulumi.Resource] = []
+        # csi-s3 claims for readers other than Triton (empty unless weightCaches.s3.mount.enabled).
+        self.s3_mount_claims: dict[str, pulumi.Resource] = {}
+        self.nfs_server = self.nfs_path = self.bucket = None
+        if caches.file_share is not None:
+            self.nfs_server, self.nfs_path = self._file_share(caches.file_share, a.subnet_cidr)
+            for ns in a.file_share_namespaces:
+                self._claims[ns] = self._claim(ns, caches.file_share, self.nfs_server, self.nfs_path)
+        if caches.s3 is not None:
+            credentials = (pulumi.Output.secret(a.s3_access_key_id.get_secret_value()),
+                           pulumi.Output.secret(a.s3_secret_access_key.get_secret_value()))
+            bucket = self._bucket(a, credentials)
+            for ns in a.s3_namespaces:
+                self._s3_secrets[ns] = self._s3_secret(ns, a, credentials)
+            self.bucket = bucket.bucket
+            if caches.s3.mount.enabled:
+                mount = S3BucketMount(f"{name}-s3-mount", caches.s3, bucket.bucket, credentials, a.s3_namespaces,
+                                      a.node_groups, a.cold_start, a.production, resource_opts(self))
+                self.s3_mount_claims = mount.claims
+        outputs = {"nfsServer": self.nfs_server, "nfsPath": self.nfs_path, "bucket": self.bucket}
+        self.register_outputs({k: v for k, v in outputs.items() if v is not None})
+
+    def depends_on(self, namespace: str) -> list[pulumi.Resource]:
+        """The claim, Secret and uploads a Triton Deployment in `namespace` must wait for
+        (not the csi-s3 claims: Triton reads its s3:// URL)."""
+        out: list[pulumi.Resource] = []
+        if namespace in self._claims:
+            out.append(self._claims[namespace])
+        if namespace in self._s3_secrets:
+            out.append(self._s3_secrets[namespace])
+            out.extend(self._uploads)
+        return out
+
+    def reference(self, namespace: str) -> WeightsRef:
+        """Where a service in `namespace` reads its model repositories: the caches that have
+        a claim or a Secret there."""
+        ref: dict[str, str] = {"mount_path": MOUNT_PATH}
+        if namespace in self._claims:
+            ref["claim_name"] = CLAIM_NAME
+        if namespace in self._s3_secrets:
+            ref.update(s3_secret_name=S3_SECRET_NAME, s3_endpoint=self._caches.s3.endpoint, s3_bucket=self._caches.s3.bucket)
+        return WeightsRef(**ref)
+
+    def _opts(self, *, protect: bool = False, retain: bool = False, depends_on=(), **extra):
+        opts = resource_opts(self, protect=protect and self._prod, retain_on_delete=retain and self._prod,
+                             depends_on=depends_on)
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(**extra)) if extra else opts
 
     # ------------------------------------------------------------------ file share
 
-    def _file_share(self, cfg: FileShareCache, cluster: ClusterHandle) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+    def _file_share(self, cfg: FileShareCache, subnet_cidr) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
         if cfg.mode == "existing":
             return cfg.server, cfg.path
         self._share = openstack.sharedfilesystem.Share(
@@ -216,12 +183,8 @@ class WeightCaches(pulumi.ComponentResource):
             size=cfg.size_gb,
             share_type=cfg.share_type,
             share_network_id=cfg.share_network_id,
-            opts=self._opts(protect=True, retain=True, k8s_provider=False),
+            opts=self._opts(protect=True, retain=True),
         )
-        try:
-            cidrs = share_access_cidrs(cfg, cluster.subnet_cidr)
-        except ValueError as err:
-            raise ConfigError(f"stacks/Pulumi.{pulumi.get_stack()}.yaml", [(("weightCaches", "fileShare", "accessCidrs"), str(err))]) from None
         # rw: the share is filled from inside the cluster network; Triton mounts it read-only.
         self._share_access = [
             openstack.sharedfilesystem.ShareAccess(
@@ -230,9 +193,9 @@ class WeightCaches(pulumi.ComponentResource):
                 access_type="ip",
                 access_to=cidr,
                 access_level="rw",
-                opts=self._opts(k8s_provider=False),
+                opts=self._opts(),
             )
-            for role, cidr in cidrs.items()
+            for role, cidr in share_access_cidrs(cfg, subnet_cidr).items()
         ]
         export = self._share.export_locations.apply(lambda locs: parse_export_location(preferred_export(locs)))
         return export[0], export[1]
@@ -255,7 +218,6 @@ class WeightCaches(pulumi.ComponentResource):
             },
             opts=self._opts(protect=True, depends_on=deps),
         )
-        ns_dep = [self._namespaces[ns]] if ns in self._namespaces else []
         return k8s.core.v1.PersistentVolumeClaim(
             f"{self._name}-pvc-{ns}",
             metadata={"name": CLAIM_NAME, "namespace": ns, "labels": labels},
@@ -266,20 +228,14 @@ class WeightCaches(pulumi.ComponentResource):
                 "resources": {"requests": {"storage": cfg.storage_size}},
             },
             # volumeName is immutable: a new PV means a new claim, and the fixed name must be free first.
-            opts=self._opts(protect=True, depends_on=ns_dep, delete_before_replace=True),
+            opts=self._opts(protect=True, delete_before_replace=True),
         )
 
     # ------------------------------------------------------------------ S3
 
-    def _credentials(self, settings: Settings) -> tuple[pulumi.Output, pulumi.Output]:
-        return (
-            pulumi.Output.secret(settings.s3_access_key_id.get_secret_value()),
-            pulumi.Output.secret(settings.s3_secret_access_key.get_secret_value()),
-        )
-
-    def _bucket(self, settings: Settings) -> tuple[S3Bucket, list[pulumi.Resource]]:
-        cfg = settings.weight_caches.s3
-        key_id, secret = self._credentials(settings)
+    def _bucket(self, a: WeightCachesInputs, credentials: tuple[pulumi.Output, pulumi.Output]) -> S3Bucket:
+        cfg = a.weight_caches.s3
+        key_id, secret = credentials
         where = {"endpoint": cfg.endpoint, "region": cfg.region, "access_key_id": key_id, "secret_access_key": secret}
         bucket = S3Bucket(
             f"{self._name}-bucket",
@@ -289,30 +245,23 @@ class WeightCaches(pulumi.ComponentResource):
             noncurrent_days=cfg.noncurrent_days,
             force_destroy=cfg.force_destroy,
             adopt=cfg.adopt,
-            opts=self._opts(protect=True, retain=True, k8s_provider=False),
+            opts=self._opts(protect=True, retain=True),
         )
-        uploads: list[pulumi.Resource] = [
+        self._uploads = [
             WeightUpload(
                 f"{self._name}-upload-{_role(up.prefix)}",
                 bucket=bucket.bucket,
                 **where,
                 source=up.source,
                 prefix=up.prefix,
-                opts=self._opts(k8s_provider=False),
+                opts=self._opts(),
             )
             for up in cfg.uploads
         ]
-        return bucket, uploads
+        return bucket
 
-    def _mount(self, settings: Settings, bucket: S3Bucket) -> Mapping[str, pulumi.Resource]:
-        namespaces = {ns: self._namespaces.get(ns) for ns in namespaces_using(settings, "s3")}
-        mount = S3BucketMount(f"{self._name}-s3-mount", settings, self._provider, bucket.bucket,
-                              self._credentials(settings), namespaces, opts=pulumi.ResourceOptions(parent=self))
-        return mount.handle.claims
-
-    def _s3_secret(self, ns: str, settings: Settings) -> pulumi.Resource:
-        key_id, secret = self._credentials(settings)
-        ns_dep = [self._namespaces[ns]] if ns in self._namespaces else []
+    def _s3_secret(self, ns: str, a: WeightCachesInputs, credentials: tuple[pulumi.Output, pulumi.Output]) -> pulumi.Resource:
+        key_id, secret = credentials
         return k8s.core.v1.Secret(
             f"{self._name}-s3-{ns}",
             metadata={"name": S3_SECRET_NAME, "namespace": ns, "labels": standard_labels(S3_SECRET_NAME)},
@@ -320,7 +269,7 @@ class WeightCaches(pulumi.ComponentResource):
             string_data={
                 "AWS_ACCESS_KEY_ID": key_id,
                 "AWS_SECRET_ACCESS_KEY": secret,
-                "AWS_DEFAULT_REGION": pulumi.Output.secret(settings.weight_caches.s3.region),
+                "AWS_DEFAULT_REGION": pulumi.Output.secret(a.weight_caches.s3.region),
             },
-            opts=self._opts(depends_on=ns_dep),
+            opts=self._opts(),
         )

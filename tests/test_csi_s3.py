@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 from components import s3mount, versions
 from components.config import S3Cache
 from components.s3mount import CLAIM_NAME, DRIVER, NAMESPACE, SECRET_NAME, STORAGE_CLASS
-from components.weights import WeightsHandle
+from components.weights import S3_SECRET_NAME, WeightCaches
+from platformctl import engine
 from platformctl.engine import stack_settings
 from platformctl.plan import helm_release, manifest
 from platformctl.policy import policy_config, run_policies
@@ -199,15 +202,22 @@ def _assert_no_csi_s3(plan):
 # --------------------------------------------------------------------------- plain functions
 
 
-def test_weights_handle_stays_compatible():
-    claim, secret = object(), object()
-    h = WeightsHandle(s3_endpoint="https://s3.x.example", s3_bucket="b", s3_secrets={"embed": secret},
-                      s3_mount_claims={"embed": claim})
-    assert (h.claim_name, h.s3_secret_name, h.s3_mount_claim_name) == ("model-weights", "model-weights-s3", CLAIM_NAME)
-    assert h.model_repository_url("s3", "embed/v1") == "s3://https://s3.x.example:443/b/embed/v1"
-    # Triton does not use the mount, so it does not wait for it.
-    assert h.depends_on("embed") == [secret]
-    assert WeightsHandle().s3_mount_claims == {}
+def test_triton_does_not_wait_for_the_mount():
+    """Triton reads its s3:// URL: its Deployment waits for the Secret, not the mount's claim."""
+    seen = {}
+
+    def program():
+        opts = pulumi.ResourceOptions(providers={"kubernetes": k8s.Provider("k8s")})
+        caches = WeightCaches("weights", {
+            "weight_caches": {"s3": {"endpoint": "https://s3.x.example", "bucket": "weights", "mount": {"enabled": True}}},
+            "s3_namespaces": ["embed"], "s3_access_key_id": "id", "s3_secret_access_key": "key",
+        }, opts)
+        seen.update(claims=caches.s3_mount_claims, deps=caches.depends_on("embed"), ref=caches.reference("embed"))
+
+    engine._run("mount", {}, [], program)
+    assert list(seen["claims"]) == ["embed"]
+    assert len(seen["deps"]) == 1 and seen["deps"][0] not in seen["claims"].values()
+    assert seen["ref"].s3_secret_name == S3_SECRET_NAME and seen["ref"].claim_name is None
 
 
 def test_volume_handle_is_bucket_then_prefix():

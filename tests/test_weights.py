@@ -1,4 +1,4 @@
-"""Weight caches as rendered: share, access rules, one PV and claim per namespace, S3 Secrets, the handle."""
+"""Weight caches as rendered: share, access rules, one PV and claim per namespace, S3 Secrets, the URLs Triton reads."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import re
 import pytest
 
 from components.config import ConfigError
+from components.inputs import WeightsRef
+from components.triton import model_repository_url
 from components.weights import (
     CLAIM_NAME,
     S3_SECRET_NAME,
-    WeightsHandle,
     parse_export_location,
     preferred_export,
     triton_s3_url,
@@ -143,7 +144,7 @@ def test_manila_without_a_known_subnet_needs_access_cidrs():
         render_raw(raw)
 
 
-# --------------------------------------------------------------------------- plain functions and the handle
+# --------------------------------------------------------------------------- plain functions
 
 
 def test_export_location_parsing():
@@ -170,15 +171,13 @@ def test_triton_s3_url_on_aws():
     assert triton_s3_url("https://s3.eu-west-1.amazonaws.com", "bkt", "/a/b/") == "s3://bkt/a/b"
 
 
-def test_handle_urls_and_dependencies():
-    claim, secret = object(), object()
-    h = WeightsHandle(s3_endpoint="https://s3.x.example", s3_bucket="b", file_share=True,
-                      claims={"llm": claim}, s3_secrets={"embed": secret})
-    assert (h.claim_name, h.s3_secret_name) == ("model-weights", "model-weights-s3")
-    assert h.model_repository_url("fileShare", "llm/v7") == "/models/llm/v7"
-    assert h.model_repository_url("s3", "embed/v1") == "s3://https://s3.x.example:443/b/embed/v1"
-    assert h.depends_on("llm") == [claim] and h.depends_on("embed") == [secret] and h.depends_on("other") == []
+def test_model_repository_urls_from_a_weights_reference():
+    ref = WeightsRef(claim_name=CLAIM_NAME, s3_secret_name=S3_SECRET_NAME, s3_endpoint="https://s3.x.example", s3_bucket="b")
+    assert model_repository_url(ref, "fileShare", "llm/v7") == "/models/llm/v7"
+    assert model_repository_url(ref, "s3", "embed/v1") == "s3://https://s3.x.example:443/b/embed/v1"
     with pytest.raises(ValueError, match="unknown weight cache"):
-        h.model_repository_url("gcs", "x")
+        model_repository_url(ref, "gcs", "x")
     with pytest.raises(ValueError, match="'s3' is not configured"):
-        WeightsHandle(file_share=True).model_repository_url("s3", "x")
+        model_repository_url(WeightsRef(claim_name=CLAIM_NAME), "s3", "x")
+    with pytest.raises(ValueError, match="'fileShare' is not configured"):
+        model_repository_url(WeightsRef(), "fileShare", "x")
