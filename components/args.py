@@ -799,6 +799,8 @@ class WeightCachesArgs(TypedDict):
     """Namespaces whose services read the file share: each gets a claim on it."""
     s3_namespaces: NotRequired[list[str]]
     """Namespaces whose services read the S3 bucket: each gets the credentials Secret (and the bucket mount's claim)."""
+    namespace_names: NotRequired[dict[str, pulumi.Input[str]]]
+    """The namespaces above as their creator outputs them (a Namespace's `metadata.name`), keyed by name: each claim and Secret in one then waits for it, and the share and bucket do not. A namespace left out is used by its plain name."""
     production: NotRequired[bool]
     """Protect and retain the share, the bucket and the claims. Default: `false`."""
     s3_access_key_id: NotRequired[str]

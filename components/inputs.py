@@ -217,6 +217,8 @@ class WeightCachesInputs(Model):
     """Namespaces whose services read the file share: each gets a claim on it."""
     s3_namespaces: list[DnsLabel] = []
     """Namespaces whose services read the S3 bucket: each gets the credentials Secret (and the bucket mount's claim)."""
+    namespace_names: dict[DnsLabel, NameInput] = {}
+    """The namespaces above as their creator outputs them (a Namespace's `metadata.name`), keyed by name: each claim and Secret in one then waits for it, and the share and bucket do not. A namespace left out is used by its plain name."""
     production: bool = False
     """Protect and retain the share, the bucket and the claims."""
     s3_access_key_id: Optional[SecretStr] = None

@@ -73,7 +73,9 @@ def namespaces_inputs(s: Settings) -> inputs.InferenceNamespacesInputs:
     return inputs.InferenceNamespacesInputs(namespaces=sorted({svc.k8s_namespace for svc in s.services}))
 
 
-def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate]) -> inputs.WeightCachesInputs:
+def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate],
+                         namespaces: Optional[dict[str, pulumi.Resource]] = None) -> inputs.WeightCachesInputs:
+    # Names as the Namespaces output them: each claim and Secret waits for its namespace only.
     return _given(
         inputs.WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
@@ -81,6 +83,7 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
         s3_namespaces=namespaces_using(s.services, "s3"),
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,
+        namespace_names={ns: n.metadata["name"] for ns, n in (namespaces or {}).items()},
     )
 
 
@@ -152,8 +155,8 @@ class InferencePlatform(pulumi.ComponentResource):
         self.namespaces = InferenceNamespaces(
             f"{name}-namespaces", namespaces_inputs(settings), opts=after(self.mesh.injector, self.mesh.crds))
         self.weights = WeightCaches(
-            f"{name}-weights", weight_caches_inputs(settings, self.cluster.subnet_cidr, estimates),
-            opts=after(*self.namespaces.namespaces.values()))
+            f"{name}-weights",
+            weight_caches_inputs(settings, self.cluster.subnet_cidr, estimates, self.namespaces.namespaces), opts=k8s)
         self.services: dict[str, TritonService] = {}
         for index, svc in enumerate(settings.services):
             ns = svc.k8s_namespace

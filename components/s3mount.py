@@ -21,7 +21,7 @@ Secret (credentials in Helm values) and StorageClass are switched off.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -108,7 +108,7 @@ class S3BucketMount(pulumi.ComponentResource):
         cfg: S3Cache,
         bucket: pulumi.Input[str],
         credentials: tuple[pulumi.Output, pulumi.Output],
-        namespaces: Sequence[str],
+        namespaces: Mapping[str, pulumi.Input[str]],
         node_groups: Sequence[NodeGroup],
         cold_start: Sequence[GroupEstimate],
         production: bool,
@@ -145,14 +145,14 @@ class S3BucketMount(pulumi.ComponentResource):
             opts=self._opts(depends_on=[self.release]),
         )
         handle = pulumi.Output.from_input(bucket).apply(lambda b: volume_handle(b, cfg.mount.prefix))
-        self.claims = {ns: self._claim(ns, cfg, handle) for ns in namespaces}
+        self.claims = {ns: self._claim(ns, namespace, cfg, handle) for ns, namespace in namespaces.items()}
         self.register_outputs({"release": self.release.name, "storageClass": STORAGE_CLASS, "volumeHandle": handle})
 
     def _opts(self, *, protect: bool = False, depends_on=(), **extra) -> pulumi.ResourceOptions:
         opts = resource_opts(self, protect=protect and self._prod, depends_on=depends_on)
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(**extra)) if extra else opts
 
-    def _claim(self, ns: str, cfg: S3Cache, handle: pulumi.Output[str]) -> pulumi.Resource:
+    def _claim(self, ns: str, namespace: pulumi.Input[str], cfg: S3Cache, handle: pulumi.Output[str]) -> pulumi.Resource:
         labels = standard_labels(CLAIM_NAME, **{NAMESPACE_LABEL: ns})
         size = cfg.mount.storage_size
         # Same volume handle in every namespace: the kubelet stages it once per node and
@@ -179,7 +179,7 @@ class S3BucketMount(pulumi.ComponentResource):
         )
         return k8s.core.v1.PersistentVolumeClaim(
             f"{self._name}-pvc-{ns}",
-            metadata={"name": CLAIM_NAME, "namespace": ns, "labels": labels},
+            metadata={"name": CLAIM_NAME, "namespace": namespace, "labels": labels},
             spec={
                 "accessModes": ["ReadWriteMany"],
                 "storageClassName": STORAGE_CLASS,

@@ -120,6 +120,7 @@ class WeightCaches(pulumi.ComponentResource):
         init_component(self, "WeightCaches", "inference-platform:weights:WeightCaches", name, opts)
         self._name, self._prod = name, a.production
         self._caches = caches = a.weight_caches
+        self._namespace_names = a.namespace_names
         self._claims: dict[str, pulumi.Resource] = {}
         self._s3_secrets: dict[str, pulumi.Resource] = {}
         self._uploads: list[pulumi.Resource] = []
@@ -138,7 +139,8 @@ class WeightCaches(pulumi.ComponentResource):
                 self._s3_secrets[ns] = self._s3_secret(ns, a, credentials)
             self.bucket = bucket.bucket
             if caches.s3.mount.enabled:
-                mount = S3BucketMount(f"{name}-s3-mount", caches.s3, bucket.bucket, credentials, a.s3_namespaces,
+                mount = S3BucketMount(f"{name}-s3-mount", caches.s3, bucket.bucket, credentials,
+                                      {ns: self._namespace(ns) for ns in a.s3_namespaces},
                                       a.node_groups, a.cold_start, a.production, resource_opts(self))
                 self.s3_mount_claims = mount.claims
         outputs = {"nfsServer": self.nfs_server, "nfsPath": self.nfs_path, "bucket": self.bucket}
@@ -164,6 +166,10 @@ class WeightCaches(pulumi.ComponentResource):
         if namespace in self._s3_secrets:
             ref.update(s3_secret_name=S3_SECRET_NAME, s3_endpoint=self._caches.s3.endpoint, s3_bucket=self._caches.s3.bucket)
         return WeightsRef(**ref)
+
+    def _namespace(self, ns: str) -> pulumi.Input[str]:
+        """`ns` as its creator outputs it, if given: what is created in it waits for it."""
+        return self._namespace_names.get(ns, ns)
 
     def _opts(self, *, protect: bool = False, retain: bool = False, depends_on=(), **extra):
         opts = resource_opts(self, protect=protect and self._prod, retain_on_delete=retain and self._prod,
@@ -220,7 +226,7 @@ class WeightCaches(pulumi.ComponentResource):
         )
         return k8s.core.v1.PersistentVolumeClaim(
             f"{self._name}-pvc-{ns}",
-            metadata={"name": CLAIM_NAME, "namespace": ns, "labels": labels},
+            metadata={"name": CLAIM_NAME, "namespace": self._namespace(ns), "labels": labels},
             spec={
                 "accessModes": ["ReadWriteMany"],
                 "storageClassName": "",
@@ -264,7 +270,7 @@ class WeightCaches(pulumi.ComponentResource):
         key_id, secret = credentials
         return k8s.core.v1.Secret(
             f"{self._name}-s3-{ns}",
-            metadata={"name": S3_SECRET_NAME, "namespace": ns, "labels": standard_labels(S3_SECRET_NAME)},
+            metadata={"name": S3_SECRET_NAME, "namespace": self._namespace(ns), "labels": standard_labels(S3_SECRET_NAME)},
             type="Opaque",
             string_data={
                 "AWS_ACCESS_KEY_ID": key_id,

@@ -108,3 +108,11 @@ def observability_inputs(settings):
     reported = SimpleNamespace(crds=object() if installed else None, urls=dict(mesh.MESH_URLS) if installed else {},
                                ui_urls=mesh.ui_urls(platform.mesh_inputs(settings)) if installed else {})
     return platform.observability_inputs(settings, reported, stack_estimates(settings))
+
+
+def gpu_operator_values_of(settings) -> dict:
+    """The GPU operator chart's values for a stack, from the inputs the platform gives the component."""
+    from components import gpu, platform
+    from components.estimates import stack_estimates
+
+    return gpu.gpu_operator_values(platform.gpu_operator_inputs(settings, stack_estimates(settings)))

@@ -8,11 +8,11 @@ import pytest
 from components import driver_support as support
 from components import versions
 from components.config import ConfigError, DriverSettings, MagnumTemplate, Settings, format_path, parse_settings
-from components.gpu import gpu_operator_values
+
 from components.node_contract import MAGNUM_GROUP_LABELS
 from platformctl.engine import stack_settings
 from tests import conformance
-from tests.conftest import HEAT, STACKS, as_magnum, base_config
+from tests.conftest import HEAT, STACKS, as_magnum, base_config, gpu_operator_values_of
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 GPU_OS = "inference-platform:cluster.nodeGroups[1].os"
@@ -250,7 +250,7 @@ def test_template_id_needs_a_described_os():
 @pytest.mark.parametrize("os_id,mode", [("ubuntu-26.04", "precompiled"), ("rocky-9", "compiled"),
                                         ("flatcar", "preinstalled")])
 def test_gpu_operator_values_render_with_known_keys(reference, os_id, mode):
-    values = gpu_operator_values(parse(existing(os_id, mode)))
+    values = gpu_operator_values_of(parse(existing(os_id, mode)))
     defaults = conformance.vendored_chart_values("gpu-operator", versions.GPU_OPERATOR.version)
     assert conformance.unknown_values_keys(values, defaults) == []
     assert values["driver"]["enabled"] == (mode != "preinstalled")

@@ -8,14 +8,14 @@ import yaml
 
 from components import grammar, versions
 from components.config import ConfigError, Settings, parse_settings
-from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP, gpu_operator_values
+from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP
 from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
 from components.node_contract import GROUP_LABEL
 from components.node_rules import node_labels, node_taints
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
-from tests.conftest import STACKS, as_magnum, base_config, render_raw, stack_plan
+from tests.conftest import STACKS, as_magnum, base_config, gpu_operator_values_of, render_raw, stack_plan
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -63,7 +63,7 @@ CUSTOM["services"][0]["versions"][0]["gpu"]["migProfile"] = "3g.40gb"
     ({"mode": "preinstalled"}, {"enabled": False}),
 ])
 def test_driver_modes(driver, expected):
-    values = gpu_operator_values(parse(base_config() | {"gpuOperator": {"driver": driver}}))
+    values = gpu_operator_values_of(parse(base_config() | {"gpuOperator": {"driver": driver}}))
     assert values["driver"] == expected
     assert values["toolkit"] == {"enabled": True}
     assert values["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": True}}
@@ -84,7 +84,7 @@ def test_pinned_driver_version_is_the_charts(reference):
 def _all_values() -> list:
     cases = [parse(CUSTOM), parse(base_config() | {"gpuOperator": {"dcgmExporter": False, "driver": {"mode": "preinstalled"}}})]
     cases += [stack_settings(s) for s in STACKS]
-    return [gpu_operator_values(s) for s in cases]
+    return [gpu_operator_values_of(s) for s in cases]
 
 
 def test_values_keys_exist_in_the_pinned_chart(reference):
@@ -104,14 +104,14 @@ def test_release_is_pinned_and_waits_for_its_configs():
     chart = versions.GPU_OPERATOR
     assert (release.inputs["chart"], release.inputs["version"]) == (chart.name, chart.version)
     assert release.inputs["repositoryOpts"]["repo"] == chart.repository
-    assert release.inputs["values"] == gpu_operator_values(parse(CUSTOM))
+    assert release.inputs["values"] == gpu_operator_values_of(parse(CUSTOM))
     config_maps = {r.urn for r in plan.of_type(CONFIG_MAP) if r.name.startswith("test-dev-gpu-")}
     assert len(config_maps) == 2 and config_maps <= set(release.depends_on)
 
 
 def test_operator_disabled_renders_no_release():
     plan = render_raw(base_config() | {"gpuOperator": {"enabled": False}})
-    assert not plan.of_type("inference-platform:gpu:GpuOperator")
+    assert not plan.of_type("inference-platform:index:GpuOperator")
     assert not [r for r in plan.of_type(RELEASE) if r.inputs.get("chart") == "gpu-operator"]
 
 

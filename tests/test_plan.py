@@ -104,7 +104,7 @@ def test_children_are_parented_to_components():
     plan = stack_plan("demo-dev")
     urns = {r.urn for r in plan.resources}
     for r in plan.resources:
-        assert r.parent in urns or r.type == "inference-platform:platform:InferencePlatform", r.urn
+        assert r.parent in urns or r.type == "inference-platform:index:InferencePlatform", r.urn
 
 
 def test_readme_configuration_reference_is_current_and_complete():
