@@ -1,8 +1,11 @@
 """Compare two plans the way `pulumi up` would act on them: every resource is created,
 updated, replaced (naming the input that forces it) or deleted.
 
-A resource is keyed by its URN without the stack, so two stacks compare. Replacement
-follows the providers' rules (replacement.py) and the engine's own:
+A resource is keyed by its URN without the stack, so two stacks compare. A new resource
+that takes over an old one through its aliases (aliases.py) is compared with it as if its
+URN had not changed, and is listed as renamed; a URN that changes without an alias is a
+delete and a create, as in the engine. Replacement follows the providers' rules
+(replacement.py) and the engine's own:
 
 - a changed explicit provider replaces the resource when the provider's config diff
   would (different provider, or one that is itself replaced);
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from . import aliases
 from .errors import UsageError
 from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset
@@ -70,6 +74,11 @@ def plan_shape_problem(data: Any) -> str | None:
             return f"resources[{i}] has no urn, type and name"
         if not all(isinstance(r.get(k), t) for k, t in (("inputs", dict), ("outputs", dict), ("dependsOn", list)) if r.get(k) is not None):
             return f"resources[{i}] has inputs, outputs or dependsOn of the wrong type"
+        if not all(isinstance(r.get(k) or "", str) for k in ("parent", "provider")):
+            return f"resources[{i}] has a parent or provider that is not a URN"
+        # Plans written before aliases were recorded have none.
+        if not isinstance(r.get("aliases") or [], list) or not all(map(aliases.well_formed, r.get("aliases") or ())):
+            return f"resources[{i}] has aliases that are not a list of URNs and alias specs"
     return None
 
 
@@ -268,6 +277,38 @@ def _delete_first(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return bool(meta_new.get("name")) and all(meta_old.get(k) == meta_new.get(k) for k in ("name", "namespace"))
 
 
+def _in_stack(resource: dict[str, Any], stack: str) -> dict[str, Any]:
+    # An alias that names the plan's own stack names it as every URN does once stripped.
+    specs = [dict(a, stack="STACK") if a.get("stack") == stack else a for a in resource.get("aliases") or ()]
+    return dict(resource, aliases=specs)
+
+
+def _take_over(ra, rb, stack: str) -> tuple[dict[str, dict[str, Any]], dict[str, str], list[str]]:
+    """Old resources that new ones take over through their aliases, as the engine finds them:
+    the old plan keyed by the new keys, with its URN references (parent, dependencies,
+    provider) moved along so the pairs compare like same-URN pairs; old key -> new key;
+    and an error for each old URN that two resources claim."""
+    matched, conflicts = aliases.resolve({r["urn"] for r in ra.values()}, (_in_stack(r, stack) for r in rb.values()))
+    errors = [f"error: duplicate resource alias {_urn_key(c.old)} applied to {_urn_key(c.claimant)} "
+              f"conflicts with {_urn_key(c.rival)}" for c in conflicts]
+    if not matched:
+        return ra, {}, errors
+    moved = {old: new for new, old in matched.items()}
+
+    def move(r: dict[str, Any]) -> dict[str, Any]:
+        out = dict(r, urn=moved.get(r["urn"], r["urn"]))
+        for f in ("parent", "provider"):
+            if r.get(f):
+                out[f] = moved.get(r[f], r[f])
+        deps = [moved.get(u, u) for u in r.get("dependsOn") or ()]
+        if deps != (r.get("dependsOn") or []):
+            out["dependsOn"] = sorted(deps)  # the engine records them sorted
+        return out
+
+    renamed = {_urn_key(old): _urn_key(new) for old, new in moved.items()}
+    return {renamed.get(k, k): move(r) for k, r in ra.items()}, renamed, errors
+
+
 def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
     changes: list[Change] = []
     errors: list[str] = []
@@ -345,13 +386,15 @@ def _typed(resource: dict[str, Any]) -> dict[str, Any]:
 def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     ra = {_key(r): _typed(_strip_stack(r, a["stack"])) for r in a["resources"]}
     rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
+    ra, renamed, alias_errors = _take_over(ra, rb, b["stack"])
     changes, errors, notes = _classify(ra, rb)
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),
+        "renamed": dict(sorted(renamed.items(), key=lambda kv: kv[1])),  # old key -> new key
         "changed": {c.key: c.paths for c in sorted(changes, key=lambda c: c.key) if c.paths},
         "changes": changes,
-        "errors": sorted(errors),
+        "errors": sorted(errors + alias_errors),
         "notes": sorted(notes),
     }
 
@@ -360,10 +403,11 @@ _MARK = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
 
 
 def format_diff(d: dict[str, Any]) -> str:
-    """One line per change (`+ create`, `~ update`, `+- replace`, `- delete`), its changed
-    paths indented below, then the error lines and a count. An update that only inherits
-    unknown inputs lists them with the replaced dependency they wait for."""
-    lines = []
+    """One line per resource that an alias renames (`> rename OLD -> NEW`; its change, if
+    any, follows under the new key), one per change (`+ create`, `~ update`, `+- replace`,
+    `- delete`) with its changed paths indented below, then the error lines and a count. An
+    update that only inherits unknown inputs lists them with the replaced dependency they wait for."""
+    lines = [f"> rename {old} -> {new}" for old, new in d["renamed"].items()]
     for c in d["changes"]:
         line = f"{_MARK[c.action]} {c.action} {c.key}"
         if c.action == "replace":
@@ -374,7 +418,8 @@ def format_diff(d: dict[str, Any]) -> str:
             lines += [f"    {p} <- replaced {dep}" for p, dep in c.unknown.items()]
     lines += d["errors"] + d["notes"]
     counts = {a: sum(c.action == a for c in d["changes"]) for a in ACTIONS}
-    lines.append(", ".join(f"{n} to {a}" for a, n in counts.items()) + f"; {len(d['errors'])} errors")
+    renamed = f", {len(d['renamed'])} renamed" if d["renamed"] else ""
+    lines.append(", ".join(f"{n} to {a}" for a, n in counts.items()) + f"{renamed}; {len(d['errors'])} errors")
     return "\n".join(lines)
 
 

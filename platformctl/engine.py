@@ -28,6 +28,7 @@ from pulumi.runtime.sync_await import _ensure_event_loop
 
 from components.config import Settings, settings_from_config
 
+from .aliases import new_urn, qualified_type
 from .stack_names import check_stack_name
 from .stackfile import read_stack_config
 
@@ -62,6 +63,8 @@ class Resource:
     outputs: dict[str, Any] = field(default_factory=dict)
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The `customTimeouts` option as sent (Go durations by operation: create, update, delete)."""
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    """The `aliases` option as sent: `{"urn": ...}` or a spec's set fields (aliases.py resolves them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +81,7 @@ class Resource:
             "ignoreChanges": self.ignore_changes,
             "replaceOnChanges": self.replace_on_changes,
             "customTimeouts": self.custom_timeouts,
+            "aliases": self.aliases,
             "inputs": self.inputs,
             **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
         }
@@ -156,6 +160,20 @@ def _custom_timeouts(request) -> dict[str, str]:
     return {op: getattr(timeouts, op) for op in ("create", "update", "delete") if getattr(timeouts, op)}
 
 
+def _aliases(request) -> list[dict[str, Any]]:
+    """A RegisterResourceRequest's alias specs as plain dicts, unset fields left out (they
+    default to the resource's own name, type, stack, project and parent)."""
+    out: list[dict[str, Any]] = []
+    for alias in request.aliases:
+        if alias.WhichOneof("alias") == "urn":
+            out.append({"urn": alias.urn})
+            continue
+        spec = alias.spec
+        fields = {k: getattr(spec, k) for k in ("name", "type", "stack", "project", "parentUrn") if getattr(spec, k)}
+        out.append(fields | ({"noParent": True} if spec.noParent else {}))
+    return out
+
+
 # --------------------------------------------------------------------------- mocks
 
 
@@ -225,6 +243,11 @@ class RecordingMonitor(MockMonitor):
         self.stack_outputs: dict[str, Any] = {}
         self.stack_urn: Optional[str] = None
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # The base class puts only the parent's own type (and the root stack's) before the
+        # type; the engine puts the parent's whole chain, which aliases must reproduce.
+        return new_urn(runtime_settings.get_stack(), runtime_settings.get_project(), qualified_type(parent) if parent else None, type_, name)
+
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
@@ -263,6 +286,7 @@ class RecordingMonitor(MockMonitor):
                 inputs=inputs,
                 outputs=state,
                 custom_timeouts=_custom_timeouts(request),
+                aliases=_aliases(request),
             )
         )
         state_struct = struct_pb2.Struct()
@@ -454,7 +478,9 @@ def render_settings(settings, stack: str = "test") -> Plan:
     """Build the platform straight from a Settings object (no stack file)."""
     from components.platform import InferencePlatform
 
-    def program():
-        InferencePlatform(f"{settings.customer}-{settings.environment}", settings)
+    return render_program(lambda: InferencePlatform(f"{settings.customer}-{settings.environment}", settings), stack)
 
+
+def render_program(program: Callable[[], None], stack: str = "test") -> Plan:
+    """Run any program (a function that declares resources) under the mocks, with no config."""
     return _run(stack, {}, [], program)

@@ -170,5 +170,5 @@ def test_everyday_edit(tmp_path, stack, edit, expected):
 def test_default_group_bounds_are_kept_out_with_a_note(tmp_path):
     d = diff_plans(stack_plan("acme-prod").to_json(), _edited(tmp_path, "acme-prod", lambda c: _group(c, 0).update(maxNodes=8)))
     assert d["changes"] == [] and d["errors"] == []
-    assert d["notes"] == ["note: inference-platform::inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum: "
+    assert d["notes"] == ["note: inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum: "
                           'inputs.labels.max_node_count changed but ignoreChanges keeps the old value']

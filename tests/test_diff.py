@@ -224,7 +224,7 @@ def test_cli_changed_magnum_keypair_is_a_protected_replacement(tmp_path, capsys)
     edited = _edited_plan(tmp_path, lambda c: c["inference-platform:cluster"]["magnum"].update(keypair="acme-ops-2"))
     assert main(["diff", str(_acme(tmp_path)), str(edited)]) == 1
     out = capsys.readouterr().out.splitlines()
-    cluster = "inference-platform::inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum"
+    cluster = "inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum"
     assert f"+- replace {cluster} (input keypair)" in out
     assert f"error: replace of protected resource {cluster} (input keypair)" in out
 
@@ -235,7 +235,7 @@ def test_cli_raised_max_nodes_of_an_extra_group_updates_it_in_place(tmp_path, ca
 
     assert main(["diff", str(_acme(tmp_path)), str(_edited_plan(tmp_path, edit))]) == 0
     out = capsys.readouterr().out
-    group = "inference-platform::inference-platform:index:Cluster$openstack:containerinfra/nodeGroup:NodeGroup::acme-prod-cluster-gpu-l4"
+    group = "inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/nodeGroup:NodeGroup::acme-prod-cluster-gpu-l4"
     assert f"~ update {group}\n    inputs.maxNodeCount\n" in out
     assert "replace" not in out.replace("0 to replace", "")
 

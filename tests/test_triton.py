@@ -55,7 +55,7 @@ def test_changing_only_weights_changes_only_the_virtual_service():
     after = render_raw(two_versions(70, 30)).to_json()
     d = diff_plans(before, after)
     assert d["added"] == [] and d["removed"] == []
-    assert list(d["changed"]) == ["inference-platform::inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::svc-virtualservice"]
+    assert list(d["changed"]) == ["inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::svc-virtualservice"]
     assert all(p.startswith("inputs.spec.http[") and p.endswith("].weight") for p in d["changed"][next(iter(d["changed"]))])
 
 
@@ -261,7 +261,7 @@ def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
     finally:
         edited.unlink()
     assert out.strip().endswith("0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors")
-    assert "~ update inference-platform::inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
+    assert "~ update inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
 
 
 def test_route_durations_are_exact_protobuf_durations():
