@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components.config import load_settings
+from components.validation import load_settings
 from components.platform import InferencePlatform
 
 settings = load_settings()

@@ -2,7 +2,7 @@
 DCGM exporter, with the MIG layouts and GPU sharing configs the node groups select.
 
 Each GPU group's nodes carry `nvidia.com/mig.config` (MIG) or
-`nvidia.com/device-plugin.config` (time-slicing / MPS), see node_rules.node_labels; the
+`nvidia.com/device-plugin.config` (time-slicing / MPS), see node_labels.node_labels; the
 operator's MIG manager and device plugin read those labels and apply the named config.
 The chart's Node Feature Discovery puts them on the nodes, with the rest of the node
 contract (node_rules.py).
@@ -23,15 +23,8 @@ from .config import NodeGroup
 from .gpu_profiles import mig_mix
 from .inputs import GpuOperatorInputs, validated
 from .node_contract import GPU_TAINT
-from .node_rules import (
-    CONTROL_PLANE_TAINT,
-    NodeContract,
-    NodeContractArgs,
-    device_plugin_config_name,
-    group_taints,
-    mig_config_name,
-    tolerations,
-)
+from .node_labels import device_plugin_config_name, group_taints, mig_config_name, tolerations
+from .node_rules import CONTROL_PLANE_TAINT, NodeContract, NodeContractArgs
 from .readiness import chart_timeout, custom_timeouts, node_join_budget
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE

@@ -1,5 +1,5 @@
 """GPU resource names per sharing mode, the MIG catalogue, the scheduling pieces of a
-GPU workload, and the GPU checks of a stack's settings (run by config.parse_settings).
+GPU workload, and the GPU checks of a stack's settings (run by validation.parse_settings).
 
 MIG profiles, their maximum count per GPU and the `all-<profile>` names follow the
 GPU operator's default mig-parted config (assets/state-mig-manager/0400_configmap.yaml,
@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from . import versions
 from .config import NodeGroup, Path, Service, Settings, Version
-from .node_rules import node_taints
+from .node_labels import node_taints
 
 WHOLE_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"

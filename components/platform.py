@@ -20,13 +20,14 @@ from .args import InferencePlatformArgs
 from .cluster import Cluster
 from .coldstart import ColdStart
 from .common import init_component
-from .config import SECRET_KEYS, ConfigError, Settings, parse_settings
+from .config import SECRET_KEYS, ConfigError, Settings
 from .estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from .gpu import GpuOperator
 from .mesh import Mesh, service_hosts
 from .namespaces import InferenceNamespaces
 from .observability import Observability
 from .triton import TritonService, deployment_name_clashes
+from .validation import parse_settings
 from .weights import WeightCaches, namespaces_using
 
 LEGACY_TYPE = "inference-platform:platform:InferencePlatform"

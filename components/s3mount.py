@@ -31,7 +31,7 @@ from . import endpoints as ep
 from .common import resource_opts, standard_labels
 from .config import NodeGroup, S3Cache
 from .estimates import GroupEstimate
-from .node_rules import group_taints, tolerations
+from .node_labels import group_taints, tolerations
 from .readiness import chart_timeout
 
 NAMESPACE = ep.CSI_S3_NAMESPACE

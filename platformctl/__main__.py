@@ -13,7 +13,8 @@ import signal
 import sys
 from pathlib import Path
 
-from components.config import ConfigError, settings_from_config
+from components.config import ConfigError
+from components.validation import settings_from_config
 
 from . import args_codegen, docs
 from .atomic import write_text

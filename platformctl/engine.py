@@ -13,7 +13,6 @@ import gc
 import hashlib
 import json
 import runpy
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -26,16 +25,17 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
 
-from components.config import Settings, settings_from_config
+from components.config import Settings
+from components.validation import settings_from_config
 
 from .aliases import new_urn, qualified_type
+from .objects import check_unique_objects
+from .plan_model import SECRET, UNKNOWN, Plan, Resource
 from .stack_names import check_stack_name
 from .stackfile import read_stack_config
 
 PROJECT = "inference-platform"
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "[secret]"
-UNKNOWN = "[unknown]"
 SECURE_PLACEHOLDER = "[secure-placeholder]"
 
 # Pulumi's wire signatures (sdk/python/lib/pulumi/runtime/rpc.py).
@@ -43,82 +43,6 @@ _SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 _UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-
-
-@dataclass
-class Resource:
-    urn: str
-    type: str
-    name: str
-    parent: Optional[str]
-    custom: bool
-    provider: Optional[str]
-    depends_on: list[str]
-    protect: bool
-    retain_on_delete: bool
-    delete_before_replace: bool
-    ignore_changes: list[str]
-    inputs: dict[str, Any]
-    replace_on_changes: list[str] = field(default_factory=list)
-    outputs: dict[str, Any] = field(default_factory=dict)
-    custom_timeouts: dict[str, str] = field(default_factory=dict)
-    """The `customTimeouts` option as sent (Go durations by operation: create, update, delete)."""
-    aliases: list[dict[str, Any]] = field(default_factory=list)
-    """The `aliases` option as sent: `{"urn": ...}` or a spec's set fields (aliases.py resolves them)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "urn": self.urn,
-            "type": self.type,
-            "name": self.name,
-            "parent": self.parent,
-            "custom": self.custom,
-            "provider": self.provider,
-            "dependsOn": self.depends_on,
-            "protect": self.protect,
-            "retainOnDelete": self.retain_on_delete,
-            "deleteBeforeReplace": self.delete_before_replace,
-            "ignoreChanges": self.ignore_changes,
-            "replaceOnChanges": self.replace_on_changes,
-            "customTimeouts": self.custom_timeouts,
-            "aliases": self.aliases,
-            "inputs": self.inputs,
-            **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
-        }
-
-    @property
-    def rendered_name(self) -> Optional[str]:
-        """A Kubernetes object's metadata.name as applied (auto-names exist only in the outputs);
-        kept in resources.json so offline policies can resolve references by name."""
-        if not self.type.startswith("kubernetes:") or self.type.startswith("kubernetes:helm.sh"):
-            return None
-        name = (self.outputs.get("metadata") or {}).get("name")
-        return name if isinstance(name, str) and name != SECRET else None
-
-
-@dataclass
-class Plan:
-    stack: str
-    resources: list[Resource]
-    outputs: dict[str, Any]
-
-    def of_type(self, type_token: str) -> list[Resource]:
-        return [r for r in self.resources if r.type == type_token]
-
-    def get(self, type_token: str, name: str) -> Resource:
-        found = [r for r in self.resources if r.type == type_token and r.name == name]
-        if len(found) != 1:
-            raise KeyError(f"{len(found)} resources of type {type_token} named {name}")
-        return found[0]
-
-    def by_urn(self, urn: str) -> Resource:
-        return next(r for r in self.resources if r.urn == urn)
-
-    def children(self, parent: Resource) -> list[Resource]:
-        return [r for r in self.resources if r.parent == parent.urn]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"stack": self.stack, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
 
 
 # --------------------------------------------------------------------------- values
@@ -372,7 +296,6 @@ def _monitor_calls_inline():
 
 
 def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
-    from .objects import check_unique_objects  # it reads Plans; imported here to avoid a cycle
 
     with _few_collections(), _monitor_calls_inline():
         plan = _render(stack, config, secret_keys, program)

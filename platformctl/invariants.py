@@ -7,7 +7,7 @@ from typing import Any, Union
 from components.config import Settings
 
 from . import awaits, ordering
-from .engine import Plan
+from .plan_model import Plan
 
 
 class PlanInvariantError(Exception):

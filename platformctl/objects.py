@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .engine import SECRET, UNKNOWN, Plan, Resource
 from .errors import UsageError
 from .plan import is_k8s_object, manifest
+from .plan_model import SECRET, UNKNOWN, Plan, Resource
 
 ObjectKey = tuple[str, str, str, str]
 

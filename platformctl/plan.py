@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from .atomic import replace_dir
-from .engine import Plan, Resource
 from .errors import UsageError
+from .plan_model import Plan, Resource
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 # Kubernetes object inputs that are not part of the manifest itself.

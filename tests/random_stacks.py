@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools
 import random
 
-from components.config import Settings, parse_settings
+from components.config import Settings
+from components.validation import parse_settings
 from platformctl.engine import Plan
 from tests.conftest import render_raw
 

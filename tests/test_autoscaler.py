@@ -9,8 +9,9 @@ import pytest
 
 from components import autoscaler, versions
 from components.coldstart import PLACEHOLDER_PRIORITY
-from components.config import MagnumCluster, parse_settings
+from components.config import MagnumCluster
 from components.estimates import gpu_node_ready_seconds
+from components.validation import parse_settings
 from platformctl.engine import stack_settings
 from platformctl.plan import manifest
 from policies.rules.security import restricted_problems

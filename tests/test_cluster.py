@@ -102,7 +102,7 @@ def test_share_access_follows_the_node_subnet():
     ("heat", {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}),
 ])
 def test_groups_are_selected_by_the_label_their_driver_gives_nodes(labeller, settings):
-    from components.config import parse_settings
+    from components.validation import parse_settings
 
     s = parse_settings(magnum(**settings), "stacks/Pulumi.test-dev.yaml")
     key = MAGNUM_GROUP_LABELS[labeller]

@@ -8,8 +8,8 @@ import pytest
 
 from components import versions
 from components.coldstart import PRIORITY_CLASS
-from components.config import parse_settings
 from components.estimates import stack_estimates
+from components.validation import parse_settings
 from platformctl.plan import manifest
 from tests import conformance
 from tests.conftest import base_config, render_raw, stack_plan

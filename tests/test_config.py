@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from components.config import ConfigError, Settings, parse_settings
+from components.config import ConfigError, Settings
+from components.validation import parse_settings
 from tests.conftest import as_magnum, base_config
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"

@@ -227,7 +227,8 @@ def test_volume_handle_is_bucket_then_prefix():
 
 
 def test_mount_config_rejects_shell_like_options_and_bad_prefixes():
-    from components.config import ConfigError, parse_settings
+    from components.config import ConfigError
+    from components.validation import parse_settings
 
     for mount in ({"enabled": True, "mountOptions": "--memory-limit 1000; rm -rf /"}, {"enabled": True, "prefix": "../x"}):
         raw = raw_with_mount(**mount)

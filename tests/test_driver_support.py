@@ -7,9 +7,9 @@ import pytest
 
 from components import driver_support as support
 from components import versions
-from components.config import ConfigError, DriverSettings, MagnumTemplate, Settings, format_path, parse_settings
-
+from components.config import ConfigError, DriverSettings, MagnumTemplate, Settings, format_path
 from components.node_contract import MAGNUM_GROUP_LABELS
+from components.validation import parse_settings
 from platformctl.engine import stack_settings
 from tests import conformance
 from tests.conftest import HEAT, STACKS, as_magnum, base_config, gpu_operator_values_of

@@ -7,11 +7,12 @@ import pytest
 import yaml
 
 from components import grammar, versions
-from components.config import ConfigError, Settings, parse_settings
+from components.config import ConfigError, Settings
 from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP
 from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
 from components.node_contract import GROUP_LABEL
-from components.node_rules import node_labels, node_taints
+from components.node_labels import node_labels, node_taints
+from components.validation import parse_settings
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance

@@ -204,8 +204,9 @@ def test_reference_present():
 
 
 def test_kiali_openid_wires_the_identity_provider():
-    from components.config import ConfigError, parse_settings
+    from components.config import ConfigError
     from components.mesh import kiali_values
+    from components.validation import parse_settings
     from tests.conftest import base_config
 
     raw = base_config()

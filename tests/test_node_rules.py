@@ -19,7 +19,7 @@ from typing import Any, Optional
 import pytest
 import yaml
 
-from components.config import ConfigError, NodeGroup, Settings, parse_settings
+from components.config import ConfigError, NodeGroup, Settings
 from components.node_contract import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_MODEL_LABEL,
@@ -28,6 +28,7 @@ from components.node_contract import (
     MAGNUM_GPU_LABEL,
     MIG_CONFIG_LABEL,
 )
+from components.validation import parse_settings
 from platformctl.diff import diff_plans
 from platformctl.engine import render_stack, stack_settings
 from platformctl.plan import is_k8s_object, manifest

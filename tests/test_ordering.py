@@ -5,7 +5,6 @@ both resources named."""
 from __future__ import annotations
 
 import copy
-from typing import Optional
 
 import pytest
 

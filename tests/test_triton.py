@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from components.config import ConfigError, parse_settings
+from components.config import ConfigError
 from components.triton import basic_authorization, virtual_service_spec
+from components.validation import parse_settings
 from platformctl.diff import diff_plans
 from tests.conftest import base_config, render_raw, stack_plan
 
@@ -417,8 +418,9 @@ def test_every_allowed_flag_is_a_real_tritonserver_flag():
 
 
 def test_flags_the_platform_sets_are_not_allowed():
-    from components.config import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS, parse_settings
+    from components.config import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
     from components.triton import triton_args
+    from components.validation import parse_settings
 
     raw = base_config()
     raw["services"][0]["versions"][0] |= {"modelConfigName": "h100", "modelControl": {"mode": "explicit", "load": ["m"]}}

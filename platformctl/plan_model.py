@@ -1,0 +1,89 @@
+"""A plan: the resources a program registers, as the offline engine records them.
+
+Kept apart from the engine (engine.py) so that what reads plans (objects.py, plan.py,
+the checks) needs no engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SECRET = "[secret]"
+UNKNOWN = "[unknown]"
+
+
+@dataclass
+class Resource:
+    urn: str
+    type: str
+    name: str
+    parent: Optional[str]
+    custom: bool
+    provider: Optional[str]
+    depends_on: list[str]
+    protect: bool
+    retain_on_delete: bool
+    delete_before_replace: bool
+    ignore_changes: list[str]
+    inputs: dict[str, Any]
+    replace_on_changes: list[str] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The `customTimeouts` option as sent (Go durations by operation: create, update, delete)."""
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    """The `aliases` option as sent: `{"urn": ...}` or a spec's set fields (aliases.py resolves them)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "custom": self.custom,
+            "provider": self.provider,
+            "dependsOn": self.depends_on,
+            "protect": self.protect,
+            "retainOnDelete": self.retain_on_delete,
+            "deleteBeforeReplace": self.delete_before_replace,
+            "ignoreChanges": self.ignore_changes,
+            "replaceOnChanges": self.replace_on_changes,
+            "customTimeouts": self.custom_timeouts,
+            "aliases": self.aliases,
+            "inputs": self.inputs,
+            **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
+        }
+
+    @property
+    def rendered_name(self) -> Optional[str]:
+        """A Kubernetes object's metadata.name as applied (auto-names exist only in the outputs);
+        kept in resources.json so offline policies can resolve references by name."""
+        if not self.type.startswith("kubernetes:") or self.type.startswith("kubernetes:helm.sh"):
+            return None
+        name = (self.outputs.get("metadata") or {}).get("name")
+        return name if isinstance(name, str) and name != SECRET else None
+
+
+@dataclass
+class Plan:
+    stack: str
+    resources: list[Resource]
+    outputs: dict[str, Any]
+
+    def of_type(self, type_token: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def get(self, type_token: str, name: str) -> Resource:
+        found = [r for r in self.resources if r.type == type_token and r.name == name]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} resources of type {type_token} named {name}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Resource:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def children(self, parent: Resource) -> list[Resource]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stack": self.stack, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
