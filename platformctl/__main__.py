@@ -1,4 +1,5 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
+| plan-example DIR
 
 Bad input (stack file, stack name, plan file, output directory) prints one line and
 exits 2; a file system error prints one line naming the path and exits 1. Neither
@@ -20,7 +21,16 @@ from . import args_codegen, docs
 from .atomic import write_text
 from .diff import NotAPlan, diff_plans, format_diff, load_plan_json
 from .diff import exit_code as diff_exit_code
-from .engine import ROOT, render_config, render_stack, shown_path, stack_config, stack_path, stack_settings
+from .engine import (
+    ROOT,
+    render_config,
+    render_program_stack,
+    render_stack,
+    shown_path,
+    stack_config,
+    stack_path,
+    stack_settings,
+)
 from .errors import UsageError
 from .gpu_report import gpu_report
 from .invariants import PlanInvariantError, check_plan
@@ -63,6 +73,20 @@ def cmd_plan(args) -> int:
     print(gpu_report(settings))
     print(engine_report)
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
+    return 0
+
+
+def cmd_plan_example(args) -> int:
+    """Render a program of examples/ (or any Pulumi program using the components) offline."""
+    program_dir = Path(args.dir)
+    stack_file = _existing_stack_file(Path(args.stack_file) if args.stack_file else program_dir / "Pulumi.example.yaml")
+    references = {}
+    for reference in args.reference:
+        name, sep, stack = reference.partition("=")
+        if not (sep and name):
+            raise UsageError(f"--reference {shown(reference)}: expected NAME=STACK, e.g. organization/inference-platform/demo-dev=demo-dev")
+        references[name] = render_stack(stack).outputs
+    print(tree(render_program_stack(program_dir, stack_file, references)))
     return 0
 
 
@@ -146,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help=f"output directory (default build/STACK); replaced only if absent, empty or a plan ({MARKER})")
     p.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     p.set_defaults(func=cmd_plan)
+    e = sub.add_parser("plan-example", help="render a program that uses the components (examples/DIR) offline")
+    e.add_argument("dir")
+    e.add_argument("--stack-file", help="the program's stack file (default DIR/Pulumi.example.yaml)")
+    e.add_argument("--reference", action="append", default=[], metavar="NAME=STACK",
+                   help="a StackReference NAME reads the outputs of platform stack STACK (rendered now)")
+    e.set_defaults(func=cmd_plan_example)
     d = sub.add_parser("diff", help="compare two plans: stack names or saved plan directories")
     d.add_argument("a")
     d.add_argument("b")

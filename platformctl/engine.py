@@ -1,9 +1,10 @@
 """Render the Pulumi program in-process under the SDK's mock runtime.
 
 One engine serves the offline plan and the tests: it runs the program (a stack
-file through ``__main__.py``, or a settings object straight into the platform),
-waits for every registration and returns a ``Plan``: every resource with its type,
-logical name, parent, provider, dependencies, options and inputs, secrets redacted.
+file through ``__main__.py``, a settings object straight into the platform, or
+another program such as those in examples/), waits for every registration and
+returns a ``Plan``: every resource with its type, logical name, parent, provider,
+dependencies, options and inputs, secrets redacted.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import hashlib
 import json
 import runpy
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import pulumi
+import yaml
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import settings as runtime_settings
@@ -29,6 +31,7 @@ from components.config import Settings
 from components.validation import settings_from_config
 
 from .aliases import new_urn, qualified_type
+from .errors import UsageError
 from .objects import check_unique_objects
 from .plan_model import SECRET, UNKNOWN, Plan, Resource
 from .stack_names import check_stack_name
@@ -43,6 +46,7 @@ _SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 _UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
 
 # --------------------------------------------------------------------------- values
@@ -113,11 +117,53 @@ users: [{name: mock, user: {token: mock}}]
 MOCK_SUBNET_CIDR = "192.168.64.0/20"
 
 
+def _as_wire_secrets(value: Any) -> Any:
+    """A Plan's redacted secrets as secret values again, the way the engine returns a stack's outputs."""
+    if value == SECRET:
+        return {_SIG_KEY: _SECRET_SIG, "value": SECRET}
+    if isinstance(value, dict):
+        return {k: _as_wire_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_wire_secrets(v) for v in value]
+    return value
+
+
+def _holds_secret(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_secret(v) for v in value)
+    return value == SECRET
+
+
 class PlatformMocks(Mocks):
-    """Believable outputs for the computed fields the program reads."""
+    """Believable outputs for the computed fields the program reads.
+
+    `stack_outputs` are the outputs of the stacks a program reads through a StackReference,
+    by the stack's name, as a Plan records them: a value `[secret]` is a secret output."""
+
+    def __init__(self, stack_outputs: Optional[dict[str, dict[str, Any]]] = None):
+        super().__init__()
+        self.stack_outputs = stack_outputs or {}
+
+    def stack_reference(self, stack: str) -> dict[str, Any]:
+        """What the engine reads for a StackReference: the outputs, secret ones still secret, and
+        which of them hold a secret (`get_output` marks those secret, the others not)."""
+        if stack not in self.stack_outputs:
+            known = ", ".join(sorted(self.stack_outputs)) or "none"
+            raise UsageError(f"the program references stack {stack!r}, whose outputs were not given (given: {known})")
+        outputs = self.stack_outputs[stack]
+        return {
+            "name": stack,
+            "outputs": _as_wire_secrets(outputs),
+            "secretOutputNames": sorted(k for k, v in outputs.items() if _holds_secret(v)),
+        }
 
     def new_resource(self, args: MockResourceArgs):
         typ, name = args.typ, args.name
+        if typ == STACK_REFERENCE:
+            # A read: its id is the referenced stack's name.
+            return args.resource_id, self.stack_reference(args.resource_id)
         rid = f"{name}-id"
         if typ.startswith("kubernetes:") and not typ.startswith("kubernetes:helm.sh"):
             # Only metadata is read back from Kubernetes objects; echoing whole specs would
@@ -171,6 +217,24 @@ class RecordingMonitor(MockMonitor):
         # The base class puts only the parent's own type (and the root stack's) before the
         # type; the engine puts the parent's whole chain, which aliases must reproduce.
         return new_urn(runtime_settings.get_stack(), runtime_settings.get_project(), qualified_type(parent) if parent else None, type_, name)
+
+    def ReadResource(self, request):
+        """A read of an existing resource (a StackReference): recorded like a registration, with
+        the id read and no options; answered without the SDK's async serialisers, as below."""
+        urn = self.make_urn(request.parent, request.type, request.name)
+        inputs = _struct(request.properties)
+        rid, state = self.mocks.new_resource(MockResourceArgs(
+            typ=request.type, name=request.name, inputs=inputs, provider=request.provider, resource_id=request.id))
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
+        self.records.append(Resource(
+            urn=urn, type=request.type, name=request.name, parent=request.parent or None, custom=True,
+            provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
+            depends_on=sorted(set(request.dependencies)), protect=False, retain_on_delete=False,
+            delete_before_replace=False, ignore_changes=[], inputs={**inputs, "id": rid}, outputs=state,
+        ))
+        state_struct = struct_pb2.Struct()
+        state_struct.update(state)
+        return resource_pb2.ReadResourceResponse(urn=urn, properties=state_struct)
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -295,21 +359,23 @@ def _monitor_calls_inline():
         del loop.run_in_executor
 
 
-def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
+def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None],
+         project: str = PROJECT, mocks: Optional[PlatformMocks] = None) -> Plan:
 
     with _few_collections(), _monitor_calls_inline():
-        plan = _render(stack, config, secret_keys, program)
+        plan = _render(stack, config, secret_keys, program, project, mocks or PlatformMocks())
     check_unique_objects(plan)
     return plan
 
 
-def _render(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Plan:
+def _render(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None],
+            project: str, mocks: PlatformMocks) -> Plan:
     _without_source_positions()
     _plain_urns()
-    monitor = RecordingMonitor(PlatformMocks())
+    monitor = RecordingMonitor(mocks)
     # set_mocks keeps a previous run's root stack; each plan needs its own.
     runtime_settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(PlatformMocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     runtime_config.set_all_config(config, secret_keys)
 
     @pulumi.runtime.test
@@ -347,13 +413,13 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def stack_config(stack_file: Path) -> tuple[dict[str, str], list[str]]:
-    """A stack file's config as the engine would pass it; secure values become a marked placeholder."""
+def stack_config(stack_file: Path, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+    """A stack file's config as the engine would pass it (bare keys in the `project`'s namespace);
+    secure values become a marked placeholder."""
     config: dict[str, str] = {}
     secret_keys: list[str] = []
     for key, value in read_stack_config(stack_file, shown_path(stack_file)).items():
-        if ":" not in key:
-            key = f"{PROJECT}:{key}"
+        key = _namespaced(key, project)
         value, secret = _replace_secure(value)
         config[key] = _encode_config_value(value)
         if secret:
@@ -401,9 +467,59 @@ def render_settings(settings, stack: str = "test") -> Plan:
     """Build the platform straight from a Settings object (no stack file)."""
     from components.platform import InferencePlatform
 
-    return render_program(lambda: InferencePlatform(f"{settings.customer}-{settings.environment}", settings), stack)
+    return render_function(lambda: InferencePlatform(f"{settings.customer}-{settings.environment}", settings), stack)
 
 
-def render_program(program: Callable[[], None], stack: str = "test") -> Plan:
-    """Run any program (a function that declares resources) under the mocks, with no config."""
+def render_function(program: Callable[[], None], stack: str = "test") -> Plan:
+    """Run a function that declares resources under the mocks, with no config."""
     return _run(stack, {}, [], program)
+
+
+def _namespaced(key: str, project: str) -> str:
+    return key if ":" in key else f"{project}:{key}"
+
+
+def program_project(program_dir: Path) -> str:
+    """The project name of a Pulumi program, from its Pulumi.yaml."""
+    project_file = program_dir / "Pulumi.yaml"
+    try:
+        project = yaml.safe_load(project_file.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise UsageError(f"{shown_path(project_file)}: not a readable Pulumi project file: {err}") from None
+    name = project.get("name") if isinstance(project, dict) else None
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{shown_path(project_file)}: the project has no name")
+    return name
+
+
+def render_program(
+    program_dir: Path,
+    stack: str,
+    config: dict[str, Any],
+    secret_keys: Sequence[str] = (),
+    stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
+) -> Plan:
+    """Run another Pulumi program (`program_dir/__main__.py`, e.g. one of examples/) as the
+    Pulumi CLI would: in its own directory, under its project's name, with `config` keys in
+    its project's namespace unless they name one (`kubernetes:context`). The components
+    package is importable, as the examples' `-e ../..` requirement makes it. A StackReference
+    reads the outputs given in `stack_outputs` under the referenced stack's name (secret ones,
+    `[secret]` as a Plan records them, stay secret)."""
+    program_dir = program_dir.resolve()
+    project = program_project(program_dir)
+    encoded = {_namespaced(k, project): _encode_config_value(v) for k, v in config.items()}
+
+    def program():
+        with contextlib.chdir(program_dir):
+            runpy.run_path(str(program_dir), run_name="__main__")
+
+    return _run(stack, encoded, [_namespaced(k, project) for k in secret_keys], program,
+                project=project, mocks=PlatformMocks(stack_outputs))
+
+
+def render_program_stack(program_dir: Path, stack_file: Path, stack_outputs: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
+    """Run a program with one of its stack files (`Pulumi.<stack>.yaml`), secure values as placeholders."""
+    program_dir = program_dir.resolve()
+    stack = stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    config, secret_keys = stack_config(stack_file, program_project(program_dir))
+    return render_program(program_dir, stack, config, secret_keys, stack_outputs)

@@ -14,7 +14,7 @@ import pytest
 from platformctl.__main__ import main
 from platformctl.aliases import resolve
 from platformctl.diff import NotAPlan, diff_plans, exit_code, format_diff, load_plan_json
-from platformctl.engine import render_program
+from platformctl.engine import render_function
 from tests.conftest import stack_plan
 
 STACK_URN = "urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"
@@ -144,7 +144,7 @@ def _program(index: bool, aliased: bool = True, data: str = "a"):
             ),
         ), opts=pulumi.ResourceOptions.merge(on_inner, pulumi.ResourceOptions(depends_on=[cm])))
 
-    return render_program(program, "dev").to_json()
+    return render_function(program, "dev").to_json()
 
 
 def test_the_engine_records_aliases_as_sent_and_urns_carry_the_whole_parent_chain():
@@ -164,7 +164,7 @@ def test_specs_keep_only_the_fields_set():
             pulumi.Alias(name="old", parent=None), pulumi.Alias(stack="other", project="proj", parent=parent),
             "urn:pulumi:dev::inference-platform::test:x:Leaf::leaf"]))
 
-    leaf = next(r for r in render_program(program, "dev").resources if r.name == "leaf")
+    leaf = next(r for r in render_function(program, "dev").resources if r.name == "leaf")
     assert leaf.aliases == [{"name": "old", "noParent": True},
                             {"stack": "other", "project": "proj", "parentUrn": "urn:pulumi:dev::inference-platform::test:index:Outer::p"},
                             {"urn": "urn:pulumi:dev::inference-platform::test:x:Leaf::leaf"}]
