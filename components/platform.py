@@ -166,6 +166,14 @@ class InferencePlatform(pulumi.ComponentResource):
             service_inputs = triton_inputs(settings, index, self.mesh, self.observability.namespace,
                                            self.weights.reference(ns), estimates)
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
+        # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
+        self.outputs["serving"] = {
+            "gateway": self.mesh.gateway, "ingressNamespace": self.mesh.ingress_namespace,
+            "ingressPrincipal": self.mesh.ingress_principal, "monitoringNamespace": self.observability.namespace,
+            "tls": settings.mesh.tls.enabled,
+            "weights": {ns: self.weights.reference(ns).model_dump(by_alias=True, exclude_none=True)
+                        for ns in sorted(self.namespaces.namespaces)},
+        }
         self.outputs["services"] = {
             svc_name: {"urls": t.urls, "weights": t.weights, "authSecret": t.auth_secret, "credentials": t.credentials}
             for svc_name, t in self.services.items()

@@ -39,12 +39,10 @@ triton = TritonService(
         "ingress_namespace": serving["ingressNamespace"],
         "ingress_principal": serving["ingressPrincipal"],
         "monitoring_namespace": serving["monitoringNamespace"],
-        "weights": {
-            "claim_name": weights["claimName"],
-            "s3_secret_name": weights["s3SecretName"],
-            "s3_endpoint": weights["s3Endpoint"],
-            "s3_bucket": weights["s3Bucket"],
-        },
+        # Only the caches the namespace reads are set (a claim, an S3 Secret, or both).
+        "weights": {key: weights.apply(lambda w, k=camel: w.get(k)) for key, camel in (
+            ("claim_name", "claimName"), ("s3_secret_name", "s3SecretName"),
+            ("s3_endpoint", "s3Endpoint"), ("s3_bucket", "s3Bucket"))},
         # Whether the Gateway serves HTTPS shapes the URLs reported: a plain value, as in the
         # platform's `serving.tls`.
         "tls": config.get_bool("tls") or False,
