@@ -622,6 +622,72 @@ class ServiceArgs(TypedDict):
     """Deployed versions; weights sum to 100."""
 
 
+class GraphTensorArgs(TypedDict):
+    """Arguments of `GraphTensor` (see the README's configuration reference)."""
+
+    name: str
+    """Tensor name, as the graph's callers send or receive it."""
+    data_type: NotRequired[str]
+    """Triton data type (`TYPE_FP32`, `TYPE_STRING`, ...). One of: `TYPE_BOOL`, `TYPE_UINT8`, `TYPE_UINT16`, `TYPE_UINT32`, `TYPE_UINT64`, `TYPE_INT8`, `TYPE_INT16`, `TYPE_INT32`, `TYPE_INT64`, `TYPE_FP16`, `TYPE_FP32`, `TYPE_FP64`, `TYPE_STRING`, `TYPE_BF16`. Default: `TYPE_FP32`."""
+    dims: list[int]
+    """Shape without the batch dimension; -1 for a variable size."""
+
+
+class ReplicaRangeArgs(TypedDict):
+    """Arguments of `ReplicaRange` (see the README's configuration reference)."""
+
+    min: NotRequired[int]
+    """Fewest replicas (each holds the step's GPU share). Default: `1`."""
+    max: NotRequired[int]
+    """Most replicas the step scales to. Default: `1`."""
+
+
+class GraphStepArgs(TypedDict):
+    """Arguments of `GraphStep` (see the README's configuration reference)."""
+
+    name: str
+    """Step name (DNS label): names its Ray worker group and Serve deployment."""
+    model: str
+    """The Triton model this step runs, as named in its model repository."""
+    image: str
+    """Triton image holding the model's backend (with `placement: ray`, also Ray at the pinned version)."""
+    model_repository: ModelRepositoryArgs
+    """Where the model repository holding `model` is in a weight cache."""
+    gpu: GpuRequestArgs
+    """GPU group and share each replica uses."""
+    replicas: NotRequired[ReplicaRangeArgs]
+    """Replica range: with `placement: ray`, the step's Serve autoscaling and worker group bounds."""
+    resources: NotRequired[ResourcesArgs]
+    """CPU and memory of each replica."""
+    inputs: dict[str, str]
+    """Model input tensor -> graph tensor it reads: a graph input or an earlier step's output."""
+    outputs: dict[str, str]
+    """Model output tensor -> graph tensor it becomes, for later steps and the graph's outputs."""
+
+
+class GraphArgs(TypedDict):
+    """Arguments of `Graph` (see the README's configuration reference)."""
+
+    name: str
+    """Graph name (DNS label): names its Kubernetes objects, and the ensemble model with `placement: ensemble`."""
+    namespace: NotRequired[str]
+    """Namespace (default: the graph's name)."""
+    hosts: list[str]
+    """Hostnames the graph is served on."""
+    auth: NotRequired[AuthSettingsArgs]
+    """Authentication at the mesh, as for services."""
+    placement: NotRequired[str]
+    """`ensemble`: one Triton server runs every step on one GPU share; `ray`: one Ray worker group per step, across nodes. One of: `ensemble`, `ray`. Default: `ensemble`."""
+    timeout_seconds: NotRequired[float]
+    """Route timeout of one request through the whole graph. Default: `60`."""
+    inputs: list[GraphTensorArgs]
+    """Tensors a caller sends."""
+    outputs: list[GraphTensorArgs]
+    """Tensors the graph returns (each one a step's output)."""
+    steps: list[GraphStepArgs]
+    """The steps in order; each reads graph inputs or earlier steps' outputs."""
+
+
 class PolicySettingsArgs(TypedDict):
     """Arguments of `PolicySettings` (see the README's configuration reference)."""
 
@@ -654,6 +720,8 @@ class InferencePlatformArgs(TypedDict):
     """Caches of model weights."""
     services: NotRequired[list[ServiceArgs]]
     """Triton inference services."""
+    graphs: NotRequired[list[GraphArgs]]
+    """Inference graphs: chains of Triton models (see README: Inference graphs)."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: NotRequired[str]

@@ -1059,6 +1059,92 @@ class PolicySettings(Model):
 # --------------------------------------------------------------------------- the stack
 
 
+# --------------------------------------------------------------------------- inference graphs
+
+# Triton's tensor data types (model_config.proto DataType, without TYPE_INVALID).
+TRITON_DATA_TYPES = ("TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32", "TYPE_UINT64", "TYPE_INT8",
+                     "TYPE_INT16", "TYPE_INT32", "TYPE_INT64", "TYPE_FP16", "TYPE_FP32", "TYPE_FP64",
+                     "TYPE_STRING", "TYPE_BF16")
+# A tensor or model name as Triton's configs and Ray's resource names both take it.
+TensorName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+TritonModelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")]
+
+
+class GraphTensor(Model):
+    name: TensorName
+    """Tensor name, as the graph's callers send or receive it."""
+    data_type: Literal[TRITON_DATA_TYPES] = "TYPE_FP32"  # type: ignore[valid-type]
+    """Triton data type (`TYPE_FP32`, `TYPE_STRING`, ...)."""
+    dims: list[Annotated[int, Field(ge=-1, le=1 << 30)]] = Field(min_length=1, max_length=8)
+    """Shape without the batch dimension; -1 for a variable size."""
+
+    @field_validator("dims")
+    @classmethod
+    def _no_zero(cls, dims: list[int]) -> list[int]:
+        if 0 in dims:
+            raise ValueError("a dimension of 0 holds nothing; allowed: -1 (variable) or a size of 1 or more")
+        return dims
+
+
+class ReplicaRange(Model):
+    min: int = Field(default=1, ge=1, le=100)
+    """Fewest replicas (each holds the step's GPU share)."""
+    max: int = Field(default=1, ge=1, le=100)
+    """Most replicas the step scales to."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ReplicaRange":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) exceeds max ({self.max})")
+        return self
+
+
+class GraphStep(Model):
+    name: Annotated[str, _checked(grammar.dns_label, 20)]
+    """Step name (DNS label): names its Ray worker group and Serve deployment."""
+    model: TritonModelName
+    """The Triton model this step runs, as named in its model repository."""
+    image: Image
+    """Triton image holding the model's backend (with `placement: ray`, also Ray at the pinned version)."""
+    model_repository: ModelRepository
+    """Where the model repository holding `model` is in a weight cache."""
+    gpu: GpuRequest
+    """GPU group and share each replica uses."""
+    replicas: ReplicaRange = ReplicaRange()
+    """Replica range: with `placement: ray`, the step's Serve autoscaling and worker group bounds."""
+    resources: Resources = Resources()
+    """CPU and memory of each replica."""
+    inputs: dict[TensorName, TensorName] = Field(min_length=1)
+    """Model input tensor -> graph tensor it reads: a graph input or an earlier step's output."""
+    outputs: dict[TensorName, TensorName] = Field(min_length=1)
+    """Model output tensor -> graph tensor it becomes, for later steps and the graph's outputs."""
+
+
+class Graph(Model):
+    name: ShortName
+    """Graph name (DNS label): names its Kubernetes objects, and the ensemble model with `placement: ensemble`."""
+    namespace: Optional[DnsLabel] = None
+    """Namespace (default: the graph's name)."""
+    hosts: list[Host] = Field(min_length=1)
+    """Hostnames the graph is served on."""
+    auth: AuthSettings = AuthSettings()
+    """Authentication at the mesh, as for services."""
+    placement: Literal["ensemble", "ray"] = "ensemble"
+    """`ensemble`: one Triton server runs every step on one GPU share; `ray`: one Ray worker group per step, across nodes."""
+    timeout_seconds: Number = Field(default=60, ge=0.001, le=3600)
+    """Route timeout of one request through the whole graph."""
+    inputs: list[GraphTensor] = Field(min_length=1)
+    """Tensors a caller sends."""
+    outputs: list[GraphTensor] = Field(min_length=1)
+    """Tensors the graph returns (each one a step's output)."""
+    steps: list[GraphStep] = Field(min_length=1, max_length=16)
+    """The steps in order; each reads graph inputs or earlier steps' outputs."""
+
+    @property
+    def k8s_namespace(self) -> str:
+        return self.namespace or self.name
+
+
 class Settings(Model):
     customer: Annotated[str, _checked(grammar.dns_label, 30)]
     """Customer name (DNS label)."""
@@ -1082,6 +1168,8 @@ class Settings(Model):
     """Caches of model weights."""
     services: list[Service] = []
     """Triton inference services."""
+    graphs: list[Graph] = []
+    """Inference graphs: chains of Triton models (see README: Inference graphs)."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None
@@ -1398,31 +1486,107 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
     problems += _ui_problems(s)
     problems += alerting_problems(s)
 
-    names: dict[str, int] = {}
-    hosts: dict[str, int] = {}
-    for si, svc in enumerate(s.services):
-        base: Path = ("services", si)
-        if svc.name in names:
-            problems.append((base + ("name",), f"duplicate service name {svc.name!r} (also services[{names[svc.name]}])"))
-        names.setdefault(svc.name, si)
-        for hi, host in enumerate(svc.hosts):
-            if host in hosts and hosts[host] != si:
-                problems.append((base + ("hosts", hi), f"host {host!r} is already served by services[{hosts[host]}]"))
-            hosts.setdefault(host, si)
-        if svc.k8s_namespace in PLATFORM_NAMESPACES or svc.k8s_namespace == "default" or svc.k8s_namespace.startswith("kube-"):
-            key = "namespace" if svc.namespace else "name"
-            problems.append((base + (key,), f"namespace {svc.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
+    names: dict[str, str] = {}
+    hosts: dict[str, str] = {}
+    caches = {"fileShare": s.weight_caches.file_share, "s3": s.weight_caches.s3}
+    configured = ", ".join(k for k, c in caches.items() if c) or "none"
+    served = [("services", i, svc) for i, svc in enumerate(s.services)] + [("graphs", i, g) for i, g in enumerate(s.graphs)]
+    for kind, i, item in served:
+        base: Path = (kind, i)
+        where = f"{kind}[{i}]"
+        if item.name in names:
+            problems.append((base + ("name",), f"name {item.name!r} is already used by {names[item.name]}; "
+                             "service and graph names must be unique"))
+        names.setdefault(item.name, where)
+        for hi, host in enumerate(item.hosts):
+            if host in hosts and hosts[host] != where:
+                problems.append((base + ("hosts", hi), f"host {host!r} is already served by {hosts[host]}"))
+            hosts.setdefault(host, where)
+        if item.k8s_namespace in PLATFORM_NAMESPACES or item.k8s_namespace == "default" or item.k8s_namespace.startswith("kube-"):
+            key = "namespace" if item.namespace else "name"
+            problems.append((base + (key,), f"namespace {item.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
                              f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
-                             + ("" if svc.namespace else " (set namespace to place the service elsewhere)")))
-        if svc.auth.mode == "none" and s.production:
+                             + ("" if item.namespace else " (set namespace to place it elsewhere)")))
+        if item.auth.mode == "none" and s.production:
             problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
-        problems += [(base + path, problem) for path, problem in service_problems(svc, groups)]
-        for vi, v in enumerate(svc.versions):
-            cache = v.model_repository.cache
-            if (cache == "fileShare" and s.weight_caches.file_share is None) or (cache == "s3" and s.weight_caches.s3 is None):
-                configured = [k for k, c in (("fileShare", s.weight_caches.file_share), ("s3", s.weight_caches.s3)) if c]
-                problems.append((base + ("versions", vi, "modelRepository", "cache"), f"weight cache {cache!r} is not configured under weightCaches; configured: {', '.join(configured) or 'none'}"))
+        if kind == "services":
+            problems += [(base + path, problem) for path, problem in service_problems(item, groups)]
+            repositories = [(("versions", vi), v.model_repository) for vi, v in enumerate(item.versions)]
+        else:
+            problems += [(base + path, problem) for path, problem in graph_problems(item, groups)]
+            repositories = [(("steps", si), step.model_repository) for si, step in enumerate(item.steps)]
+        for path, repo in repositories:
+            if caches[repo.cache] is None:
+                problems.append((base + path + ("modelRepository", "cache"),
+                                 f"weight cache {repo.cache!r} is not configured under weightCaches; configured: {configured}"))
     return problems
+
+
+def gpu_request_problems(gpu: GpuRequest, groups: Mapping[str, NodeGroup]) -> list[tuple[Path, str]]:
+    """A GPU request against the node groups (paths relative to the request): its group is a
+    GPU group, and it names a MIG slice exactly when the group's MIG strategy is mixed."""
+    group = groups.get(gpu.group)
+    if group is None or not group.is_gpu:
+        gpu_names = sorted(name for name, g in groups.items() if g.is_gpu)
+        return [(("gpu", "group"), f"no GPU node group named {gpu.group!r}; GPU groups: {', '.join(gpu_names) or 'none'}")]
+    mixed = group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed"
+    if gpu.mig_profile is not None and not mixed:
+        return [(("gpu", "migProfile"), f"migProfile applies to groups with MIG strategy 'mixed'; group {group.name!r} is not one")]
+    if mixed and gpu.mig_profile is None:
+        return [(("gpu", "migProfile"), f"group {group.name!r} uses MIG strategy 'mixed': say which slice with migProfile")]
+    return []
+
+
+# What every step of an ensemble shares: one Triton server runs them all.
+ENSEMBLE_SHARED = ("image", "model_repository", "gpu", "replicas", "resources")
+
+
+def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[Path, str]]:
+    """What one graph's own settings contradict (paths relative to the graph): step names,
+    the flow of tensors from the graph's inputs through the steps to its outputs, GPU
+    requests, and with `placement: ensemble` the settings every step must share."""
+    problems: list[tuple[Path, str]] = list(_step_name_problems(g))
+    available: dict[str, str] = {}
+    for ti, t in enumerate(g.inputs):
+        if t.name in available:
+            problems.append((("inputs", ti, "name"), f"duplicate graph input {t.name!r}"))
+        available[t.name] = "a graph input"
+    for si, step in enumerate(g.steps):
+        base: Path = ("steps", si)
+        for model_input, tensor in step.inputs.items():
+            if tensor not in available:
+                problems.append((base + ("inputs", model_input), f"graph tensor {tensor!r} is neither a graph input nor an "
+                                 f"earlier step's output; available here: {', '.join(sorted(available))}"))
+        for model_output, tensor in step.outputs.items():
+            if tensor in available:
+                problems.append((base + ("outputs", model_output), f"graph tensor {tensor!r} is already {available[tensor]}; "
+                                 "every graph tensor has one source"))
+            available.setdefault(tensor, f"an output of step {step.name!r}")
+        problems += [(base + path, problem) for path, problem in gpu_request_problems(step.gpu, groups)]
+    produced = {t for step in g.steps for t in step.outputs.values()}
+    for oi, t in enumerate(g.outputs):
+        if t.name not in produced:
+            problems.append((("outputs", oi, "name"), f"no step outputs graph tensor {t.name!r}; step outputs: "
+                             f"{', '.join(sorted(produced))}"))
+    if g.placement == "ensemble":
+        first = g.steps[0]
+        for si, step in enumerate(g.steps[1:], start=1):
+            for key in ENSEMBLE_SHARED:
+                if getattr(step, key) != getattr(first, key):
+                    problems.append((("steps", si, to_camel(key)), f"placement 'ensemble' runs every step in one Triton "
+                                     f"server: {to_camel(key)} must equal steps[0]'s; allowed: the same value, or placement 'ray'"))
+        if g.name in {step.model for step in g.steps}:
+            problems.append((("name",), f"the ensemble model is named after the graph, and a step's model is named "
+                             f"{g.name!r} too; rename the graph"))
+    return problems
+
+
+def _step_name_problems(g: Graph) -> Iterable[tuple[Path, str]]:
+    seen: set[str] = set()
+    for si, step in enumerate(g.steps):
+        if step.name in seen:
+            yield ("steps", si, "name"), f"duplicate step name {step.name!r} in graph {g.name!r}"
+        seen.add(step.name)
 
 
 def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tuple[Path, str]]:
@@ -1431,7 +1595,6 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
     profiles, the mirror's version. The stack file's cross checks and a TritonService used
     alone both run it."""
     problems: list[tuple[Path, str]] = list(svc.timing_problems())
-    gpu_names = sorted(name for name, g in groups.items() if g.is_gpu)
     total = sum(v.weight for v in svc.versions)
     if total != 100:
         weights = " + ".join(str(v.weight) for v in svc.versions)
@@ -1442,15 +1605,7 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
         if v.name in version_names:
             problems.append((vpath + ("name",), f"duplicate version name {v.name!r} in service {svc.name!r}"))
         version_names.add(v.name)
-        group = groups.get(v.gpu.group)
-        if group is None or not group.is_gpu:
-            problems.append((vpath + ("gpu", "group"), f"no GPU node group named {v.gpu.group!r}; GPU groups: {', '.join(gpu_names) or 'none'}"))
-        elif v.gpu.mig_profile is not None and not (
-            group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed"
-        ):
-            problems.append((vpath + ("gpu", "migProfile"), f"migProfile applies to groups with MIG strategy 'mixed'; group {group.name!r} is not one"))
-        elif group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed" and v.gpu.mig_profile is None:
-            problems.append((vpath + ("gpu", "migProfile"), f"group {group.name!r} uses MIG strategy 'mixed': say which slice with migProfile"))
+        problems += [(vpath + path, problem) for path, problem in gpu_request_problems(v.gpu, groups)]
     if svc.mirror is not None and svc.mirror.version not in version_names:
         problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
     return problems

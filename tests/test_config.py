@@ -70,7 +70,7 @@ BAD = [
     ("service-to-missing-group", [(f"{V0}.gpu.group", "gpu-h100")], "inference-platform:services[0].versions[0].gpu.group", ["no GPU node group named 'gpu-h100'", "GPU groups: gpu"]),
     ("service-to-cpu-group", [(f"{V0}.gpu.group", "cpu")], "inference-platform:services[0].versions[0].gpu.group", ["no GPU node group named 'cpu'"]),
     ("missing-weight-cache", [(f"{V0}.modelRepository.cache", "s3")], "inference-platform:services[0].versions[0].modelRepository.cache", ["'s3' is not configured", "configured: fileShare"]),
-    ("duplicate-service", [("services", "DUP")], "inference-platform:services[1].name", ["duplicate service name 'svc'"]),
+    ("duplicate-service", [("services", "DUP")], "inference-platform:services[1].name", ["name 'svc' is already used by services[0]"]),
     ("duplicate-version", [("services.0.versions", "DUPV")], "inference-platform:services[0].versions[1].name", ["duplicate version name 'v1'"]),
     ("wildcard-host", [("services.0.hosts", ["*.example.com"])], "inference-platform:services[0].hosts[0]", ["no wildcards"]),
     ("auth-none-in-production", [("production", True), ("services.0.auth", {"mode": "none"})], "inference-platform:services[0].auth.mode", ["not allowed in a production stack", "basic, jwt"]),
