@@ -19,7 +19,7 @@ import math
 import os
 import re
 from pathlib import Path as FsPath
-from typing import Annotated, Any, Literal, Mapping, Optional, Union
+from typing import Annotated, Any, Iterable, Literal, Mapping, Optional, Union
 
 from pydantic import (
     AfterValidator,
