@@ -919,3 +919,24 @@ class TritonServiceArgs(TypedDict):
     """Namespace of the Prometheus that scrapes Triton's metrics. Default: `monitoring`."""
     tls: NotRequired[bool]
     """The gateway serves the hosts over HTTPS (the service's URLs). Default: `false`."""
+
+
+class InferenceGraphArgs(TypedDict):
+    """A chain of Triton models: a Triton ensemble on one GPU share, or a KubeRay RayService across nodes."""
+
+    graph: GraphArgs
+    """The graph (one entry of the stack file's `graphs`)."""
+    gpu_groups: list[NodeGroupArgs]
+    """The GPU node groups its steps run on."""
+    weights: NotRequired[WeightsRefArgs]
+    """Where the steps' model repositories are read."""
+    gateway: NotRequired[pulumi.Input[str]]
+    """`<namespace>/<name>` of the Istio Gateway that serves the hosts. Default: `istio-system/inference-gateway`."""
+    ingress_namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the ingress gateway pods. Default: `istio-system`."""
+    ingress_principal: NotRequired[pulumi.Input[str]]
+    """SPIFFE principal of the ingress gateway, the only outside caller the AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
+    monitoring_namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the Prometheus that scrapes the graph's metrics. Default: `monitoring`."""
+    tls: NotRequired[bool]
+    """The gateway serves the hosts over HTTPS (the graph's URLs). Default: `false`."""

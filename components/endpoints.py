@@ -10,9 +10,11 @@ MONITORING_NAMESPACE = "monitoring"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 COLDSTART_NAMESPACE = "gpu-coldstart"
 CSI_S3_NAMESPACE = "csi-s3"
+# The KubeRay operator of the graphs placed on Ray, inside the mesh.
+RAY_NAMESPACE = "ray-system"
 # Every namespace the platform creates or installs into; inference services may not use one.
 PLATFORM_NAMESPACES = frozenset({
-    ISTIO_NAMESPACE, MONITORING_NAMESPACE, GPU_OPERATOR_NAMESPACE, COLDSTART_NAMESPACE, CSI_S3_NAMESPACE,
+    ISTIO_NAMESPACE, MONITORING_NAMESPACE, GPU_OPERATOR_NAMESPACE, COLDSTART_NAMESPACE, CSI_S3_NAMESPACE, RAY_NAMESPACE,
     "kube-system",
 })
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from . import versions
-from .config import NodeGroup, Path, Service, Settings, Version
+from .config import GpuRequest, NodeGroup, Path, Service, Settings, Version
 from .node_labels import node_taints
 
 WHOLE_GPU = "nvidia.com/gpu"
@@ -190,6 +190,35 @@ def replica_bounds(settings: Settings, service_index: int, version: Version) -> 
     return version.replicas, version.replicas
 
 
+def gpu_requests(settings: Settings) -> Iterator[tuple[Path, GpuRequest]]:
+    """Every GPU request of the stack with its key path: service versions and graph steps."""
+    for si, svc in enumerate(settings.services):
+        for vi, v in enumerate(svc.versions):
+            yield ("services", si, "versions", vi), v.gpu
+    for gi, g in enumerate(settings.graphs):
+        for st, step in enumerate(g.steps):
+            yield ("graphs", gi, "steps", st), step.gpu
+
+
+def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
+    """(request, fewest, most) replicas holding each GPU request at once.
+
+    An ensemble graph is one Triton server (its steps share the first step's request). A
+    graph on Ray switches to a whole new RayCluster on every change of its cluster spec
+    (upgradeStrategy NewCluster): while the new cluster starts at its minimum the old one
+    still serves, so a step holds its minimum twice, and up to max + min at most."""
+    for si, svc in enumerate(settings.services):
+        for v in svc.versions:
+            yield (v.gpu, *replica_bounds(settings, si, v))
+    for g in settings.graphs:
+        if g.placement == "ensemble":
+            first = g.steps[0]
+            yield first.gpu, first.replicas.min, first.replicas.max
+            continue
+        for step in g.steps:
+            yield step.gpu, 2 * step.replicas.min, step.replicas.max + step.replicas.min
+
+
 @dataclass(frozen=True)
 class GroupDemand:
     group: NodeGroup
@@ -213,14 +242,12 @@ def group_demands(settings: Settings) -> list[GroupDemand]:
         per_node = slots_per_node(group)
         need_min: dict[str, int] = {}
         need_max: dict[str, int] = {}
-        for si, svc in enumerate(settings.services):
-            for v in svc.versions:
-                if v.gpu.group != group.name:
-                    continue
-                res = placement(group, v).resource_name
-                low, high = replica_bounds(settings, si, v)
-                need_min[res] = need_min.get(res, 0) + low * v.gpu.count
-                need_max[res] = need_max.get(res, 0) + high * v.gpu.count
+        for gpu, low, high in gpu_consumers(settings):
+            if gpu.group != group.name:
+                continue
+            res = gpu_scheduling(group, gpu.count, gpu.mig_profile).resource_name
+            need_min[res] = need_min.get(res, 0) + low * gpu.count
+            need_max[res] = need_max.get(res, 0) + high * gpu.count
         spare = settings.cold_start.spare_slots.get(group.name, 0)
         if spare:
             res = placeholder_request(settings.services, group).resource_name
@@ -308,28 +335,27 @@ def check_gpu_settings(settings: Settings) -> list[tuple[Path, str]]:
         return problems
 
     by_name = {g.name: g for g in groups}
-    for si, svc in enumerate(settings.services):
-        for vi, v in enumerate(svc.versions):
-            group = by_name.get(v.gpu.group)
-            if group is None or group.gpu is None:
-                continue  # cross_checks reports it
-            vpath: Path = ("services", si, "versions", vi, "gpu")
-            s = group.gpu.sharing
-            if s.mode == "mig" and v.gpu.mig_profile is not None and v.gpu.mig_profile not in mig_mix(group):
-                problems.append((vpath + ("migProfile",), f"group {group.name!r} has no {v.gpu.mig_profile} slices; "
-                                 f"its MIG mix per GPU: {', '.join(f'{n} x {p}' for p, n in mig_mix(group).items())}"))
-            if s.mode == "mps" and v.gpu.count > 1:
-                problems.append((vpath + ("count",), f"group {group.name!r} shares GPUs with MPS, where a pod may ask "
-                                 "for one share only; use count: 1"))
-                continue
-            if problems:
-                continue
-            # A pod's GPU units come from one node: more than a node offers never schedules.
-            resource = placement(group, v).resource_name
-            per_node = slots_per_node(group).get(resource, 0)
-            if v.gpu.count > per_node:
-                problems.append((vpath + ("count",), f"a replica asks for {v.gpu.count} x {resource}, but one node of "
-                                 f"group {group.name!r} offers {per_node}; allowed: count 1-{per_node}"))
+    for path, gpu in gpu_requests(settings):
+        group = by_name.get(gpu.group)
+        if group is None or group.gpu is None:
+            continue  # cross_checks reports it
+        vpath: Path = path + ("gpu",)
+        s = group.gpu.sharing
+        if s.mode == "mig" and gpu.mig_profile is not None and gpu.mig_profile not in mig_mix(group):
+            problems.append((vpath + ("migProfile",), f"group {group.name!r} has no {gpu.mig_profile} slices; "
+                             f"its MIG mix per GPU: {', '.join(f'{n} x {p}' for p, n in mig_mix(group).items())}"))
+        if s.mode == "mps" and gpu.count > 1:
+            problems.append((vpath + ("count",), f"group {group.name!r} shares GPUs with MPS, where a pod may ask "
+                             "for one share only; use count: 1"))
+            continue
+        if problems:
+            continue
+        # A pod's GPU units come from one node: more than a node offers never schedules.
+        resource = gpu_scheduling(group, gpu.count, gpu.mig_profile).resource_name
+        per_node = slots_per_node(group).get(resource, 0)
+        if gpu.count > per_node:
+            problems.append((vpath + ("count",), f"a replica asks for {gpu.count} x {resource}, but one node of "
+                             f"group {group.name!r} offers {per_node}; allowed: count 1-{per_node}"))
     if problems:
         return problems
 

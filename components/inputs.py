@@ -26,6 +26,7 @@ from .config import (
     ConfigError,
     DnsLabel,
     GpuOperatorSettings,
+    Graph,
     Host,
     MeshSettings,
     Model,
@@ -36,6 +37,7 @@ from .config import (
     UiSettings,
     WeightCacheSettings,
     cluster_problems,
+    graph_problems,
     needs_access_cidrs,
     pydantic_problems,
     service_problems,
@@ -295,6 +297,38 @@ class TritonServiceInputs(Model):
             missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]
             if missing:
                 found.append((("service", "versions", vi, "modelRepository", "cache"),
+                              f"weight cache {cache!r} needs weights.{', weights.'.join(missing)}"))
+        return found
+
+
+class InferenceGraphInputs(Model):
+    """A chain of Triton models: a Triton ensemble on one GPU share, or a KubeRay RayService across nodes."""
+
+    graph: Graph
+    """The graph (one entry of the stack file's `graphs`)."""
+    gpu_groups: list[NodeGroup] = Field(min_length=1)
+    """The GPU node groups its steps run on."""
+    weights: WeightsRef = WeightsRef()
+    """Where the steps' model repositories are read."""
+    gateway: GatewayInput = GATEWAY
+    """`<namespace>/<name>` of the Istio Gateway that serves the hosts."""
+    ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
+    """Namespace of the ingress gateway pods."""
+    ingress_principal: TextInput = INGRESS_PRINCIPAL
+    """SPIFFE principal of the ingress gateway, the only outside caller the AuthorizationPolicy allows."""
+    monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE
+    """Namespace of the Prometheus that scrapes the graph's metrics."""
+    tls: bool = False
+    """The gateway serves the hosts over HTTPS (the graph's URLs)."""
+
+    def problems(self) -> list[tuple[ConfigPath, str]]:
+        """The stack file's checks of one graph, and that `weights` names what each step's cache needs."""
+        found = [(("graph", *path), why) for path, why in graph_problems(self.graph, {g.name: g for g in self.gpu_groups})]
+        for si, step in enumerate(self.graph.steps):
+            cache = step.model_repository.cache
+            missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]
+            if missing:
+                found.append((("graph", "steps", si, "modelRepository", "cache"),
                               f"weight cache {cache!r} needs weights.{', weights.'.join(missing)}"))
         return found
 

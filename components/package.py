@@ -9,6 +9,7 @@ from .cluster import Cluster
 from .coldstart import ColdStart
 from .common import PART_OF
 from .gpu import GpuOperator
+from .graphs import InferenceGraph
 from .mesh import Mesh
 from .namespaces import InferenceNamespaces
 from .observability import Observability
@@ -20,5 +21,5 @@ PACKAGE = PART_OF
 VERSION = "0.1.0"
 COMPONENTS = [
     InferencePlatform, Cluster, GpuOperator, ColdStart, Mesh, Observability, InferenceNamespaces, WeightCaches,
-    TritonService,
+    TritonService, InferenceGraph,
 ]

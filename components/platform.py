@@ -2,7 +2,8 @@
 
 This is the only module that sees the whole stack's `Settings` and the only one that
 knows the order in which parts are built: cluster -> (kubernetes Provider) -> mesh ->
-observability -> GPU stack -> inference namespaces -> weight caches -> Triton services.
+observability -> GPU stack -> inference namespaces -> weight caches -> Triton services ->
+inference graphs (with the KubeRay operator for those on Ray).
 Each component gets its own inputs (components/inputs.py): its settings and the names
 it consumes from the parts before it. Build order only makes handles available; `pulumi
 up` orders by dependencies: each component `dependsOn` the parts it needs (the GPU
@@ -15,14 +16,16 @@ from typing import Optional, Union
 
 import pulumi
 
-from . import autoscaler, inputs
+from . import autoscaler, inputs, versions
+from . import endpoints as ep
 from .args import InferencePlatformArgs
 from .cluster import Cluster
 from .coldstart import ColdStart
-from .common import init_component
+from .common import helm_release, init_component
 from .config import SECRET_KEYS, ConfigError, Settings
 from .estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from .gpu import GpuOperator
+from .graphs import InferenceGraph, kuberay_operator_values
 from .mesh import Mesh, service_hosts
 from .namespaces import InferenceNamespaces
 from .observability import Observability
@@ -54,7 +57,7 @@ def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
 
 
 def mesh_inputs(s: Settings) -> inputs.MeshInputs:
-    return _given(inputs.MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts(s.services), production=s.production,
+    return _given(inputs.MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts([*s.services, *s.graphs]), production=s.production,
                   storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot)
 
 
@@ -70,8 +73,15 @@ def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]
     )
 
 
+def ray_graphs(s: Settings) -> list:
+    return [g for g in s.graphs if g.placement == "ray"]
+
+
 def namespaces_inputs(s: Settings) -> inputs.InferenceNamespacesInputs:
-    return inputs.InferenceNamespacesInputs(namespaces=sorted({svc.k8s_namespace for svc in s.services}))
+    # The KubeRay operator runs in the mesh too: its calls to the Ray heads carry its identity.
+    operator = {ep.RAY_NAMESPACE} if ray_graphs(s) else set()
+    return inputs.InferenceNamespacesInputs(
+        namespaces=sorted({svc.k8s_namespace for svc in s.services} | {g.k8s_namespace for g in s.graphs} | operator))
 
 
 def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate],
@@ -80,8 +90,8 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
     return _given(
         inputs.WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
-        file_share_namespaces=namespaces_using(s.services, "fileShare"),
-        s3_namespaces=namespaces_using(s.services, "s3"),
+        file_share_namespaces=namespaces_using(s.services, "fileShare", s.graphs),
+        s3_namespaces=namespaces_using(s.services, "s3", s.graphs),
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,
         namespace_names={ns: n.metadata["name"] for ns, n in (namespaces or {}).items()},
@@ -95,6 +105,17 @@ def triton_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str
     return inputs.TritonServiceInputs(
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
         cold_start=[e for e in estimates if e.group in used],
+        gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,
+        monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled,
+    )
+
+
+def graph_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str,
+                 weights: inputs.WeightsRef) -> inputs.InferenceGraphInputs:
+    graph = s.graphs[index]
+    used = {step.gpu.group for step in graph.steps}
+    return inputs.InferenceGraphInputs(
+        graph=graph, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
         gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,
         monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled,
     )
@@ -166,6 +187,7 @@ class InferencePlatform(pulumi.ComponentResource):
             service_inputs = triton_inputs(settings, index, self.mesh, self.observability.namespace,
                                            self.weights.reference(ns), estimates)
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
+        self.graphs = self._graphs(name, settings, after)
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
         self.outputs["serving"] = {
             "gateway": self.mesh.gateway, "ingressNamespace": self.mesh.ingress_namespace,
@@ -174,10 +196,29 @@ class InferencePlatform(pulumi.ComponentResource):
             "weights": {ns: self.weights.reference(ns).model_dump(by_alias=True, exclude_none=True)
                         for ns in sorted(self.namespaces.namespaces)},
         }
+        if self.graphs:
+            self.outputs["graphs"] = {g: {"urls": c.urls, "credentials": c.credentials} for g, c in self.graphs.items()}
         self.outputs["services"] = {
             svc_name: {"urls": t.urls, "weights": t.weights, "authSecret": t.auth_secret, "credentials": t.credentials}
             for svc_name, t in self.services.items()
         }
         self.urls = self.observability.urls
         self.register_outputs(self.outputs)
+
+    def _graphs(self, name: str, settings: Settings, after) -> dict[str, InferenceGraph]:
+        """The inference graphs, and for those on Ray the KubeRay operator (its chart installs the CRDs)."""
+        operator = None
+        if ray_graphs(settings):
+            operator = helm_release(
+                f"{name}-kuberay", versions.KUBERAY_OPERATOR.name, versions.KUBERAY_OPERATOR, ep.RAY_NAMESPACE,
+                kuberay_operator_values(), after(self.namespaces.namespaces[ep.RAY_NAMESPACE]))
+        graphs: dict[str, InferenceGraph] = {}
+        for index, graph in enumerate(settings.graphs):
+            ns = graph.k8s_namespace
+            deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds, *self.weights.depends_on(ns),
+                    self.gpu_operator.release if self.gpu_operator else None,
+                    operator if graph.placement == "ray" else None]
+            graph_args = graph_inputs(settings, index, self.mesh, self.observability.namespace, self.weights.reference(ns))
+            graphs[graph.name] = InferenceGraph(graph.name, graph_args, opts=after(*deps))
+        return graphs
 

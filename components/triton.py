@@ -28,7 +28,7 @@ import pulumi_random as random
 from . import hardening
 from .args import TritonServiceArgs
 from .common import init_component, resource_opts, standard_labels
-from .config import EXIT_TIMEOUT_FLAG, Autoscaling, ColdStartSettings, GpuOperatorSettings, NodeGroup, Service, Version
+from .config import EXIT_TIMEOUT_FLAG, AuthSettings, Autoscaling, ColdStartSettings, GpuOperatorSettings, NodeGroup, Service, Version
 from .endpoints import in_cluster_host
 from .estimates import GroupEstimate, cold_start_estimate
 from .gpu_profiles import gpu_scheduling
@@ -470,6 +470,25 @@ def basic_authorization(username: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
 
 
+def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str, labels: dict, auth: AuthSettings):
+    """With auth mode `basic`: generated credentials, a Secret with them for clients in
+    `namespace`, and the Authorization header they make (secret). Nothing otherwise."""
+    if auth.mode != "basic":
+        return None, None, None
+    password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=pulumi.ResourceOptions(parent=parent))
+    secret_name = f"{username}-basic-auth"
+    k8s.core.v1.Secret(
+        f"{name}-basic-auth",
+        metadata={"name": secret_name, "namespace": namespace, "labels": labels},
+        type="kubernetes.io/basic-auth",
+        string_data={"username": username, "password": password.result},
+        opts=resource_opts(parent),
+    )
+    authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
+    credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
+    return authorization, credentials, secret_name
+
+
 def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
     """Only the ingress gateway may call Triton; metrics stay reachable for Prometheus."""
     source: dict = {"principals": [ingress_principal]}
@@ -550,7 +569,7 @@ class TritonService(pulumi.ComponentResource):
         for version in service.versions:
             self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa)
 
-        authorization, credentials, secret_name = self._declare_basic_auth(name, service, labels)
+        authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
 
         def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict]):
             return k8s.apiextensions.CustomResource(
@@ -613,24 +632,6 @@ class TritonService(pulumi.ComponentResource):
         self.register_outputs(
             {"urls": self.urls, "weights": self.weights, "authSecret": secret_name, "credentials": credentials}
         )
-
-    def _declare_basic_auth(self, name, service: Service, labels):
-        """Basic Auth credentials (generated, stored in a Secret for clients) and the header they make."""
-        if service.auth.mode != "basic":
-            return None, None, None
-        password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=pulumi.ResourceOptions(parent=self))
-        username = service.name
-        secret_name = f"{service.name}-basic-auth"
-        k8s.core.v1.Secret(
-            f"{name}-basic-auth",
-            metadata={"name": secret_name, "namespace": service.k8s_namespace, "labels": labels},
-            type="kubernetes.io/basic-auth",
-            string_data={"username": username, "password": password.result},
-            opts=resource_opts(self),
-        )
-        authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
-        credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
-        return authorization, credentials, secret_name
 
     def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
                          estimate: GroupEstimate, sa):

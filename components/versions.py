@@ -31,6 +31,8 @@ ISTIO_GATEWAY = Chart("gateway", "1.30.3", _ISTIO)
 KIALI = Chart("kiali-server", "2.29.0", "https://kiali.org/helm-charts")
 JAEGER = Chart("jaeger", "4.11.1", "https://jaegertracing.github.io/helm-charts")
 KUBERAY_OPERATOR = Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/")
+# The RayServices' rayVersion: every graph step image carries this Ray; the tests run the same version.
+RAY_VERSION = "2.60.0"
 CSI_S3 = Chart("csi-s3", "0.43.7", "https://yandex-cloud.github.io/k8s-csi-s3/charts")
 
 # Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).

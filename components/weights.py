@@ -30,7 +30,7 @@ import pulumi_openstack as openstack
 
 from .args import WeightCachesArgs
 from .common import init_component, resource_opts, standard_labels
-from .config import MANILA_NEEDS_CIDRS, FileShareCache, Service
+from .config import MANILA_NEEDS_CIDRS, FileShareCache, Graph, Service
 from .inputs import WeightCachesInputs, WeightsRef, validated
 from .s3bucket import S3Bucket, WeightUpload
 from .s3mount import S3BucketMount
@@ -46,9 +46,10 @@ NAMESPACE_LABEL = "inference-platform/weights-namespace"
 # --------------------------------------------------------------------------- plain functions
 
 
-def namespaces_using(services: Sequence[Service], cache: str) -> list[str]:
-    """Namespaces with at least one version that reads from `cache` ("fileShare" or "s3"), sorted."""
-    return sorted({svc.k8s_namespace for svc in services for v in svc.versions if v.model_repository.cache == cache})
+def namespaces_using(services: Sequence[Service], cache: str, graphs: Sequence[Graph] = ()) -> list[str]:
+    """Namespaces with at least one version or graph step that reads from `cache` ("fileShare" or "s3"), sorted."""
+    return sorted({svc.k8s_namespace for svc in services for v in svc.versions if v.model_repository.cache == cache}
+                  | {g.k8s_namespace for g in graphs for step in g.steps if step.model_repository.cache == cache})
 
 
 def parse_export_location(location: str) -> tuple[str, str]:

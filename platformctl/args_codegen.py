@@ -30,6 +30,7 @@ COMPONENT_MODELS: dict[str, type[BaseModel]] = {
     "InferenceNamespaces": inputs.InferenceNamespacesInputs,
     "WeightCaches": inputs.WeightCachesInputs,
     "TritonService": inputs.TritonServiceInputs,
+    "InferenceGraph": inputs.InferenceGraphInputs,
 }
 
 HEADER = '''"""Argument types of the components, generated from components/inputs.py and the settings

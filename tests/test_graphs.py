@@ -1,0 +1,182 @@
+"""Inference graphs (`graphs`): the stack-file checks, the RayService of a graph placed on Ray
+(one worker group per step, pinned by a custom resource), its route through the mesh, and
+the capacity its upgrades need."""
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from components import graphs, versions
+from components.config import ConfigError
+from components.validation import parse_settings
+from platformctl.plan import is_k8s_object, manifest
+from tests import conformance
+from tests.conftest import ROOT, stack_plan
+
+STACK = "studio-dev"
+STACK_FILE = ROOT / "stacks" / f"Pulumi.{STACK}.yaml"
+
+
+def raw_config() -> dict:
+    return {k.split(":", 1)[1]: v for k, v in yaml.safe_load(STACK_FILE.read_text())["config"].items()}
+
+
+def parse(raw: dict):
+    return parse_settings(raw, "stacks/Pulumi.test.yaml")
+
+
+def problems_of(edit) -> str:
+    raw = copy.deepcopy(raw_config())
+    edit(raw)
+    with pytest.raises(ConfigError) as info:
+        parse(raw)
+    return info.value.one_line()
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return stack_plan(STACK)
+
+
+def objects(plan, kind: str) -> list[dict]:
+    return [manifest(r) for r in plan.resources if is_k8s_object(r) and r.inputs.get("kind") == kind]
+
+
+@pytest.fixture(scope="module")
+def ray_service(plan) -> dict:
+    (service,) = [o for o in objects(plan, "RayService") if o["metadata"]["name"] == "speech-to-image"]
+    return service
+
+
+# --------------------------------------------------------------------------- the RayService
+
+
+def test_ray_service_validates_against_the_kuberay_crd(ray_service, reference):
+    conformance.validate_custom(ray_service)
+
+
+def test_each_step_has_its_own_worker_group_pinned_by_its_resource(ray_service):
+    cluster = ray_service["spec"]["rayClusterConfig"]
+    assert cluster["rayVersion"] == versions.RAY_VERSION
+    assert cluster["enableInTreeAutoscaling"] is True
+    head = cluster["headGroupSpec"]
+    assert head["rayStartParams"]["num-cpus"] == "0"
+    assert "resources" not in head["rayStartParams"]
+    by_group = {g["groupName"]: g for g in cluster["workerGroupSpecs"]}
+    assert set(by_group) == {"transcribe", "draw"}
+    images = {"transcribe": "registry.studio.example.com/triton-ray:25.01-whisper",
+              "draw": "registry.studio.example.com/triton-ray:25.01-diffusion"}
+    for name, group in by_group.items():
+        params = group["rayStartParams"]
+        assert params["num-gpus"] == "1"
+        # JSON in single quotes: what both KubeRay and Ray's autoscaler parse.
+        assert json.loads(params["resources"].strip("'")) == {f"step-{name}": 1}
+        assert params["resources"][0] == params["resources"][-1] == "'"
+        (container,) = group["template"]["spec"]["containers"]
+        assert container["image"] == images[name]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+        assert group["template"]["spec"]["nodeSelector"] == {"pool.studio.example.com/name": "gpu-t4"}
+        assert (group["minReplicas"], group["maxReplicas"]) == (1, 2)
+
+
+def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service):
+    config = yaml.safe_load(ray_service["spec"]["serveConfigV2"])
+    (app,) = config["applications"]
+    assert app["import_path"] == "graph_app.app:build"
+    assert [s["model"] for s in app["args"]["steps"]] == ["whisper", "stable_diffusion"]
+    assert app["args"]["steps"][1]["inputs"] == {"PROMPT": "TEXT"}
+    assert app["args"]["outputs"] == ["IMAGE"]
+    deployments = {d["name"]: d for d in app["deployments"]}
+    for step in ("transcribe", "draw"):
+        d = deployments[f"step-{step}"]
+        assert d["ray_actor_options"]["resources"] == {f"step-{step}": 1}
+        assert d["ray_actor_options"]["num_gpus"] == 1
+        assert (d["autoscaling_config"]["min_replicas"], d["autoscaling_config"]["max_replicas"]) == (1, 2)
+    # The ingress asks for no step resource and no GPU: it never takes a step's place.
+    assert "resources" not in deployments["graph"]["ray_actor_options"]
+    assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image/whisper"
+
+
+def test_ray_ports_are_fixed_and_listed_for_the_mesh(ray_service, plan):
+    (headless,) = [o for o in objects(plan, "Service") if o["metadata"]["name"] == "speech-to-image-ray"]
+    listed = {p["port"] for p in headless["spec"]["ports"]}
+    cluster = ray_service["spec"]["rayClusterConfig"]
+    for params in [cluster["headGroupSpec"]["rayStartParams"], *(g["rayStartParams"] for g in cluster["workerGroupSpecs"])]:
+        fixed = {int(params[flag]) for flag in graphs.RAY_PORTS}
+        assert fixed <= listed
+        assert set(range(int(params["min-worker-port"]), int(params["max-worker-port"]) + 1)) <= listed
+        assert params["node-ip-address"].endswith(".speech-to-image-ray.speech-to-image.svc.cluster.local")
+
+
+def test_graph_route_reaches_serve_with_basic_auth(plan):
+    (vs,) = [o for o in objects(plan, "VirtualService") if o["metadata"]["name"] == "speech-to-image"]
+    route, unauthorized = vs["spec"]["http"]
+    assert route["route"][0]["destination"] == {"host": "speech-to-image-serve-svc.speech-to-image.svc.cluster.local",
+                                                "port": {"number": 8000}}
+    assert route["timeout"] == "120s"
+    assert "authorization" in route["match"][0]["headers"]
+    assert unauthorized["directResponse"]["status"] == 401
+    (policy,) = [o for o in objects(plan, "AuthorizationPolicy") if o["metadata"]["name"] == "speech-to-image"]
+    first = policy["spec"]["rules"][0]
+    assert first["to"] == [{"operation": {"ports": ["8000"]}}]
+
+
+def test_kuberay_operator_comes_first_and_runs_in_the_mesh(plan):
+    release = plan.get("kubernetes:helm.sh/v3:Release", "studio-dev-kuberay")
+    assert release.inputs["chart"] == "kuberay-operator" and release.inputs["version"] == versions.KUBERAY_OPERATOR.version
+    assert {"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"} in release.inputs["values"]["env"]
+    graph = plan.get("inference-platform:index:InferenceGraph", "speech-to-image")
+    assert release.urn in graph.depends_on
+    (ns,) = [o for o in objects(plan, "Namespace") if o["metadata"]["name"] == "ray-system"]
+    assert ns["metadata"]["labels"]["istio-injection"] == "enabled"
+
+
+def test_kuberay_values_exist_in_the_pinned_chart(reference):
+    defaults = conformance.vendored_chart_values("kuberay-operator", versions.KUBERAY_OPERATOR.version)
+    assert conformance.unknown_values_keys(graphs.kuberay_operator_values(), defaults) == []
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _graph(raw: dict, i: int = 0) -> dict:
+    return raw["graphs"][i]
+
+
+@pytest.mark.parametrize("case,edit,path,words", [
+    ("unknown source tensor", lambda r: _graph(r)["steps"][1]["inputs"].update(PROMPT="WORDS"),
+     "graphs[0].steps[1].inputs.PROMPT", ["'WORDS' is neither a graph input nor an earlier step's output", "AUDIO, TEXT"]),
+    ("output nobody makes", lambda r: _graph(r)["outputs"][0].update(name="PICTURE"),
+     "graphs[0].outputs[0].name", ["no step outputs graph tensor 'PICTURE'"]),
+    ("tensor defined twice", lambda r: _graph(r)["steps"][1]["outputs"].update(IMAGE="TEXT"),
+     "graphs[0].steps[1].outputs.IMAGE", ["'TEXT' is already an output of step 'transcribe'"]),
+    ("no such group", lambda r: _graph(r)["steps"][0]["gpu"].update(group="gpu-h100"),
+     "graphs[0].steps[0].gpu.group", ["no GPU node group named 'gpu-h100'"]),
+    ("duplicate step", lambda r: _graph(r)["steps"][1].update(name="transcribe"),
+     "graphs[0].steps[1].name", ["duplicate step name 'transcribe'"]),
+    ("ensemble steps differ", lambda r: _graph(r, 1)["steps"][1].update(image="nvcr.io/nvidia/tritonserver:25.02-py3"),
+     "graphs[1].steps[1].image", ["placement 'ensemble' runs every step in one Triton server"]),
+    ("host of another graph", lambda r: _graph(r, 1).update(hosts=["speech-to-image.studio.example.com"]),
+     "graphs[1].hosts[0]", ["already served by graphs[0]"]),
+    ("name of a graph", lambda r: _graph(r, 1).update(name="speech-to-image"),
+     "graphs[1].name", ["already used by graphs[0]"]),
+    ("cache not configured", lambda r: _graph(r)["steps"][0]["modelRepository"].update(cache="s3"),
+     "graphs[0].steps[0].modelRepository.cache", ["weight cache 's3' is not configured"]),
+    ("zero dimension", lambda r: _graph(r)["inputs"][0].update(dims=[0]),
+     "graphs[0].inputs[0].dims", ["a dimension of 0 holds nothing"]),
+    # Each step holds its minimum twice while a new RayCluster replaces the old one.
+    ("upgrade surge", lambda r: [s["replicas"].update(min=2, max=2) for s in _graph(r)["steps"]],
+     "cluster.nodeGroups[1].maxNodes", ["need 8 x nvidia.com/gpu", "maxNodes 6 offers 6"]),
+], ids=lambda v: v if isinstance(v, str) and " " in v else None)
+def test_bad_graph_names_path_and_problem(case, edit, path, words):
+    line = problems_of(edit)
+    assert f"inference-platform:{path}:" in line, line
+    for w in words:
+        assert w in line, f"{case}: {w!r} not in {line}"
+
+
+def test_the_example_stack_is_valid_and_both_placements_are_used():
+    settings = parse(raw_config())
+    assert {g.placement for g in settings.graphs} == {"ensemble", "ray"}
