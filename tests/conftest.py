@@ -83,6 +83,16 @@ def render_raw(raw: dict, stack: str = "test-dev", secret_keys: tuple[str, ...] 
     )
 
 
+# Lines a test leaves for the end of the run, shown however output is captured
+# (how long the Ray tests of graph_app took).
+RUN_SUMMARY = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for line in terminalreporter.config.stash.get(RUN_SUMMARY, []):
+        terminalreporter.write_line(line)
+
+
 @functools.cache
 def stack_plan(stack: str) -> Plan:
     return render_stack(stack)
