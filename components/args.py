@@ -919,6 +919,8 @@ class TritonServiceArgs(TypedDict):
     """Namespace of the Prometheus that scrapes Triton's metrics. Default: `monitoring`."""
     tls: NotRequired[bool]
     """The gateway serves the hosts over HTTPS (the service's URLs). Default: `false`."""
+    model_configs: NotRequired[dict[str, str]]
+    """config.pbtxt text per model name, served as a second model repository beside the versions' own (an ensemble's, which the platform writes); each must parse as Triton's model config."""
 
 
 class InferenceGraphArgs(TypedDict):

@@ -34,6 +34,7 @@ from .config import (
     ObservabilitySettings,
     S3Cache,
     Service,
+    TritonModelName,
     UiSettings,
     WeightCacheSettings,
     cluster_problems,
@@ -44,6 +45,7 @@ from .config import (
 )
 from .config import Path as ConfigPath
 from .estimates import GroupEstimate
+from .model_config import ModelConfigError, parse_model_config
 
 # Defaults where a component is used alone: the names the platform's own parts have.
 GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
@@ -287,11 +289,18 @@ class TritonServiceInputs(Model):
     """Namespace of the Prometheus that scrapes Triton's metrics."""
     tls: bool = False
     """The gateway serves the hosts over HTTPS (the service's URLs)."""
+    model_configs: dict[TritonModelName, str] = {}
+    """config.pbtxt text per model name, served as a second model repository beside the versions' own (an ensemble's, which the platform writes); each must parse as Triton's model config."""
 
     def problems(self) -> list[tuple[ConfigPath, str]]:
-        """The stack file's checks of one service, with the same messages, and that `weights`
-        names what each version's cache needs."""
+        """The stack file's checks of one service, with the same messages, that `weights`
+        names what each version's cache needs, and that each model config parses."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
+        for model, text in self.model_configs.items():
+            try:
+                parse_model_config(text, "config.pbtxt")
+            except ModelConfigError as err:
+                found.append((("model_configs", model), str(err)))
         for vi, v in enumerate(self.service.versions):
             cache = v.model_repository.cache
             missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]

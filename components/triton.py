@@ -54,6 +54,8 @@ EXIT_SLACK_SECONDS = 15
 SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
 # Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
 ISTIO_METRICS_PORTS = (15020, 15090)
+# Where the models whose config.pbtxt the platform writes are served from (a ConfigMap).
+MODEL_CONFIGS_PATH = "/model-configs"
 
 
 # --------------------------------------------------------------------------- plain builders
@@ -205,11 +207,13 @@ def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]
     return problems
 
 
-def triton_args(version: Version, repository: str, exit_timeout: int) -> list[str]:
+def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
     """tritonserver command-line flags of a version; a repeatable flag's list gives one
-    flag per item, in order."""
+    flag per item, in order. With `model_configs`, the models the platform writes are a
+    second repository (Triton serves every `--model-repository` given)."""
     args = [
         f"--model-repository={repository}",
+        *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
         f"--model-control-mode={version.model_control.mode}",
         f"--http-port={HTTP_PORT}",
         f"--grpc-port={GRPC_PORT}",
@@ -283,6 +287,27 @@ def container_resources(version: Version, group: NodeGroup) -> dict:
     return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
 
 
+@dataclass(frozen=True)
+class ModelConfigsVolume:
+    """The ConfigMap of the config.pbtxt files the platform writes, laid out as a Triton repository."""
+
+    config_map: pulumi.Input[str]
+    items: list[dict]
+
+
+def model_configs_data(configs: dict[str, str]) -> tuple[dict[str, str], list[dict]]:
+    """ConfigMap data and volume items: `<model>/config.pbtxt`, and a file in the version
+    directory `<model>/1/`, which Triton requires even of an ensemble (no model file of its own)."""
+    data: dict[str, str] = {}
+    items: list[dict] = []
+    for model, text in sorted(configs.items()):
+        data[f"{model}.config.pbtxt"] = text
+        items.append({"key": f"{model}.config.pbtxt", "path": f"{model}/config.pbtxt"})
+        data[f"{model}.version"] = "Version 1 of a model whose config the platform writes.\n"
+        items.append({"key": f"{model}.version", "path": f"{model}/1/README"})
+    return data, items
+
+
 def deployment_spec(
     service: Service,
     version: Version,
@@ -294,6 +319,7 @@ def deployment_spec(
     autoscaled: bool,
     mount_path: str,
     progress_deadline_seconds: Optional[int] = None,
+    model_configs: Optional["ModelConfigsVolume"] = None,
 ) -> dict:
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
@@ -307,13 +333,18 @@ def deployment_spec(
     if claim:
         volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
         mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
+    if model_configs is not None:
+        # Triton reads configs at start: changed ones come in a new ConfigMap, whose name rolls the pods.
+        volumes.append({"name": "model-configs", "configMap": {"name": model_configs.config_map, "items": model_configs.items}})
+        mounts.append({"name": "model-configs", "mountPath": MODEL_CONFIGS_PATH, "readOnly": True})
+    with_configs = model_configs is not None
     container = {
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": (triton_args(version, repository, stopping.exit_timeout_seconds) if isinstance(repository, str)
+        "args": (triton_args(version, repository, stopping.exit_timeout_seconds, with_configs) if isinstance(repository, str)
                  else pulumi.Output.from_input(repository).apply(
-                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds))),
+                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds, with_configs))),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
@@ -566,8 +597,9 @@ class TritonService(pulumi.ComponentResource):
 
         groups = {g.name: g for g in a.gpu_groups}
         estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
+        configs = self._declare_model_configs(name, service, a.model_configs, labels)
         for version in service.versions:
-            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa)
+            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa, configs)
 
         authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
 
@@ -633,8 +665,23 @@ class TritonService(pulumi.ComponentResource):
             {"urls": self.urls, "weights": self.weights, "authSecret": secret_name, "credentials": credentials}
         )
 
+    def _declare_model_configs(self, name, service: Service, configs: dict[str, str], labels) -> Optional[ModelConfigsVolume]:
+        """The config.pbtxt files the platform writes (an ensemble's), as a ConfigMap every version mounts."""
+        if not configs:
+            return None
+        data, items = model_configs_data(configs)
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-model-configs",
+            # Auto-named: the provider replaces a ConfigMap whose data changes, and the new one
+            # must not need the old one's name; the Deployments then roll onto the new name.
+            metadata={"namespace": service.k8s_namespace, "labels": labels},
+            data=data,
+            opts=resource_opts(self),
+        )
+        return ModelConfigsVolume(config_map.metadata["name"], items)
+
     def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
-                         estimate: GroupEstimate, sa):
+                         estimate: GroupEstimate, sa, model_configs: Optional[ModelConfigsVolume] = None):
         service, weights = a.service, a.weights
         scaling = version.autoscaling or service.autoscaling
         repo = version.model_repository
@@ -668,6 +715,7 @@ class TritonService(pulumi.ComponentResource):
                 autoscaled=scaling.enabled,
                 mount_path=weights.mount_path,
                 progress_deadline_seconds=wait_seconds(budget.create_seconds) if budget.create_seconds else None,
+                model_configs=model_configs,
             ),
             # The weights' claim or Secret, the GPU operator: among what the component waits for.
             opts=pulumi.ResourceOptions.merge(resource_opts(self), rollout),
