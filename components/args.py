@@ -920,7 +920,7 @@ class TritonServiceArgs(TypedDict):
     tls: NotRequired[bool]
     """The gateway serves the hosts over HTTPS (the service's URLs). Default: `false`."""
     model_configs: NotRequired[dict[str, str]]
-    """config.pbtxt text per model name, served as a second model repository beside the versions' own (an ensemble's, which the platform writes); each must parse as Triton's model config."""
+    """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 
 
 class InferenceGraphArgs(TypedDict):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Optional, TypeVar
 
 import pulumi
-from pydantic import AfterValidator, Field, SecretStr, ValidationError
+from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 
 from . import endpoints as ep
 from . import grammar
@@ -264,6 +264,17 @@ class WeightsRef(Model):
     """The bucket holding the model repositories."""
 
 
+def _model_config_text(text: str) -> str:
+    try:
+        parse_model_config(text, "config.pbtxt")
+    except ModelConfigError as err:
+        raise ValueError(err.reason) from None  # the key path names the model
+    return text
+
+
+ModelConfigText = Annotated[str, AfterValidator(_model_config_text)]
+
+
 # What a version reading each cache needs to know from `WeightsRef`.
 WEIGHTS_NEEDED = {"fileShare": ("claim_name",), "s3": ("s3_secret_name", "s3_endpoint", "s3_bucket")}
 
@@ -289,18 +300,25 @@ class TritonServiceInputs(Model):
     """Namespace of the Prometheus that scrapes Triton's metrics."""
     tls: bool = False
     """The gateway serves the hosts over HTTPS (the service's URLs)."""
-    model_configs: dict[TritonModelName, str] = {}
-    """config.pbtxt text per model name, served as a second model repository beside the versions' own (an ensemble's, which the platform writes); each must parse as Triton's model config."""
+    model_configs: dict[TritonModelName, ModelConfigText] = {}
+    """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
+
+    @field_validator("model_configs")
+    @classmethod
+    def _named_as_keyed(cls, configs: dict[str, str]) -> dict[str, str]:
+        # Triton loads a model only from the directory of its name (model_repository_manager.cc:
+        # "directory name must equal model name"); an empty name becomes the directory's.
+        for model, text in configs.items():
+            named = parse_model_config(text, f"model_configs.{model}").name
+            if named and named != model:
+                raise ValueError(f"the config of model {model!r} names model {named!r}; "
+                                 f"allowed: name: \"{model}\", or no name")
+        return configs
 
     def problems(self) -> list[tuple[ConfigPath, str]]:
-        """The stack file's checks of one service, with the same messages, that `weights`
-        names what each version's cache needs, and that each model config parses."""
+        """The stack file's checks of one service, with the same messages, and that `weights`
+        names what each version's cache needs."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
-        for model, text in self.model_configs.items():
-            try:
-                parse_model_config(text, "config.pbtxt")
-            except ModelConfigError as err:
-                found.append((("model_configs", model), str(err)))
         for vi, v in enumerate(self.service.versions):
             cache = v.model_repository.cache
             missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]

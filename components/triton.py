@@ -13,13 +13,18 @@ never waits on that rollout.
 Dynamic batching and instance groups are model settings: they live in the model's
 `config.pbtxt`. A version picks a tuned variant from the model's `configs/` folder
 with `modelConfigName` (Triton's --model-config-name).
+
+Model configs the platform writes (`model_configs`, a graph's ensemble for example) are
+one ConfigMap per service, named after its content, and a second model repository in
+every version: a change is a new ConfigMap and a rollout onto it.
 """
 
 import base64
+import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -54,8 +59,18 @@ EXIT_SLACK_SECONDS = 15
 SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
 # Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
 ISTIO_METRICS_PORTS = (15020, 15090)
-# Where the models whose config.pbtxt the platform writes are served from (a ConfigMap).
+# The platform-written model configs: a model repository of their own beside the version's.
+# Triton takes --model-repository more than once (command_line_parser.cc keeps a set) and
+# finds each model in whichever repository holds it; serverArgs cannot add the flag
+# (config.py TRITON_SERVER_FLAGS leaves it out).
 MODEL_CONFIGS_PATH = "/model-configs"
+MODEL_CONFIGS_VOLUME = "model-configs"
+# Triton loads no model without a version directory, an ensemble neither, which has no files
+# (model_lifecycle.cc AsyncLoad: "at least one version must be available under the version
+# policy"). A ConfigMap holds no empty directory, so version 1 holds this note.
+VERSION_NOTE_KEY = "version-note"
+VERSION_NOTE = ("Version 1 of a model whose config.pbtxt the platform writes (an ensemble has no model files); "
+                "Triton loads a model only with a version directory.\n")
 
 
 # --------------------------------------------------------------------------- plain builders
@@ -209,8 +224,8 @@ def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]
 
 def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
     """tritonserver command-line flags of a version; a repeatable flag's list gives one
-    flag per item, in order. With `model_configs`, the models the platform writes are a
-    second repository (Triton serves every `--model-repository` given)."""
+    flag per item, in order. With `model_configs`, the platform's configs are a second
+    model repository."""
     args = [
         f"--model-repository={repository}",
         *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
@@ -278,6 +293,43 @@ def scratch_volumes() -> tuple[list[dict], list[dict]]:
     return volumes, mounts
 
 
+def model_configs_data(configs: Mapping[str, str]) -> dict[str, str]:
+    """The ConfigMap's data: each model's config.pbtxt as `<model>.pbtxt` (a key holds no '/';
+    the volume's items put it in place), and the version directories' note."""
+    return {**{f"{model}.pbtxt": text for model, text in sorted(configs.items())}, VERSION_NOTE_KEY: VERSION_NOTE}
+
+
+def model_configs_name(service: Service, data: Mapping[str, str]) -> str:
+    """`<service>-model-configs-<content hash>`. The Kubernetes provider replaces a ConfigMap
+    whose data changes (enableConfigMapMutable is off), and one that keeps its name it deletes
+    first: a pod starting meanwhile could not mount it, and nothing would roll the running
+    pods. Named after its content, a changed ConfigMap is created beside the old one; the pod
+    template names the new one, so the Deployments roll onto it (an update, never a
+    replacement), and the old one is deleted after them."""
+    digest = hashlib.sha256(json.dumps(dict(data), sort_keys=True).encode()).hexdigest()
+    return f"{service.name}-model-configs-{digest[:10]}"
+
+
+def model_configs_volume(models: Sequence[str], config_map: pulumi.Input[str]) -> tuple[dict, list[dict]]:
+    """The ConfigMap as a volume laid out as a model repository (`<model>/config.pbtxt`,
+    `<model>/1/`), and one read-only mount per model directory.
+
+    Each model directory is mounted by subPath under MODEL_CONFIGS_PATH rather than the whole
+    volume there: a ConfigMap volume's root also holds the kubelet's `..data` link and
+    timestamped directory, which Triton would take for models (its repository scan skips only
+    `.` and `..`: filesystem/implementations/local.h). A subPath mount never sees updates;
+    none are needed, since a change is a new ConfigMap (model_configs_name).
+    """
+    items = []
+    for model in sorted(models):
+        items += [{"key": f"{model}.pbtxt", "path": f"{model}/config.pbtxt"},
+                  {"key": VERSION_NOTE_KEY, "path": f"{model}/1/README"}]
+    volume = {"name": MODEL_CONFIGS_VOLUME, "configMap": {"name": config_map, "items": items}}
+    mounts = [{"name": MODEL_CONFIGS_VOLUME, "mountPath": f"{MODEL_CONFIGS_PATH}/{model}", "subPath": model,
+               "readOnly": True} for model in sorted(models)]
+    return volume, mounts
+
+
 def container_resources(version: Version, group: NodeGroup) -> dict:
     gpu = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile).resources
     r = version.resources
@@ -285,27 +337,6 @@ def container_resources(version: Version, group: NodeGroup) -> dict:
     if r.cpu_limit:
         limits["cpu"] = r.cpu_limit
     return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
-
-
-@dataclass(frozen=True)
-class ModelConfigsVolume:
-    """The ConfigMap of the config.pbtxt files the platform writes, laid out as a Triton repository."""
-
-    config_map: pulumi.Input[str]
-    items: list[dict]
-
-
-def model_configs_data(configs: dict[str, str]) -> tuple[dict[str, str], list[dict]]:
-    """ConfigMap data and volume items: `<model>/config.pbtxt`, and a file in the version
-    directory `<model>/1/`, which Triton requires even of an ensemble (no model file of its own)."""
-    data: dict[str, str] = {}
-    items: list[dict] = []
-    for model, text in sorted(configs.items()):
-        data[f"{model}.config.pbtxt"] = text
-        items.append({"key": f"{model}.config.pbtxt", "path": f"{model}/config.pbtxt"})
-        data[f"{model}.version"] = "Version 1 of a model whose config the platform writes.\n"
-        items.append({"key": f"{model}.version", "path": f"{model}/1/README"})
-    return data, items
 
 
 def deployment_spec(
@@ -319,8 +350,10 @@ def deployment_spec(
     autoscaled: bool,
     mount_path: str,
     progress_deadline_seconds: Optional[int] = None,
-    model_configs: Optional["ModelConfigsVolume"] = None,
+    model_configs: Optional[tuple[dict, list[dict]]] = None,
 ) -> dict:
+    """A version's Deployment spec; `model_configs` is the platform's configs' volume and
+    mounts (model_configs_volume)."""
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
     sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
@@ -334,17 +367,16 @@ def deployment_spec(
         volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
         mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
     if model_configs is not None:
-        # Triton reads configs at start: changed ones come in a new ConfigMap, whose name rolls the pods.
-        volumes.append({"name": "model-configs", "configMap": {"name": model_configs.config_map, "items": model_configs.items}})
-        mounts.append({"name": "model-configs", "mountPath": MODEL_CONFIGS_PATH, "readOnly": True})
-    with_configs = model_configs is not None
+        volumes.append(model_configs[0])
+        mounts += model_configs[1]
+    configs = model_configs is not None
     container = {
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": (triton_args(version, repository, stopping.exit_timeout_seconds, with_configs) if isinstance(repository, str)
+        "args": (triton_args(version, repository, stopping.exit_timeout_seconds, configs) if isinstance(repository, str)
                  else pulumi.Output.from_input(repository).apply(
-                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds, with_configs))),
+                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs))),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
@@ -595,11 +627,23 @@ class TritonService(pulumi.ComponentResource):
             opts=endpoints,
         )
 
+        configs_volume = None
+        if a.model_configs:
+            data = model_configs_data(a.model_configs)
+            config_map = k8s.core.v1.ConfigMap(
+                f"{name}-model-configs",
+                metadata={"name": model_configs_name(service, data), "namespace": ns, "labels": labels},
+                data=data,
+                opts=resource_opts(self),
+            )
+            # The name as an output: each Deployment waits for the ConfigMap it mounts.
+            configs_volume = model_configs_volume(list(a.model_configs), config_map.metadata["name"])
+
         groups = {g.name: g for g in a.gpu_groups}
         estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
-        configs = self._declare_model_configs(name, service, a.model_configs, labels)
         for version in service.versions:
-            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa, configs)
+            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
+                                  configs_volume)
 
         authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
 
@@ -665,23 +709,8 @@ class TritonService(pulumi.ComponentResource):
             {"urls": self.urls, "weights": self.weights, "authSecret": secret_name, "credentials": credentials}
         )
 
-    def _declare_model_configs(self, name, service: Service, configs: dict[str, str], labels) -> Optional[ModelConfigsVolume]:
-        """The config.pbtxt files the platform writes (an ensemble's), as a ConfigMap every version mounts."""
-        if not configs:
-            return None
-        data, items = model_configs_data(configs)
-        config_map = k8s.core.v1.ConfigMap(
-            f"{name}-model-configs",
-            # Auto-named: the provider replaces a ConfigMap whose data changes, and the new one
-            # must not need the old one's name; the Deployments then roll onto the new name.
-            metadata={"namespace": service.k8s_namespace, "labels": labels},
-            data=data,
-            opts=resource_opts(self),
-        )
-        return ModelConfigsVolume(config_map.metadata["name"], items)
-
     def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
-                         estimate: GroupEstimate, sa, model_configs: Optional[ModelConfigsVolume] = None):
+                         estimate: GroupEstimate, sa, model_configs: Optional[tuple[dict, list[dict]]]):
         service, weights = a.service, a.weights
         scaling = version.autoscaling or service.autoscaling
         repo = version.model_repository

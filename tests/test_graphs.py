@@ -223,26 +223,6 @@ def test_ensemble_config_is_triton_model_config_with_the_steps_in_order():
     assert dict(steps[0].output_map) == {"TRANSCRIPT": "TEXT"} and dict(steps[1].input_map) == {"PROMPT": "TEXT"}
 
 
-def test_a_broken_model_config_is_one_line_naming_where():
-    with pytest.raises(model_config.ModelConfigError) as info:
-        model_config.parse_model_config('name: "x"\nplatform: "ensemble"\nensemble_scheduling { stp {} }\n', "models/x/config.pbtxt")
-    message = str(info.value)
-    assert message.startswith("models/x/config.pbtxt: not a Triton model config: 3:") and "\n" not in message
-
-
-def test_triton_service_refuses_a_model_config_that_does_not_parse():
-    from components.config import graph_workload
-    from components.inputs import TritonServiceInputs, validated
-
-    settings = parse(raw_config())
-    graph = settings.graphs[1]
-    args = {"service": graph_workload(graph).model_dump(exclude_none=True), "gpu_groups": [settings.node_group("gpu-l4").model_dump(exclude_none=True)],
-            "weights": {"claim_name": "model-weights"}, "model_configs": {"broken": "input { dims: [ }"}}
-    with pytest.raises(ConfigError) as info:
-        validated(TritonServiceInputs, args, "TritonService")
-    assert "model_configs.broken" in info.value.one_line() and "not a Triton model config" in info.value.one_line()
-
-
 def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_path):
     from platformctl.diff import diff_plans
     from platformctl.engine import render_stack
