@@ -919,6 +919,8 @@ class TritonServiceArgs(TypedDict):
     """Namespace of the Prometheus that scrapes Triton's metrics. Default: `monitoring`."""
     tls: NotRequired[bool]
     """The gateway serves the hosts over HTTPS (the service's URLs). Default: `false`."""
+    model_configs: NotRequired[dict[str, str]]
+    """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 
 
 class InferenceGraphArgs(TypedDict):

@@ -1145,6 +1145,26 @@ class Graph(Model):
         return self.namespace or self.name
 
 
+def graph_workload(graph: Graph) -> Service:
+    """A graph as a service, for what every GPU workload gets (image pre-pull, spare slots,
+    cold-start estimates). An ensemble is exactly this service, which its TritonService runs:
+    one version running every step. On Ray, a version per step (weight on the first only)
+    stands for the step's worker group."""
+    steps = graph.steps[:1] if graph.placement == "ensemble" else graph.steps
+    versions = [{"name": "v1" if graph.placement == "ensemble" else s.name, "image": s.image,
+                 "weight": 100 if i == 0 else 0, "model_repository": s.model_repository.model_dump(),
+                 "gpu": s.gpu.model_dump(exclude_none=True), "resources": s.resources.model_dump(exclude_none=True),
+                 "replicas": s.replicas.min}
+                for i, s in enumerate(steps)]
+    first = graph.steps[0]
+    service = {"name": graph.name, "namespace": graph.namespace, "hosts": graph.hosts,
+               "auth": graph.auth.model_dump(exclude_none=True), "timeout_seconds": graph.timeout_seconds,
+               "autoscaling": {"enabled": first.replicas.max > first.replicas.min,
+                               "min_replicas": first.replicas.min, "max_replicas": first.replicas.max},
+               "versions": versions}
+    return Service.model_validate({k: v for k, v in service.items() if v is not None})
+
+
 class Settings(Model):
     customer: Annotated[str, _checked(grammar.dns_label, 30)]
     """Customer name (DNS label)."""
@@ -1185,6 +1205,11 @@ class Settings(Model):
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.cluster.node_groups if g.name == name)
+
+    @property
+    def workloads(self) -> list[Service]:
+        """Every GPU workload as a service: the services, and each graph's (graph_workload)."""
+        return [*self.services, *(graph_workload(g) for g in self.graphs)]
 
     @property
     def gpu_groups(self) -> list[NodeGroup]:

@@ -105,7 +105,7 @@ def gpu_node_ready_seconds(settings: Settings) -> int:
 
 def stack_estimates(settings: Settings) -> list[GroupEstimate]:
     """The estimate of a whole stack: every GPU group, with every service placed on it."""
-    return cold_start_estimate(settings.gpu_groups, settings.services, settings.cold_start,
+    return cold_start_estimate(settings.gpu_groups, settings.workloads, settings.cold_start,
                                settings.gpu_operator.driver.mode)
 
 

@@ -29,7 +29,7 @@ from . import endpoints as ep
 from . import versions
 from .args import InferenceGraphArgs
 from .common import init_component, resource_opts, standard_labels
-from .config import Graph, GraphStep, NodeGroup, Service, Version
+from .config import Graph, GraphStep, NodeGroup, graph_workload
 from .gpu_profiles import gpu_scheduling
 from .grammar import quantity
 from .inputs import InferenceGraphInputs, WeightsRef, validated
@@ -251,19 +251,6 @@ def graph_app_files() -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(GRAPH_APP_SOURCE.glob("*.py"))}
 
 
-def graph_service(graph: Graph) -> Service:
-    """The TritonService settings of an ensemble graph: one version running every step."""
-    first = graph.steps[0]
-    version = Version(name="v1", image=first.image, weight=100, model_repository=first.model_repository,
-                      gpu=first.gpu, resources=first.resources, replicas=first.replicas.min)
-    autoscaling = {"enabled": first.replicas.max > first.replicas.min,
-                   "min_replicas": first.replicas.min, "max_replicas": first.replicas.max}
-    service = {"name": graph.name, "namespace": graph.namespace, "hosts": graph.hosts,
-               "auth": graph.auth.model_dump(exclude_none=True), "timeout_seconds": graph.timeout_seconds,
-               "autoscaling": autoscaling, "versions": [version.model_dump(exclude_none=True)]}
-    return Service.model_validate({k: v for k, v in service.items() if v is not None})
-
-
 class InferenceGraph(pulumi.ComponentResource):
     """A chain of Triton models: a Triton ensemble on one GPU share, or a RayService across nodes."""
 
@@ -278,11 +265,11 @@ class InferenceGraph(pulumi.ComponentResource):
         graph = a.graph
         if graph.placement == "ensemble":
             service = TritonService(f"{name}-triton", {
-                "service": graph_service(graph), "gpu_groups": a.gpu_groups, "weights": a.weights,
+                "service": graph_workload(graph), "gpu_groups": a.gpu_groups, "weights": a.weights,
                 "gateway": a.gateway, "ingress_namespace": a.ingress_namespace, "ingress_principal": a.ingress_principal,
                 "monitoring_namespace": a.monitoring_namespace, "tls": a.tls,
                 "model_configs": {graph.name: ensemble_config(graph)},
-            }, opts=pulumi.ResourceOptions(parent=self))
+            }, opts=resource_opts(self))
             self.urls, self.credentials = service.urls, service.credentials
         else:
             self.urls, self.credentials = self._ray(name, a)
@@ -298,7 +285,8 @@ class InferenceGraph(pulumi.ComponentResource):
             return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind,
                                                     metadata=metadata or meta, spec=spec, opts=resource_opts(self))
 
-        app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={**meta, "name": f"{graph.name}-graph-app"},
+        # Auto-named: a new graph_app replaces the ConfigMap, and the RayService moves to a new cluster.
+        app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={"namespace": ns, "labels": labels},
                                     data=graph_app_files(), opts=resource_opts(self))
         k8s.core.v1.Service(f"{name}-headless", metadata={**meta, "name": headless_service_name(graph)},
                             spec=headless_service_spec(graph), opts=resource_opts(self))
@@ -396,7 +384,14 @@ def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespa
 def kuberay_operator_values() -> dict:
     """The operator inside the mesh (its dashboard calls carry an identity under STRICT mTLS),
     without the init container that would start before the sidecar (Ray's Istio guide)."""
-    return {
-        "env": [{"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"}],
-        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
-    }
+    return {"env": [{"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"}]}
+
+
+def kuberay_isolation(name: str, opts: pulumi.ResourceOptions) -> None:
+    """Nothing reaches the operator: it only calls out (the API server, the Ray heads)."""
+    meta = {"name": "kuberay-operator", "namespace": KUBERAY_NAMESPACE, "labels": standard_labels("kuberay-operator")}
+    k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
+                                    spec={"podSelector": {}, "policyTypes": ["Ingress"]}, opts=opts)
+    # An ALLOW policy without rules admits no request to the namespace's workloads.
+    k8s.apiextensions.CustomResource(f"{name}-authorizationpolicy", api_version="security.istio.io/v1",
+                                     kind="AuthorizationPolicy", metadata=meta, spec={}, opts=opts)

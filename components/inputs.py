@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Optional, TypeVar
 
 import pulumi
-from pydantic import AfterValidator, Field, SecretStr, ValidationError
+from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 
 from . import endpoints as ep
 from . import grammar
@@ -34,6 +34,7 @@ from .config import (
     ObservabilitySettings,
     S3Cache,
     Service,
+    TritonModelName,
     UiSettings,
     WeightCacheSettings,
     cluster_problems,
@@ -44,6 +45,7 @@ from .config import (
 )
 from .config import Path as ConfigPath
 from .estimates import GroupEstimate
+from .model_config import ModelConfigError, parse_model_config
 
 # Defaults where a component is used alone: the names the platform's own parts have.
 GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
@@ -262,6 +264,17 @@ class WeightsRef(Model):
     """The bucket holding the model repositories."""
 
 
+def _model_config_text(text: str) -> str:
+    try:
+        parse_model_config(text, "config.pbtxt")
+    except ModelConfigError as err:
+        raise ValueError(err.reason) from None  # the key path names the model
+    return text
+
+
+ModelConfigText = Annotated[str, AfterValidator(_model_config_text)]
+
+
 # What a version reading each cache needs to know from `WeightsRef`.
 WEIGHTS_NEEDED = {"fileShare": ("claim_name",), "s3": ("s3_secret_name", "s3_endpoint", "s3_bucket")}
 
@@ -287,6 +300,20 @@ class TritonServiceInputs(Model):
     """Namespace of the Prometheus that scrapes Triton's metrics."""
     tls: bool = False
     """The gateway serves the hosts over HTTPS (the service's URLs)."""
+    model_configs: dict[TritonModelName, ModelConfigText] = {}
+    """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
+
+    @field_validator("model_configs")
+    @classmethod
+    def _named_as_keyed(cls, configs: dict[str, str]) -> dict[str, str]:
+        # Triton loads a model only from the directory of its name (model_repository_manager.cc:
+        # "directory name must equal model name"); an empty name becomes the directory's.
+        for model, text in configs.items():
+            named = parse_model_config(text, f"model_configs.{model}").name
+            if named and named != model:
+                raise ValueError(f"the config of model {model!r} names model {named!r}; "
+                                 f"allowed: name: \"{model}\", or no name")
+        return configs
 
     def problems(self) -> list[tuple[ConfigPath, str]]:
         """The stack file's checks of one service, with the same messages, and that `weights`

@@ -25,7 +25,7 @@ from .common import helm_release, init_component
 from .config import SECRET_KEYS, ConfigError, Settings
 from .estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from .gpu import GpuOperator
-from .graphs import InferenceGraph, kuberay_operator_values
+from .graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
 from .mesh import Mesh, service_hosts
 from .namespaces import InferenceNamespaces
 from .observability import Observability
@@ -53,7 +53,7 @@ def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> inputs.G
 
 
 def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
-    return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.services)
+    return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.workloads)
 
 
 def mesh_inputs(s: Settings) -> inputs.MeshInputs:
@@ -209,9 +209,11 @@ class InferencePlatform(pulumi.ComponentResource):
         """The inference graphs, and for those on Ray the KubeRay operator (its chart installs the CRDs)."""
         operator = None
         if ray_graphs(settings):
+            ray_ns = self.namespaces.namespaces[ep.RAY_NAMESPACE]
             operator = helm_release(
                 f"{name}-kuberay", versions.KUBERAY_OPERATOR.name, versions.KUBERAY_OPERATOR, ep.RAY_NAMESPACE,
-                kuberay_operator_values(), after(self.namespaces.namespaces[ep.RAY_NAMESPACE]))
+                kuberay_operator_values(), after(ray_ns))
+            kuberay_isolation(f"{name}-kuberay", after(ray_ns, self.mesh.crds))
         graphs: dict[str, InferenceGraph] = {}
         for index, graph in enumerate(settings.graphs):
             ns = graph.k8s_namespace

@@ -13,13 +13,18 @@ never waits on that rollout.
 Dynamic batching and instance groups are model settings: they live in the model's
 `config.pbtxt`. A version picks a tuned variant from the model's `configs/` folder
 with `modelConfigName` (Triton's --model-config-name).
+
+Model configs the platform writes (`model_configs`, a graph's ensemble for example) are
+one ConfigMap per service, named after its content, and a second model repository in
+every version: a change is a new ConfigMap and a rollout onto it.
 """
 
 import base64
+import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -54,6 +59,18 @@ EXIT_SLACK_SECONDS = 15
 SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
 # Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
 ISTIO_METRICS_PORTS = (15020, 15090)
+# The platform-written model configs: a model repository of their own beside the version's.
+# Triton takes --model-repository more than once (command_line_parser.cc keeps a set) and
+# finds each model in whichever repository holds it; serverArgs cannot add the flag
+# (config.py TRITON_SERVER_FLAGS leaves it out).
+MODEL_CONFIGS_PATH = "/model-configs"
+MODEL_CONFIGS_VOLUME = "model-configs"
+# Triton loads no model without a version directory, an ensemble neither, which has no files
+# (model_lifecycle.cc AsyncLoad: "at least one version must be available under the version
+# policy"). A ConfigMap holds no empty directory, so version 1 holds this note.
+VERSION_NOTE_KEY = "version-note"
+VERSION_NOTE = ("Version 1 of a model whose config.pbtxt the platform writes (an ensemble has no model files); "
+                "Triton loads a model only with a version directory.\n")
 
 
 # --------------------------------------------------------------------------- plain builders
@@ -205,11 +222,13 @@ def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]
     return problems
 
 
-def triton_args(version: Version, repository: str, exit_timeout: int) -> list[str]:
+def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
     """tritonserver command-line flags of a version; a repeatable flag's list gives one
-    flag per item, in order."""
+    flag per item, in order. With `model_configs`, the platform's configs are a second
+    model repository."""
     args = [
         f"--model-repository={repository}",
+        *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
         f"--model-control-mode={version.model_control.mode}",
         f"--http-port={HTTP_PORT}",
         f"--grpc-port={GRPC_PORT}",
@@ -274,6 +293,43 @@ def scratch_volumes() -> tuple[list[dict], list[dict]]:
     return volumes, mounts
 
 
+def model_configs_data(configs: Mapping[str, str]) -> dict[str, str]:
+    """The ConfigMap's data: each model's config.pbtxt as `<model>.pbtxt` (a key holds no '/';
+    the volume's items put it in place), and the version directories' note."""
+    return {**{f"{model}.pbtxt": text for model, text in sorted(configs.items())}, VERSION_NOTE_KEY: VERSION_NOTE}
+
+
+def model_configs_name(service: Service, data: Mapping[str, str]) -> str:
+    """`<service>-model-configs-<content hash>`. The Kubernetes provider replaces a ConfigMap
+    whose data changes (enableConfigMapMutable is off), and one that keeps its name it deletes
+    first: a pod starting meanwhile could not mount it, and nothing would roll the running
+    pods. Named after its content, a changed ConfigMap is created beside the old one; the pod
+    template names the new one, so the Deployments roll onto it (an update, never a
+    replacement), and the old one is deleted after them."""
+    digest = hashlib.sha256(json.dumps(dict(data), sort_keys=True).encode()).hexdigest()
+    return f"{service.name}-model-configs-{digest[:10]}"
+
+
+def model_configs_volume(models: Sequence[str], config_map: pulumi.Input[str]) -> tuple[dict, list[dict]]:
+    """The ConfigMap as a volume laid out as a model repository (`<model>/config.pbtxt`,
+    `<model>/1/`), and one read-only mount per model directory.
+
+    Each model directory is mounted by subPath under MODEL_CONFIGS_PATH rather than the whole
+    volume there: a ConfigMap volume's root also holds the kubelet's `..data` link and
+    timestamped directory, which Triton would take for models (its repository scan skips only
+    `.` and `..`: filesystem/implementations/local.h). A subPath mount never sees updates;
+    none are needed, since a change is a new ConfigMap (model_configs_name).
+    """
+    items = []
+    for model in sorted(models):
+        items += [{"key": f"{model}.pbtxt", "path": f"{model}/config.pbtxt"},
+                  {"key": VERSION_NOTE_KEY, "path": f"{model}/1/README"}]
+    volume = {"name": MODEL_CONFIGS_VOLUME, "configMap": {"name": config_map, "items": items}}
+    mounts = [{"name": MODEL_CONFIGS_VOLUME, "mountPath": f"{MODEL_CONFIGS_PATH}/{model}", "subPath": model,
+               "readOnly": True} for model in sorted(models)]
+    return volume, mounts
+
+
 def container_resources(version: Version, group: NodeGroup) -> dict:
     gpu = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile).resources
     r = version.resources
@@ -294,7 +350,10 @@ def deployment_spec(
     autoscaled: bool,
     mount_path: str,
     progress_deadline_seconds: Optional[int] = None,
+    model_configs: Optional[tuple[dict, list[dict]]] = None,
 ) -> dict:
+    """A version's Deployment spec; `model_configs` is the platform's configs' volume and
+    mounts (model_configs_volume)."""
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
     sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
@@ -307,13 +366,17 @@ def deployment_spec(
     if claim:
         volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
         mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
+    if model_configs is not None:
+        volumes.append(model_configs[0])
+        mounts += model_configs[1]
+    configs = model_configs is not None
     container = {
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": (triton_args(version, repository, stopping.exit_timeout_seconds) if isinstance(repository, str)
+        "args": (triton_args(version, repository, stopping.exit_timeout_seconds, configs) if isinstance(repository, str)
                  else pulumi.Output.from_input(repository).apply(
-                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds))),
+                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs))),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
@@ -564,10 +627,23 @@ class TritonService(pulumi.ComponentResource):
             opts=endpoints,
         )
 
+        configs_volume = None
+        if a.model_configs:
+            data = model_configs_data(a.model_configs)
+            config_map = k8s.core.v1.ConfigMap(
+                f"{name}-model-configs",
+                metadata={"name": model_configs_name(service, data), "namespace": ns, "labels": labels},
+                data=data,
+                opts=resource_opts(self),
+            )
+            # The name as an output: each Deployment waits for the ConfigMap it mounts.
+            configs_volume = model_configs_volume(list(a.model_configs), config_map.metadata["name"])
+
         groups = {g.name: g for g in a.gpu_groups}
         estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
         for version in service.versions:
-            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa)
+            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
+                                  configs_volume)
 
         authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
 
@@ -634,7 +710,7 @@ class TritonService(pulumi.ComponentResource):
         )
 
     def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
-                         estimate: GroupEstimate, sa):
+                         estimate: GroupEstimate, sa, model_configs: Optional[tuple[dict, list[dict]]]):
         service, weights = a.service, a.weights
         scaling = version.autoscaling or service.autoscaling
         repo = version.model_repository
@@ -668,6 +744,7 @@ class TritonService(pulumi.ComponentResource):
                 autoscaled=scaling.enabled,
                 mount_path=weights.mount_path,
                 progress_deadline_seconds=wait_seconds(budget.create_seconds) if budget.create_seconds else None,
+                model_configs=model_configs,
             ),
             # The weights' claim or Secret, the GPU operator: among what the component waits for.
             opts=pulumi.ResourceOptions.merge(resource_opts(self), rollout),

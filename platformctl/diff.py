@@ -218,23 +218,23 @@ def _derived_paths(value: Any, tokens: set[str], path: PropPath = ()) -> Iterato
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _derived_paths(v, tokens, path + (i,))
-    elif isinstance(value, str) and (
-        value in REDACTED
-        or any(t in value for t in tokens)
-        or (len(value) >= MIN_TOKEN and any(value in t for t in tokens))
-    ):
+    elif isinstance(value, str) and (value in REDACTED or any(t in value for t in tokens)):
         yield path
 
 
 def _unknown_inputs(new, new_in, ignores, replaced, rb, tokens) -> dict[PropPath, str]:
     """Inputs unknown until a replaced dependency exists again: path -> that dependency."""
     unknown: dict[PropPath, str] = {}
+    # Which inputs hold which resources' outputs, where the plan records it (older plans do not).
+    recorded = new.get("propertyDependencies")
     for dep in dict.fromkeys(_deps(new)):
         # A replaced provider replaces its resources outright (_provider_replaced).
         if dep in replaced and dep != _provider_key(new):
             if dep not in tokens:
                 tokens[dep] = _output_tokens(rb[dep])
-            for p in _derived_paths(new_in, tokens[dep]):
+            scope = new_in if recorded is None else {
+                k: v for k, v in new_in.items() if dep in {_urn_key(u) for u in recorded.get(k, ())}}
+            for p in _derived_paths(scope, tokens[dep]):
                 unknown.setdefault(p, dep)
     return {p: d for p, d in unknown.items() if not any(is_prefix(i, p) for i in ignores)}
 

@@ -266,6 +266,7 @@ class RecordingMonitor(MockMonitor):
                 # A provider reference is "<urn>::<id>"; the plan records the URN.
                 provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
                 depends_on=sorted(set(request.dependencies)),
+                property_dependencies={k: sorted(set(v.urns)) for k, v in request.propertyDependencies.items() if v.urns},
                 protect=bool(request.protect),
                 retain_on_delete=bool(request.retainOnDelete),
                 delete_before_replace=bool(request.deleteBeforeReplace),

@@ -31,6 +31,8 @@ class Resource:
     outputs: dict[str, Any] = field(default_factory=dict)
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The `customTimeouts` option as sent (Go durations by operation: create, update, delete)."""
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    """Per top-level input, the resources whose outputs it holds (the request's propertyDependencies)."""
     aliases: list[dict[str, Any]] = field(default_factory=list)
     """The `aliases` option as sent: `{"urn": ...}` or a spec's set fields (aliases.py resolves them)."""
 
@@ -43,6 +45,7 @@ class Resource:
             "custom": self.custom,
             "provider": self.provider,
             "dependsOn": self.depends_on,
+            **({"propertyDependencies": self.property_dependencies} if self.property_dependencies else {}),
             "protect": self.protect,
             "retainOnDelete": self.retain_on_delete,
             "deleteBeforeReplace": self.delete_before_replace,

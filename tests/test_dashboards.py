@@ -200,5 +200,5 @@ def test_llm_dashboard_is_provisioned_only_where_a_version_runs_an_llm_backend(s
     names = {p.stem for p in provisioned_dashboards(settings.services)}
     assert (LLM_DASHBOARD in names) == bool(backends)
     assert names | {LLM_DASHBOARD} == set(DASHBOARDS)
-    maps = {r.inputs["metadata"]["name"] for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}
+    maps = {r.inputs["metadata"].get("name") for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}
     assert (f"dashboard-{LLM_DASHBOARD}" in maps) == bool(backends)

@@ -308,15 +308,22 @@ def test_max_that_cannot_fit_is_a_plan_warning():
 
 
 def _gpu_pods(stack: str):
-    """(resource, pod spec) of every rendered workload that requests a GPU resource."""
+    """(resource, pod spec) of every rendered workload that requests a GPU resource (a
+    RayService's worker groups among them)."""
     for r in stack_plan(stack).resources:
-        if not is_k8s_object(r) or r.inputs["kind"] not in ("Deployment", "DaemonSet", "StatefulSet", "Job"):
+        if not is_k8s_object(r):
             continue
-        pod = r.inputs["spec"]["template"]["spec"]
-        requests = {k for c in pod["containers"] for k in (c.get("resources") or {}).get("limits", {})}
-        gpu = sorted(k for k in requests if k.startswith("nvidia.com/"))
-        if gpu:
-            yield r, pod, gpu
+        if r.inputs["kind"] == "RayService":
+            pods = [g["template"]["spec"] for g in r.inputs["spec"]["rayClusterConfig"]["workerGroupSpecs"]]
+        elif r.inputs["kind"] in ("Deployment", "DaemonSet", "StatefulSet", "Job"):
+            pods = [r.inputs["spec"]["template"]["spec"]]
+        else:
+            continue
+        for pod in pods:
+            requests = {k for c in pod["containers"] for k in (c.get("resources") or {}).get("limits", {})}
+            gpu = sorted(k for k in requests if k.startswith("nvidia.com/"))
+            if gpu:
+                yield r, pod, gpu
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -332,4 +339,6 @@ def test_every_gpu_workload_matches_its_group(stack):
         seen += 1
     # Every version and every placeholder group was checked.
     expected = sum(len(s.versions) for s in settings.services) + sum(1 for n in settings.cold_start.spare_slots.values() if n)
+    # An ensemble graph is one Triton Deployment; a graph on Ray has a worker group per step.
+    expected += sum(1 if g.placement == "ensemble" else len(g.steps) for g in settings.graphs)
     assert seen == expected

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from components import graphs, versions
+from components import graphs, model_config, versions
 from components.config import ConfigError
 from components.validation import parse_settings
 from platformctl.plan import is_k8s_object, manifest
@@ -180,3 +180,66 @@ def test_bad_graph_names_path_and_problem(case, edit, path, words):
 def test_the_example_stack_is_valid_and_both_placements_are_used():
     settings = parse(raw_config())
     assert {g.placement for g in settings.graphs} == {"ensemble", "ray"}
+
+
+# --------------------------------------------------------------------------- Ray's own reading
+
+
+def test_rays_autoscaler_reads_each_worker_group_with_exactly_its_steps_resource(ray_service):
+    """Ray's KubeRay autoscaling config code, at the pinned Ray, reads the rendered cluster
+    spec: each worker group advertises its step's resource and one GPU; the head nothing."""
+    import ray
+    from ray.autoscaler._private.kuberay.autoscaling_config import _HEAD_GROUP_NAME, _derive_autoscaling_config_from_ray_cr
+
+    assert ray.__version__ == versions.RAY_VERSION
+    ray_cr = {"metadata": {"name": "speech-to-image-raycluster", "namespace": "speech-to-image"},
+              "spec": ray_service["spec"]["rayClusterConfig"]}
+    node_types = _derive_autoscaling_config_from_ray_cr(ray_cr)["available_node_types"]
+    steps = {"transcribe", "draw"}
+    assert set(node_types) == {_HEAD_GROUP_NAME, *steps}
+    head = node_types[_HEAD_GROUP_NAME]["resources"]
+    assert head["CPU"] == 0 and not any(k.startswith("step-") for k in head)
+    for step in steps:
+        node = node_types[step]
+        advertised = {k: v for k, v in node["resources"].items() if k.startswith("step-")}
+        assert advertised == {f"step-{step}": 1}
+        assert node["resources"]["GPU"] == 1 and node["resources"]["CPU"] == 4
+        assert (node["min_workers"], node["max_workers"]) == (1, 2)
+
+
+# --------------------------------------------------------------------------- the ensemble
+
+
+def test_ensemble_config_is_triton_model_config_with_the_steps_in_order():
+    from components.model_config import parse_model_config
+
+    graph = parse(raw_config()).graphs[1]
+    config = parse_model_config(model_config.ensemble_config(graph), "test")
+    assert (config.name, config.platform, config.max_batch_size) == ("speech-to-image-l4", "ensemble", 0)
+    assert [(t.name, t.data_type, list(t.dims)) for t in config.input] == [("AUDIO", model_config.model_config_pb2.TYPE_FP32, [-1])]
+    assert [list(t.dims) for t in config.output] == [[512, 512, 3]]
+    steps = config.ensemble_scheduling.step
+    assert [(s.model_name, s.model_version) for s in steps] == [("whisper", -1), ("stable_diffusion", -1)]
+    assert dict(steps[0].output_map) == {"TRANSCRIPT": "TEXT"} and dict(steps[1].input_map) == {"PROMPT": "TEXT"}
+
+
+def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_path):
+    from platformctl.diff import diff_plans
+    from platformctl.engine import render_stack
+
+    (deployment,) = [o for o in objects(plan, "Deployment") if o["metadata"]["name"] == "speech-to-image-l4-v1"]
+    pod = deployment["spec"]["template"]
+    args = pod["spec"]["containers"][0]["args"]
+    assert args[:2] == ["--model-repository=/models/speech-to-image", "--model-repository=/model-configs"]
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "model-configs"]
+    assert {i["path"] for i in volume["configMap"]["items"]} == {"speech-to-image-l4/config.pbtxt", "speech-to-image-l4/1/README"}
+    for o in [deployment, *objects(plan, "ConfigMap")]:
+        conformance.validate_core(o)
+    # A new tensor map makes a new (auto-named) ConfigMap; the Deployment rolls onto it, nothing else changes.
+    raw = yaml.safe_load(STACK_FILE.read_text())
+    raw["config"]["inference-platform:graphs"][1]["steps"][1]["inputs"] = {"TEXT_IN": "TEXT"}
+    edited = tmp_path / f"Pulumi.{STACK}.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    d = diff_plans(plan.to_json(), render_stack(STACK, edited).to_json())
+    assert {(c.action, c.key.rsplit("::", 1)[1]) for c in d["changes"]} == {
+        ("replace", "speech-to-image-l4-triton-model-configs"), ("update", "speech-to-image-l4-triton-v1")}

@@ -338,13 +338,20 @@ def test_a_sharing_change_updates_only_the_groups_rule(tmp_path, stack, index, s
 # --------------------------------------------------------------------------- placement and ordering
 
 
+def _ensembles(settings: Settings) -> list:
+    """The TritonService settings of the stack's ensemble graphs."""
+    from components.config import graph_workload
+
+    return [graph_workload(g) for g in settings.graphs if g.placement == "ensemble"]
+
+
 def _pod_group(settings: Settings, r) -> Optional[NodeGroup]:
     """The group a platform pod runs on: a cold-start object's, or a Triton version's."""
     for role in ("-placeholder-", "-prepull-"):
         if role in r.name:
             return settings.node_group(r.name.split(role, 1)[1])
     labels = r.inputs["metadata"].get("labels") or {}
-    for svc in settings.services:
+    for svc in [*settings.services, *_ensembles(settings)]:
         for v in svc.versions:
             if (labels.get("app"), labels.get("version")) == (svc.name, v.name):
                 return settings.node_group(v.gpu.group)
@@ -367,7 +374,7 @@ def test_pods_select_their_group_by_its_selector(stack):
             continue
         assert selector == group.selector and GROUP_LABEL not in selector, r.name
         placed += 1
-    versions = sum(len(s.versions) for s in settings.services)
+    versions = sum(len(s.versions) for s in [*settings.services, *_ensembles(settings)])
     assert placed == versions + len(settings.cold_start.spare_slots) + len(settings.gpu_groups)
 
 

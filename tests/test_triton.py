@@ -335,10 +335,13 @@ def _stack_files() -> list:
 
 
 def _pod_templates(settings):
-    """(service, version, pod template) of every version, as deployment_spec builds them."""
+    """(service, version, pod template) of every version, as deployment_spec builds them
+    (an ensemble graph's TritonService among them)."""
+    from components.config import graph_workload
     from components.triton import deployment_spec
 
-    for service in settings.services:
+    ensembles = [graph_workload(g) for g in settings.graphs if g.placement == "ensemble"]
+    for service in [*settings.services, *ensembles]:
         for version in service.versions:
             spec = deployment_spec(service, version, settings.node_group(version.gpu.group), "sa", "/models/x",
                                    s3_secret=None, claim="weights", autoscaled=True, mount_path="/models")
