@@ -10,6 +10,7 @@ not the pod. No Pulumi resources here.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +19,8 @@ from google.protobuf import text_format
 from google.protobuf.message import Message
 
 from .config import Graph
+
+CONFIG_FILE = "config.pbtxt"
 
 
 def _load_model_config_pb2() -> ModuleType:
@@ -100,3 +103,22 @@ def ensemble_config(graph: Graph) -> str:
     # Read back as tritonserver will: what is written is what Triton parses.
     parse_model_config(text, f"ensemble config of graph {graph.name!r}")
     return text
+
+
+def broken_repository_configs(source: str) -> list[str]:
+    """One message per config.pbtxt under a model-repository directory that Triton's model
+    config refuses (or that cannot be read as UTF-8 text), in path order."""
+    root = Path(source)
+    found = []
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories.sort()
+        if CONFIG_FILE in files:
+            path = Path(directory) / CONFIG_FILE
+            where = path.relative_to(root).as_posix()
+            try:
+                parse_model_config(path.read_text(encoding="utf-8"), where)
+            except ModelConfigError as err:
+                found.append(str(err))
+            except (OSError, UnicodeDecodeError) as err:
+                found.append(f"{where}: cannot be read as text: {err}")
+    return found

@@ -700,6 +700,16 @@ def _relative_key(root: Path, path: Path) -> str:
     return rel
 
 
+def _refuse_broken_configs(source: str) -> None:
+    """A model repository whose config.pbtxt Triton would refuse is not uploaded at all."""
+    from components.model_config import broken_repository_configs
+
+    broken = broken_repository_configs(source)
+    if broken:
+        raise SourceError(f"weight upload source {source!r}: {broken[0]}"
+                          + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing was uploaded")
+
+
 def local_files(source: str) -> list[LocalFile]:
     """Every file under `source`, sorted by relative path: the complete listing, or SourceError.
 
@@ -1161,6 +1171,7 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False)
     target = _Target.of(s3, props)
     with _nothing_changed_yet():
         files = local_files(props["source"])
+        _refuse_broken_configs(props["source"])
     old = _read_manifest(target)
     with _nothing_changed_yet():
         local = _hash_source(files, old, workers)

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from .config import NAMESPACE, SECRET_KEYS, ConfigError, Path, Settings, cross_checks, pydantic_problems
 from .gpu_profiles import check_gpu_settings
+from .model_config import broken_repository_configs
 from .node_labels import contract_problems
 
 
@@ -30,7 +31,7 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
         raise ConfigError(stack_file, pydantic_problems(err)) from None
     problems = cross_checks(settings)
     if not problems:
-        problems = check_gpu_settings(settings) + contract_problems(settings)
+        problems = check_gpu_settings(settings) + contract_problems(settings) + upload_config_problems(settings)
     if problems:
         raise ConfigError(stack_file, problems)
     return settings
@@ -63,3 +64,13 @@ def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], sta
     raw = {k[len(prefix):]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
     secrets = frozenset(k[len(prefix):] for k in secret_keys if k.startswith(prefix))
     return parse_settings(raw, stack_file, secrets)
+
+
+def upload_config_problems(settings: Settings) -> list[tuple[Path, str]]:
+    """Weight uploads whose model repository holds a config.pbtxt Triton would refuse: refused
+    before anything is uploaded (the upload itself checks again when it runs)."""
+    s3 = settings.weight_caches.s3
+    if s3 is None:
+        return []
+    return [(("weightCaches", "s3", "uploads", i, "source"), f"{problem}; fix it before it is uploaded")
+            for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
