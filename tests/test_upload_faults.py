@@ -298,7 +298,7 @@ def test_file_that_keeps_changing_fails_the_update_naming_it(deployed):
     def rewrite(url: str) -> None:
         if url.endswith(f"/{PREFIX}/resnet/config.pbtxt"):
             count.update(["rewrites"])
-            target.write_bytes(f'name: "resnet"\nversion_policy: {count["rewrites"]}\n'.encode())
+            target.write_bytes(f'name: "resnet"\nmax_batch_size: {count["rewrites"]}\n'.encode())
 
     target.write_bytes(b'name: "resnet"\nmax_batch_size: 2\n')
     client, _ = hooked(d.via.props(), "PutObject", rewrite)
