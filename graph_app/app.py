@@ -24,6 +24,7 @@ from . import tensors
 from .spec import GraphSpec, SpecError, Step, parse
 
 INGRESS = "graph"
+BODY_SHAPE = 'the body must be JSON: {"inputs": {tensor: nested list}}'
 
 
 def load_backend(path: str) -> type:
@@ -72,10 +73,10 @@ class GraphIngress:
         try:
             body = await request.json()
         except ValueError:
-            return _bad_request("the body must be JSON: {\"inputs\": {tensor: nested list}}")
+            return _bad_request(BODY_SHAPE)
         raw = body.get("inputs") if isinstance(body, dict) else None
         if not isinstance(raw, dict):
-            return _bad_request("the body must be JSON: {\"inputs\": {tensor: nested list}}")
+            return _bad_request(BODY_SHAPE)
         missing = [t for t in self._spec.inputs if t not in raw]
         unknown = sorted(set(raw) - set(self._spec.inputs))
         problems = [f"{what} input tensors {names}" for what, names in (("missing", missing), ("unknown", unknown)) if names]

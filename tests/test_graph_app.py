@@ -25,13 +25,15 @@ from ray._common.test_utils import wait_for_condition
 from ray._private import ray_constants
 from ray.autoscaler.v2.sdk import get_cluster_status
 from ray.cluster_utils import Cluster
+from ray.serve.schema import ServeDeploySchema
 
 from components import versions
 from graph_app import tensors
 from graph_app.app import INGRESS, build, load_backend
 from graph_app.spec import DEFAULT_BACKEND, SpecError, parse
 from graph_app.triton import TritonBackend
-from tests.conftest import ROOT, RUN_SUMMARY
+from platformctl.plan import is_k8s_object, manifest
+from tests.conftest import ROOT, RUN_SUMMARY, stack_plan
 from tests.netutil import free_port
 
 STUBS = "tests.graph_stubs:ArithmeticBackend"
@@ -102,6 +104,26 @@ def test_tensors_cross_json_both_ways():
         tensors.from_json("t", [[1, 2], [3]])
     with pytest.raises(tensors.TensorError, match="'t' must hold numbers, booleans or strings"):
         tensors.from_json("t", [{"a": 1}])
+
+
+def test_the_rendered_serve_config_is_one_serve_and_graph_app_accept():
+    """What components/graphs.py renders for the example stack: Serve's own schema takes it,
+    graph_app reads its args, and its deployment entries name graph_app's deployments."""
+    (service,) = [manifest(r) for r in stack_plan("studio-dev").resources
+                  if is_k8s_object(r) and r.inputs.get("kind") == "RayService"]
+    config = ServeDeploySchema.model_validate(yaml.safe_load(service["spec"]["serveConfigV2"]))
+    (app,) = config.applications
+    assert app.import_path == "graph_app.app:build"
+    spec = parse(app.args)
+    options = {d.name: d.ray_actor_options for d in app.deployments}
+    assert set(options) == {s.deployment for s in spec.steps} | {INGRESS}
+    for s in spec.steps:
+        assert options[s.deployment].resources == {s.deployment: 1}
+    assert not options[INGRESS].resources
+    # The Ray pods import the package from the ConfigMap the platform renders.
+    (source,) = [manifest(r) for r in stack_plan("studio-dev").resources
+                 if is_k8s_object(r) and r.inputs.get("kind") == "ConfigMap" and "app.py" in (r.inputs.get("data") or {})]
+    assert source["data"] == {p.name: p.read_text() for p in sorted((ROOT / "graph_app").glob("*.py"))}
 
 
 # --------------------------------------------------------------------------- on a real Ray cluster
@@ -241,7 +263,13 @@ def test_each_step_runs_only_on_the_node_with_its_resource(ray_graph):
         assert {r["node_id"] for r in replicas} == {ray_graph.node_of[name]}
         # And the replicas themselves, asked through Serve's router, agree.
         handle = serve.get_deployment_handle(name, app_name=APP)
-        assert {handle.where.remote().result(timeout_s=30) for _ in range(8)} == {ray_graph.node_of[name]}
+        try:
+            nodes = {handle.where.remote().result(timeout_s=30) for _ in range(8)}
+        finally:
+            # Its router keeps calling Ray: left running, it would start a Ray of its own
+            # once this cluster is gone.
+            handle.shutdown()
+        assert nodes == {ray_graph.node_of[name]}
     # The ingress asks for no step resource; the head (num_cpus 0) takes no work.
     (ingress,) = deployments[INGRESS]["replicas"]
     assert ingress["node_id"] in {ray_graph.node_of[n] for n in NODES}
