@@ -231,10 +231,6 @@ class GroupDemand:
     """Units the group offers at maxNodes."""
 
 
-def placement(group: NodeGroup, version: Version) -> GpuScheduling:
-    return gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
-
-
 def group_demands(settings: Settings) -> list[GroupDemand]:
     """Per GPU group and resource, the units services need against what maxNodes offers."""
     demands = []

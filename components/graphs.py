@@ -38,9 +38,16 @@ from .triton import (
     ISTIO_METRICS_PORTS,
     TritonService,
     basic_auth,
+    container_resources,
     container_security_context,
     envoy_duration,
+    from_namespace,
+    ingress_source,
     model_repository_url,
+    peer_authentication_spec,
+    pod_monitor_spec,
+    request_authentication_spec,
+    unauthorized_route,
 )
 
 SERVE_PORT = 8000
@@ -56,6 +63,8 @@ RAY_PORTS = {
     "metrics-export-port": 8080,
 }
 METRICS_PORT = RAY_PORTS["metrics-export-port"]
+# Ray's ports that speak HTTP (the rest are gRPC).
+HTTP_PORTS = frozenset({METRICS_PORT, DASHBOARD_PORT, SERVE_PORT, RAY_PORTS["dashboard-agent-listen-port"]})
 # Ports of a node's Ray worker processes (one per actor or task process): a step worker runs
 # its replica, Serve's proxy and a few tasks. Istio's guide: keep the range small.
 MIN_WORKER_PORT, MAX_WORKER_PORT = 10002, 10031
@@ -72,7 +81,7 @@ def step_resource(step: GraphStep) -> str:
     return f"step-{step.name}"
 
 
-def ray_resources_param(resources: dict[str, float]) -> str:
+def ray_resources_param(resources: dict[str, int]) -> str:
     """`rayStartParams.resources` in the one form both of its parsers read: JSON in single
     quotes. KubeRay 1.7.0 trims any quotes and unmarshals JSON (ray-operator/controllers/ray/
     common/pod.go, getResourcesMap); Ray's autoscaler drops the first and last character and
@@ -85,7 +94,7 @@ def headless_service_name(graph: Graph) -> str:
     return f"{graph.name}-ray"
 
 
-def ray_start_params(graph: Graph, *, cpus: str, gpus: int, resources: Optional[dict[str, float]] = None) -> dict[str, str]:
+def ray_start_params(graph: Graph, *, cpus: str, gpus: int, resources: Optional[dict[str, int]] = None) -> dict[str, str]:
     fqdn = f"{headless_service_name(graph)}.{graph.k8s_namespace}.svc.cluster.local"
     params = {
         **{flag: str(port) for flag, port in RAY_PORTS.items()},
@@ -117,7 +126,8 @@ def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
     ]
     deployments = [
         {
-            "name": f"step-{s.name}",
+            # graph_app names each step's deployment as its resource.
+            "name": step_resource(s),
             "autoscaling_config": {"min_replicas": s.replicas.min, "max_replicas": s.replicas.max,
                                    "target_ongoing_requests": 2},
             "ray_actor_options": {"num_cpus": 1, "num_gpus": s.gpu.count, "resources": {step_resource(s): 1}},
@@ -170,8 +180,7 @@ def _app_volume(config_map: pulumi.Input[str]) -> tuple[dict, dict]:
 def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: WeightsRef, app_config_map) -> dict:
     sched = gpu_scheduling(group, step.gpu.count, step.gpu.mig_profile)
     r = step.resources
-    resources = {"requests": {"cpu": r.cpu, "memory": r.memory, **sched.resources["requests"]},
-                 "limits": {"memory": r.memory_limit or r.memory, **sched.resources["limits"]}}
+    resources = container_resources(r, step.gpu, group)
     app_volume, app_mount = _app_volume(app_config_map)
     volumes = [app_volume, {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": r.shm_size}}]
     mounts = [app_mount, {"name": "dshm", "mountPath": "/dev/shm"}]
@@ -241,7 +250,7 @@ def headless_service_spec(graph: Graph) -> dict:
         "clusterIP": "None",
         "publishNotReadyAddresses": True,
         "selector": {GRAPH_LABEL: graph.name},
-        "ports": [{"name": name, "port": port, "appProtocol": "http" if port in (METRICS_PORT, DASHBOARD_PORT, SERVE_PORT, 52365) else "grpc"}
+        "ports": [{"name": name, "port": port, "appProtocol": "http" if port in HTTP_PORTS else "grpc"}
                   for name, port in sorted(ports.items(), key=lambda kv: kv[1])],
     }
 
@@ -281,9 +290,9 @@ class InferenceGraph(pulumi.ComponentResource):
         labels = standard_labels(graph.name, app=graph.name)
         meta = {"name": graph.name, "namespace": ns, "labels": labels}
 
-        def custom(role: str, api_version: str, kind: str, spec, metadata=None):
+        def custom(role: str, api_version: str, kind: str, spec):
             return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind,
-                                                    metadata=metadata or meta, spec=spec, opts=resource_opts(self))
+                                                    metadata=meta, spec=spec, opts=resource_opts(self))
 
         # Auto-named: a new graph_app replaces the ConfigMap, and the RayService moves to a new cluster.
         app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={"namespace": ns, "labels": labels},
@@ -300,26 +309,18 @@ class InferenceGraph(pulumi.ComponentResource):
         authorization, credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth)
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                virtual_service_spec(graph, a.gateway, authorization))
-        custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication", {
-            "selector": {"matchLabels": {GRAPH_LABEL: graph.name}},
-            "mtls": {"mode": "STRICT"},
-            # Prometheus scrapes Ray's metrics without a mesh identity.
-            "portLevelMtls": {str(METRICS_PORT): {"mode": "PERMISSIVE"}},
-        })
+        selector = {GRAPH_LABEL: graph.name}
+        custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication",
+               peer_authentication_spec(selector, METRICS_PORT))
         custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy",
                authorization_policy_spec(graph, a.ingress_principal))
         if graph.auth.mode == "jwt":
-            jwt = graph.auth.jwt
-            rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri, **({"audiences": list(jwt.audiences)} if jwt.audiences else {})}
             custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
-                   {"selector": {"matchLabels": {GRAPH_LABEL: graph.name}}, "jwtRules": [rule]})
+                   request_authentication_spec(selector, graph.auth.jwt))
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
                                         spec=network_policy_spec(graph, a.ingress_namespace, a.monitoring_namespace),
                                         opts=resource_opts(self))
-        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", {
-            "selector": {"matchLabels": {GRAPH_LABEL: graph.name}},
-            "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
-        })
+        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "metrics"))
         scheme = "https" if a.tls else "http"
         return [f"{scheme}://{h}" for h in graph.hosts], credentials
 
@@ -337,23 +338,18 @@ def virtual_service_spec(graph: Graph, gateway: str, authorization) -> dict:
         route["match"] = [{"headers": auth}]
     http = [route]
     if authorization is not None:
-        realm = graph.auth.realm or graph.name
-        http.append({"name": "unauthorized", "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
-                     "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}}})
+        http.append(unauthorized_route(graph.auth.realm or graph.name))
     return {"hosts": list(graph.hosts), "gateways": [gateway], "http": http}
 
 
 def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
     """The ingress gateway reaches Serve; the operator the dashboard; the graph's own pods
     every Ray port; Prometheus the metrics port."""
-    source: dict = {"principals": [ingress_principal]}
-    if graph.auth.mode == "jwt":
-        source["requestPrincipals"] = ["*"]
     return {
         "selector": {"matchLabels": {GRAPH_LABEL: graph.name}},
         "action": "ALLOW",
         "rules": [
-            {"from": [{"source": source}], "to": [{"operation": {"ports": [str(SERVE_PORT)]}}]},
+            {"from": [{"source": ingress_source(graph.auth, ingress_principal)}], "to": [{"operation": {"ports": [str(SERVE_PORT)]}}]},
             {"from": [{"source": {"principals": [KUBERAY_PRINCIPAL]}}],
              "to": [{"operation": {"ports": [str(DASHBOARD_PORT), str(SERVE_PORT)]}}]},
             # Ray's nodes call each other on every port; KubeRay names the head's ServiceAccount
@@ -365,17 +361,14 @@ def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
 
 
 def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespace: str) -> dict:
-    def from_ns(ns: str) -> list[dict]:
-        return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]
-
     return {
         "podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}},
         "policyTypes": ["Ingress"],
         "ingress": [
-            {"from": from_ns(ingress_namespace), "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
-            {"from": from_ns(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
+            {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
+            {"from": from_namespace(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
             {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}]},
-            {"from": from_ns(monitoring_namespace),
+            {"from": from_namespace(monitoring_namespace),
              "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, *ISTIO_METRICS_PORTS)]},
         ],
     }

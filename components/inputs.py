@@ -11,7 +11,7 @@ claim or Secret name, a URL. Ordering comes from `dependsOn` on the component.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, Iterable, Optional, TypeVar
 
 import pulumi
 from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
@@ -30,6 +30,7 @@ from .config import (
     Host,
     MeshSettings,
     Model,
+    ModelRepository,
     NodeGroup,
     ObservabilitySettings,
     S3Cache,
@@ -279,6 +280,17 @@ ModelConfigText = Annotated[str, AfterValidator(_model_config_text)]
 WEIGHTS_NEEDED = {"fileShare": ("claim_name",), "s3": ("s3_secret_name", "s3_endpoint", "s3_bucket")}
 
 
+def missing_weights(weights: WeightsRef, repositories: Iterable[tuple[ConfigPath, ModelRepository]]) -> list[tuple[ConfigPath, str]]:
+    """Model repositories (each with the key path of what reads it) whose cache `weights` does not name."""
+    found = []
+    for path, repository in repositories:
+        missing = [key for key in WEIGHTS_NEEDED[repository.cache] if getattr(weights, key) is None]
+        if missing:
+            found.append((path + ("modelRepository", "cache"),
+                          f"weight cache {repository.cache!r} needs weights.{', weights.'.join(missing)}"))
+    return found
+
+
 class TritonServiceInputs(Model):
     """One Triton inference service: its versions with canary weights, autoscaling, auth, routing and monitoring."""
 
@@ -319,13 +331,8 @@ class TritonServiceInputs(Model):
         """The stack file's checks of one service, with the same messages, and that `weights`
         names what each version's cache needs."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
-        for vi, v in enumerate(self.service.versions):
-            cache = v.model_repository.cache
-            missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]
-            if missing:
-                found.append((("service", "versions", vi, "modelRepository", "cache"),
-                              f"weight cache {cache!r} needs weights.{', weights.'.join(missing)}"))
-        return found
+        return found + missing_weights(self.weights, ((("service", "versions", vi), v.model_repository)
+                                                      for vi, v in enumerate(self.service.versions)))
 
 
 class InferenceGraphInputs(Model):
@@ -351,13 +358,8 @@ class InferenceGraphInputs(Model):
     def problems(self) -> list[tuple[ConfigPath, str]]:
         """The stack file's checks of one graph, and that `weights` names what each step's cache needs."""
         found = [(("graph", *path), why) for path, why in graph_problems(self.graph, {g.name: g for g in self.gpu_groups})]
-        for si, step in enumerate(self.graph.steps):
-            cache = step.model_repository.cache
-            missing = [key for key in WEIGHTS_NEEDED[cache] if getattr(self.weights, key) is None]
-            if missing:
-                found.append((("graph", "steps", si, "modelRepository", "cache"),
-                              f"weight cache {cache!r} needs weights.{', weights.'.join(missing)}"))
-        return found
+        return found + missing_weights(self.weights, ((("graph", "steps", si), step.model_repository)
+                                                      for si, step in enumerate(self.graph.steps)))
 
 
 M = TypeVar("M", bound=Model)

@@ -33,7 +33,19 @@ import pulumi_random as random
 from . import hardening
 from .args import TritonServiceArgs
 from .common import init_component, resource_opts, standard_labels
-from .config import EXIT_TIMEOUT_FLAG, AuthSettings, Autoscaling, ColdStartSettings, GpuOperatorSettings, NodeGroup, Service, Version
+from .config import (
+    EXIT_TIMEOUT_FLAG,
+    AuthSettings,
+    Autoscaling,
+    ColdStartSettings,
+    GpuOperatorSettings,
+    GpuRequest,
+    JwtAuth,
+    NodeGroup,
+    Resources,
+    Service,
+    Version,
+)
 from .endpoints import in_cluster_host
 from .estimates import GroupEstimate, cold_start_estimate
 from .gpu_profiles import gpu_scheduling
@@ -330,9 +342,9 @@ def model_configs_volume(models: Sequence[str], config_map: pulumi.Input[str]) -
     return volume, mounts
 
 
-def container_resources(version: Version, group: NodeGroup) -> dict:
-    gpu = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile).resources
-    r = version.resources
+def container_resources(r: Resources, gpu_request: GpuRequest, group: NodeGroup) -> dict:
+    """A Triton container's CPU, memory and GPU share: requests, and limits where set."""
+    gpu = gpu_scheduling(group, gpu_request.count, gpu_request.mig_profile).resources
     limits = {"memory": r.memory_limit or r.memory, **gpu["limits"]}
     if r.cpu_limit:
         limits["cpu"] = r.cpu_limit
@@ -382,7 +394,7 @@ def deployment_spec(
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
             {"name": "http-metrics", "containerPort": TRITON_METRICS_PORT, "protocol": "TCP"},
         ],
-        "resources": container_resources(version, group),
+        "resources": container_resources(version.resources, version.gpu, group),
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
         **probes(version),
@@ -518,15 +530,17 @@ def virtual_service_spec(service: Service, gateway: str, authorization: Optional
     http_match = [{"headers": auth}] if auth else []
     http = [_forward(service, "grpc", GRPC_PORT, grpc_match), _forward(service, "http", HTTP_PORT, http_match)]
     if authorization is not None:
-        realm = service.auth.realm or service.name
-        http.append(
-            {
-                "name": "unauthorized",
-                "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
-                "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}},
-            }
-        )
+        http.append(unauthorized_route(service.auth.realm or service.name))
     return {"hosts": list(service.hosts), "gateways": [gateway], "http": http}
+
+
+def unauthorized_route(realm: str) -> dict:
+    """The route after the credentialed ones: 401 with the Basic Auth challenge."""
+    return {
+        "name": "unauthorized",
+        "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
+        "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}},
+    }
 
 
 def basic_authorization(username: str, password: str) -> str:
@@ -552,32 +566,59 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
     return authorization, credentials, secret_name
 
 
+def ingress_source(auth: AuthSettings, ingress_principal: str) -> dict:
+    """The ingress gateway as an AuthorizationPolicy source; with JWT auth, only requests
+    that carry a token the RequestAuthentication accepted."""
+    source: dict = {"principals": [ingress_principal]}
+    if auth.mode == "jwt":
+        source["requestPrincipals"] = ["*"]
+    return source
+
+
+def peer_authentication_spec(selector: dict[str, str], metrics_port: int) -> dict:
+    """STRICT mTLS for the selected pods, but for the port Prometheus scrapes without a mesh identity."""
+    return {"selector": {"matchLabels": selector}, "mtls": {"mode": "STRICT"},
+            "portLevelMtls": {str(metrics_port): {"mode": "PERMISSIVE"}}}
+
+
+def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
+    rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
+    if jwt.audiences:
+        rule["audiences"] = list(jwt.audiences)
+    return {"selector": {"matchLabels": selector}, "jwtRules": [rule]}
+
+
+def pod_monitor_spec(selector: dict[str, str], port: str) -> dict:
+    return {"selector": {"matchLabels": selector},
+            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"}]}
+
+
+def from_namespace(namespace: str) -> list[dict]:
+    """A NetworkPolicy peer: every pod of `namespace`."""
+    return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]
+
+
 def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
     """Only the ingress gateway may call Triton; metrics stay reachable for Prometheus."""
-    source: dict = {"principals": [ingress_principal]}
-    if service.auth.mode == "jwt":
-        source["requestPrincipals"] = ["*"]
     return {
         "selector": {"matchLabels": {"app": service.name}},
         "action": "ALLOW",
         "rules": [
-            {"from": [{"source": source}], "to": [{"operation": {"ports": [str(HTTP_PORT), str(GRPC_PORT)]}}]},
+            {"from": [{"source": ingress_source(service.auth, ingress_principal)}],
+             "to": [{"operation": {"ports": [str(HTTP_PORT), str(GRPC_PORT)]}}]},
             {"to": [{"operation": {"ports": [str(TRITON_METRICS_PORT)]}}]},
         ],
     }
 
 
 def network_policy_spec(service: Service, ingress_namespace: str, monitoring_namespace: str) -> dict:
-    def from_ns(ns: str) -> list[dict]:
-        return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]
-
     return {
         "podSelector": {"matchLabels": {"app": service.name}},
         "policyTypes": ["Ingress"],
         "ingress": [
-            {"from": from_ns(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]},
+            {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]},
             {
-                "from": from_ns(monitoring_namespace),
+                "from": from_namespace(monitoring_namespace),
                 "ports": [{"protocol": "TCP", "port": p} for p in (TRITON_METRICS_PORT, *ISTIO_METRICS_PORTS)],
             },
         ],
@@ -660,45 +701,21 @@ class TritonService(pulumi.ComponentResource):
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                virtual_service_spec(service, a.gateway, authorization))
-        custom(
-            "peerauthentication",
-            "security.istio.io/v1",
-            "PeerAuthentication",
-            {
-                "selector": {"matchLabels": {"app": service.name}},
-                "mtls": {"mode": "STRICT"},
-                # Prometheus scrapes Triton's metrics without a mesh identity.
-                "portLevelMtls": {str(TRITON_METRICS_PORT): {"mode": "PERMISSIVE"}},
-            },
-        )
+        selector = {"app": service.name}
+        custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication",
+               peer_authentication_spec(selector, TRITON_METRICS_PORT))
         custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy",
                authorization_policy_spec(service, a.ingress_principal))
         if service.auth.mode == "jwt":
-            jwt = service.auth.jwt
-            rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
-            if jwt.audiences:
-                rule["audiences"] = list(jwt.audiences)
-            custom(
-                "requestauthentication",
-                "security.istio.io/v1",
-                "RequestAuthentication",
-                {"selector": {"matchLabels": {"app": service.name}}, "jwtRules": [rule]},
-            )
+            custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
+                   request_authentication_spec(selector, service.auth.jwt))
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": service.name, "namespace": ns, "labels": labels},
             spec=network_policy_spec(service, a.ingress_namespace, a.monitoring_namespace),
             opts=resource_opts(self),
         )
-        custom(
-            "podmonitor",
-            "monitoring.coreos.com/v1",
-            "PodMonitor",
-            {
-                "selector": {"matchLabels": {"app": service.name}},
-                "podMetricsEndpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "15s"}],
-            },
-        )
+        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "http-metrics"))
 
         scheme = "https" if a.tls else "http"
         self.urls = [f"{scheme}://{h}" for h in service.hosts]

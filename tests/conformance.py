@@ -139,3 +139,11 @@ def unknown_values_keys(values: Any, defaults: Any, free_form: frozenset[str] = 
         if isinstance(default, dict):
             missing += unknown_values_keys(value, default, free_form, sub)
     return missing
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """A rendered object against its schema: kubernetes-validate for core kinds, the vendored CRDs otherwise."""
+    if is_core(doc):
+        validate_core(doc)
+    else:
+        validate_custom(doc)

@@ -78,10 +78,7 @@ def _example_objects():
 
 @pytest.mark.parametrize("doc", list(_example_objects()))
 def test_example_object_validates(doc, reference):
-    if conformance.is_core(doc):
-        conformance.validate_core(doc)
-    else:
-        conformance.validate_custom(doc)
+    conformance.validate(doc)
 
 
 @pytest.mark.parametrize("name", sorted(PLANNED))
@@ -234,13 +231,17 @@ def reference_urn(plan: Plan) -> str:
 # --------------------------------------------------------------------------- the engine and the CLI
 
 
+def _program(directory: Path, body: str) -> None:
+    """A Python Pulumi project `reader` whose program is `body` (pulumi imported)."""
+    (directory / "Pulumi.yaml").write_text("name: reader\nruntime: python\n")
+    (directory / "__main__.py").write_text("import pulumi\n" + body)
+
+
 def test_a_stack_reference_keeps_secret_outputs_secret(tmp_path: Path):
-    (tmp_path / "Pulumi.yaml").write_text("name: reader\nruntime: python\n")
-    (tmp_path / "__main__.py").write_text(
-        "import pulumi\n"
-        "ref = pulumi.StackReference('platform', pulumi.Config().require('platform'))\n"
-        "for key in ('token', 'nested', 'plain'):\n"
-        "    pulumi.export(key, ref.require_output(key).apply(lambda v: f'{v}+derived'))\n")
+    _program(tmp_path,
+             "ref = pulumi.StackReference('platform', pulumi.Config().require('platform'))\n"
+             "for key in ('token', 'nested', 'plain'):\n"
+             "    pulumi.export(key, ref.require_output(key).apply(lambda v: f'{v}+derived'))\n")
     outputs = {"token": SECRET, "nested": {"inner": SECRET}, "plain": "visible"}
     plan = render_program(tmp_path, "dev", {"platform": "org/p/dev"}, stack_outputs={"org/p/dev": outputs})
     # A secret output, or one holding a secret, stays secret through what is derived from it.
@@ -249,12 +250,10 @@ def test_a_stack_reference_keeps_secret_outputs_secret(tmp_path: Path):
 
 
 def test_a_program_sees_its_own_project_and_config_namespace(tmp_path: Path):
-    (tmp_path / "Pulumi.yaml").write_text("name: reader\nruntime: python\n")
-    (tmp_path / "__main__.py").write_text(
-        "import pulumi\n"
-        "pulumi.export('project', pulumi.get_project())\n"
-        "pulumi.export('setting', pulumi.Config().require('setting'))\n"
-        "pulumi.export('context', pulumi.Config('kubernetes').require('context'))\n")
+    _program(tmp_path,
+             "pulumi.export('project', pulumi.get_project())\n"
+             "pulumi.export('setting', pulumi.Config().require('setting'))\n"
+             "pulumi.export('context', pulumi.Config('kubernetes').require('context'))\n")
     plan = render_program(tmp_path, "dev", {"setting": {"a": 1}, "kubernetes:context": "lab"})
     assert plan.outputs == {"project": "reader", "setting": '{"a": 1}', "context": "lab"}
 

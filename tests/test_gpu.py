@@ -166,10 +166,7 @@ def test_gpu_objects_of_a_custom_layout_validate(reference):
     docs = [manifest(r) for r in plan.resources if is_k8s_object(r) and ("-gpu-" in r.name or "-coldstart-" in r.name)]
     assert {d["kind"] for d in docs} >= {"ConfigMap", "Namespace", "Deployment", "DaemonSet", "PriorityClass", "NodeFeatureRule"}
     for doc in docs:
-        if conformance.is_core(doc):
-            conformance.validate_core(doc)
-        else:
-            conformance.validate_custom(doc)
+        conformance.validate(doc)
 
 
 # --------------------------------------------------------------------------- node labels

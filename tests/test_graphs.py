@@ -243,3 +243,16 @@ def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_
     d = diff_plans(plan.to_json(), render_stack(STACK, edited).to_json())
     assert {(c.action, c.key.rsplit("::", 1)[1]) for c in d["changes"]} == {
         ("replace", "speech-to-image-l4-triton-model-configs"), ("update", "speech-to-image-l4-triton-v1")}
+
+
+def test_a_steps_cpu_limit_reaches_its_workers(tmp_path):
+    from platformctl.engine import render_stack
+
+    raw = yaml.safe_load(STACK_FILE.read_text())
+    raw["config"]["inference-platform:graphs"][0]["steps"][0]["resources"]["cpuLimit"] = "6"
+    edited = tmp_path / f"Pulumi.{STACK}.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    (service,) = [o for o in objects(render_stack(STACK, edited), "RayService") if o["metadata"]["name"] == "speech-to-image"]
+    limits = {g["groupName"]: g["template"]["spec"]["containers"][0]["resources"]["limits"]
+              for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]}
+    assert limits["transcribe"]["cpu"] == "6" and "cpu" not in limits["draw"]

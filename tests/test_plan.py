@@ -94,10 +94,7 @@ def _objects():
 
 @pytest.mark.parametrize("doc", list(_objects()))
 def test_rendered_object_validates(doc, reference):
-    if conformance.is_core(doc):
-        conformance.validate_core(doc)
-    else:
-        conformance.validate_custom(doc)
+    conformance.validate(doc)
 
 
 def test_children_are_parented_to_components():
