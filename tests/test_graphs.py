@@ -166,6 +166,12 @@ def _graph(raw: dict, i: int = 0) -> dict:
      "graphs[0].steps[0].modelRepository.cache", ["weight cache 's3' is not configured"]),
     ("zero dimension", lambda r: _graph(r)["inputs"][0].update(dims=[0]),
      "graphs[0].inputs[0].dims", ["a dimension of 0 holds nothing"]),
+    ("hostile tensor name", lambda r: _graph(r)["inputs"][0].update(name='AUDIO"; rm -rf /'),
+     "graphs[0].inputs[0].name", ["should match pattern"]),
+    ("model name leaving its repository", lambda r: _graph(r)["steps"][0].update(model="../whisper"),
+     "graphs[0].steps[0].model", ["should match pattern"]),
+    ("newline in a tensor map key", lambda r: _graph(r)["steps"][0]["inputs"].update({"X\n": "AUDIO"}),
+     'graphs[0].steps[0].inputs["X\\n"]', ["should match pattern"]),
     # Each step holds its minimum twice while a new RayCluster replaces the old one.
     ("upgrade surge", lambda r: [s["replicas"].update(min=2, max=2) for s in _graph(r)["steps"]],
      "cluster.nodeGroups[1].maxNodes", ["need 8 x nvidia.com/gpu", "maxNodes 6 offers 6"]),
