@@ -28,7 +28,7 @@ import yaml
 from . import endpoints as ep
 from . import versions
 from .args import InferenceGraphArgs
-from .common import init_component, resource_opts, standard_labels
+from .common import SKIP_AWAIT, init_component, resource_opts, standard_labels
 from .config import Graph, GraphStep, NodeGroup, graph_workload
 from .gpu_profiles import gpu_scheduling
 from .grammar import quantity
@@ -297,7 +297,10 @@ class InferenceGraph(pulumi.ComponentResource):
         # Auto-named: a new graph_app replaces the ConfigMap, and the RayService moves to a new cluster.
         app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={"namespace": ns, "labels": labels},
                                     data=graph_app_files(), opts=resource_opts(self))
-        k8s.core.v1.Service(f"{name}-headless", metadata={**meta, "name": headless_service_name(graph)},
+        # Only names Ray's ports and pods for Istio and DNS: its pods come from the RayService, on
+        # GPU nodes that may still be booting, so `pulumi up` must not wait for its endpoints.
+        k8s.core.v1.Service(f"{name}-headless",
+                            metadata={**meta, "name": headless_service_name(graph), "annotations": SKIP_AWAIT},
                             spec=headless_service_spec(graph), opts=resource_opts(self))
         repositories = {s.name: model_repository_url(a.weights, s.model_repository.cache, s.model_repository.path)
                         for s in graph.steps}
