@@ -414,6 +414,8 @@ class WeightUploadArgs(TypedDict):
     """Local model-repository directory (relative to the project) to upload: an existing, readable directory, not a system directory."""
     prefix: str
     """Key prefix in the bucket."""
+    presets: NotRequired[list[str]]
+    """Tuning presets (built-in `latency`, `throughput`, or `tuningPresets` names) rendered for every model of the source that has a config.pbtxt, uploaded as `<model>/configs/<preset>.pbtxt` (select one with a version's modelConfigName)."""
 
 
 class S3MountArgs(TypedDict):
@@ -566,6 +568,49 @@ class ModelControlArgs(TypedDict):
     """Repository poll interval, mode `poll`. Default: `30`."""
 
 
+class TuningConstraintsArgs(TypedDict):
+    """Arguments of `TuningConstraints` (see the README's configuration reference)."""
+
+    latency_p99_ms: NotRequired[float]
+    """Latency budget: configurations whose p99 latency exceeds it (milliseconds) are not kept."""
+    min_throughput: NotRequired[float]
+    """Configurations below this throughput (inferences per second) are not kept."""
+    max_gpu_memory_mb: NotRequired[int]
+    """Configurations using more GPU memory (MB) are not kept."""
+
+
+class TuningSearchArgs(TypedDict):
+    """Arguments of `TuningSearch` (see the README's configuration reference)."""
+
+    max_instance_count: NotRequired[int]
+    """Most model instances per GPU a configuration may have. Default: `5`."""
+    max_batch_size: NotRequired[int]
+    """Largest max_batch_size tried (powers of two from 1). Default: `128`."""
+    max_concurrency: NotRequired[int]
+    """Highest client concurrency Perf Analyzer drives. Default: `1024`."""
+
+
+class TuningArgs(TypedDict):
+    """Arguments of `Tuning` (see the README's configuration reference)."""
+
+    objectives: NotRequired[dict[str, int]]
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
+    constraints: NotRequired[TuningConstraintsArgs]
+    """Limits a kept configuration must meet."""
+    search: NotRequired[TuningSearchArgs]
+    """Bounds of Model Analyzer's search."""
+    keep: NotRequired[int]
+    """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`). Default: `3`."""
+    model: str
+    """Triton model to tune, by its name in the version's model repository."""
+    deadline_hours: NotRequired[float]
+    """Longest a run may take; then its pod is stopped and the GPU released. Default: `6`."""
+    run: NotRequired[int]
+    """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change). Default: `1`."""
+    sdk_image: NotRequired[str]
+    """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+
+
 class VersionArgs(TypedDict):
     """Arguments of `Version` (see the README's configuration reference)."""
 
@@ -595,8 +640,44 @@ class VersionArgs(TypedDict):
     """Fixed replica count, used only when autoscaling is disabled. Default: `1`."""
     autoscaling: NotRequired[AutoscalingArgs]
     """Autoscaling of this version (default: the service's)."""
+    tuning: NotRequired[TuningArgs]
+    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (README "Tuning a model")."""
     llm_backend: NotRequired[str]
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
+
+
+class TuningGoalsArgs(TypedDict):
+    """Arguments of `TuningGoals` (see the README's configuration reference)."""
+
+    objectives: NotRequired[dict[str, int]]
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
+    constraints: NotRequired[TuningConstraintsArgs]
+    """Limits a kept configuration must meet."""
+    search: NotRequired[TuningSearchArgs]
+    """Bounds of Model Analyzer's search."""
+    keep: NotRequired[int]
+    """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`). Default: `3`."""
+
+
+class ServicePipelineArgs(TypedDict):
+    """Arguments of `ServicePipeline` (see the README's configuration reference)."""
+
+    base_version: str
+    """The version a new one is built for and copies: its Triton release (image), GPU group and share, weight cache."""
+    model: str
+    """Triton model name of the built engine in the new version's repository."""
+    inputs: dict[str, list[int]]
+    """The ONNX model's inputs and their dims without the batch dimension, e.g. `{input: [3, 224, 224]}` (the engine's optimisation profile)."""
+    max_batch_size: NotRequired[int]
+    """Largest batch the engine is built for. Default: `8`."""
+    precision: NotRequired[str]
+    """TensorRT precision: fp16 (trtexec --fp16) or fp32. One of: `fp16`, `fp32`. Default: `fp16`."""
+    repository_prefix: str
+    """Where new versions are published in the base version's weight cache: `<prefix>/<version>/<model>/...`."""
+    canary_weight: NotRequired[int]
+    """Traffic percent the produced stack-file patch gives the new version (taken from the base version). Default: `10`."""
+    tuning: NotRequired[TuningGoalsArgs]
+    """Model Analyzer objectives, constraints and search of the pipeline's analyse step."""
 
 
 class ServiceArgs(TypedDict):
@@ -620,6 +701,8 @@ class ServiceArgs(TypedDict):
     """Copy a share of live traffic to a shadow version."""
     versions: list[VersionArgs]
     """Deployed versions; weights sum to 100."""
+    pipeline: NotRequired[ServicePipelineArgs]
+    """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 
 
 class GraphTensorArgs(TypedDict):
@@ -688,6 +771,30 @@ class GraphArgs(TypedDict):
     """The steps in order; each reads graph inputs or earlier steps' outputs."""
 
 
+class BatchingPresetArgs(TypedDict):
+    """Arguments of `BatchingPreset` (see the README's configuration reference)."""
+
+    max_batch_size: NotRequired[int]
+    """The model's max_batch_size in the variant (default: the model's own; a model that does not batch gets no dynamic batching)."""
+    dynamic_batching: NotRequired[bool]
+    """Let Triton combine requests into batches. Default: `true`."""
+    max_queue_delay_microseconds: NotRequired[int]
+    """How long a request may wait for others to fill a batch. Default: `0`."""
+    preferred_batch_sizes: NotRequired[list[int]]
+    """Batch sizes the batcher aims for (empty: the largest possible)."""
+    instance_count: NotRequired[int]
+    """Model instances (execution copies) per GPU. Default: `1`."""
+    instance_kind: NotRequired[str]
+    """Where the instances run. One of: `gpu`, `cpu`. Default: `gpu`."""
+
+
+class ModelPipelineSettingsArgs(TypedDict):
+    """Arguments of `ModelPipelineSettings` (see the README's configuration reference)."""
+
+    enabled: NotRequired[bool]
+    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (README "Tuning a model"). Default: `false`."""
+
+
 class PolicySettingsArgs(TypedDict):
     """Arguments of `PolicySettings` (see the README's configuration reference)."""
 
@@ -722,6 +829,10 @@ class InferencePlatformArgs(TypedDict):
     """Triton inference services."""
     graphs: NotRequired[list[GraphArgs]]
     """Inference graphs: chains of Triton models (see README: Inference graphs)."""
+    tuning_presets: NotRequired[dict[str, BatchingPresetArgs]]
+    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (README "Tuning a model")."""
+    model_pipeline: NotRequired[ModelPipelineSettingsArgs]
+    """Argo Workflows for the model pipeline (README "Tuning a model")."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: NotRequired[str]

@@ -107,6 +107,8 @@ HttpsUrl = Annotated[str, AfterValidator(grammar.url)]
 # Numbers: finite (ConfigDict allow_inf_nan=False), strict, plus the decimal-string form of `--path`.
 Number = Annotated[float, BeforeValidator(_path_float)]
 Labels = Annotated[dict[str, str], AfterValidator(_labels)]
+# A Triton model name as its model repositories and configs take it.
+TritonModelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")]
 
 GpuModel = Literal[
     "A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB",
@@ -672,6 +674,8 @@ class WeightUpload(Model):
     """Local model-repository directory (relative to the project) to upload: an existing, readable directory, not a system directory."""
     prefix: RelativePath
     """Key prefix in the bucket."""
+    presets: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")]] = Field(default=[], max_length=16)
+    """Tuning presets (built-in `latency`, `throughput`, or `tuningPresets` names) rendered for every model of the source that has a config.pbtxt, uploaded as `<model>/configs/<preset>.pbtxt` (select one with a version's modelConfigName)."""
 
 
 class S3Mount(Model):
@@ -832,6 +836,119 @@ class Resources(Model):
         return self
 
 
+# --------------------------------------------------------------------------- tuning
+
+# Model Analyzer objectives by stack-file name: Model Analyzer's metric tags
+# (model_analyzer/record/types/*.py `tag`).
+TUNING_OBJECTIVES = {
+    "throughput": "perf_throughput",
+    "latencyP99": "perf_latency_p99",
+    "latencyP95": "perf_latency_p95",
+    "latencyAvg": "perf_latency_avg",
+    "gpuMemory": "gpu_used_memory",
+    "gpuUtilization": "gpu_utilization",
+}
+TuningObjective = Literal[tuple(TUNING_OBJECTIVES)]  # type: ignore[valid-type]
+
+
+class TuningConstraints(Model):
+    latency_p99_ms: Optional[Number] = Field(default=None, ge=0.01, le=600000)
+    """Latency budget: configurations whose p99 latency exceeds it (milliseconds) are not kept."""
+    min_throughput: Optional[Number] = Field(default=None, ge=0.01, le=10_000_000)
+    """Configurations below this throughput (inferences per second) are not kept."""
+    max_gpu_memory_mb: Optional[int] = Field(default=None, ge=1, le=1_000_000)
+    """Configurations using more GPU memory (MB) are not kept."""
+
+
+class TuningSearch(Model):
+    max_instance_count: int = Field(default=5, ge=1, le=16)
+    """Most model instances per GPU a configuration may have."""
+    max_batch_size: int = Field(default=128, ge=1, le=4096)
+    """Largest max_batch_size tried (powers of two from 1)."""
+    max_concurrency: int = Field(default=1024, ge=1, le=16384)
+    """Highest client concurrency Perf Analyzer drives."""
+
+
+class TuningGoals(Model):
+    objectives: dict[TuningObjective, Annotated[int, Field(ge=1, le=100)]] = Field(  # type: ignore[valid-type]
+        default={"throughput": 10}, min_length=1)
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization."""
+    constraints: TuningConstraints = TuningConstraints()
+    """Limits a kept configuration must meet."""
+    search: TuningSearch = TuningSearch()
+    """Bounds of Model Analyzer's search."""
+    keep: int = Field(default=3, ge=1, le=10)
+    """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`)."""
+
+
+class Tuning(TuningGoals):
+    model: TritonModelName
+    """Triton model to tune, by its name in the version's model repository."""
+    deadline_hours: Number = Field(default=6, ge=0.1, le=72)
+    """Longest a run may take; then its pod is stopped and the GPU released."""
+    run: int = Field(default=1, ge=1, le=1_000_000)
+    """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change)."""
+    sdk_image: Optional[Image] = None
+    """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+
+
+class BatchingPreset(Model):
+    max_batch_size: Optional[int] = Field(default=None, ge=1, le=4096)
+    """The model's max_batch_size in the variant (default: the model's own; a model that does not batch gets no dynamic batching)."""
+    dynamic_batching: bool = True
+    """Let Triton combine requests into batches."""
+    max_queue_delay_microseconds: int = Field(default=0, ge=0, le=10_000_000)
+    """How long a request may wait for others to fill a batch."""
+    preferred_batch_sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field(default=[], max_length=16)
+    """Batch sizes the batcher aims for (empty: the largest possible)."""
+    instance_count: int = Field(default=1, ge=1, le=16)
+    """Model instances (execution copies) per GPU."""
+    instance_kind: Literal["gpu", "cpu"] = "gpu"
+    """Where the instances run."""
+
+    @model_validator(mode="after")
+    def _preferred_within_max(self) -> "BatchingPreset":
+        if self.max_batch_size is not None and any(b > self.max_batch_size for b in self.preferred_batch_sizes):
+            raise ValueError(f"preferredBatchSizes {self.preferred_batch_sizes} exceed maxBatchSize {self.max_batch_size}; "
+                             "allowed: sizes up to maxBatchSize")
+        return self
+
+
+# Built-in presets; the stack file's tuningPresets add to them or replace one by name.
+# latency: batch only what is already queued and run two instances, so a request never
+# waits for others; throughput: wait up to 2 ms to fill larger batches.
+BUILTIN_PRESETS = {
+    "latency": BatchingPreset(max_queue_delay_microseconds=0, instance_count=2),
+    "throughput": BatchingPreset(max_queue_delay_microseconds=2000, instance_count=1),
+}
+PresetName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
+
+
+class ServicePipeline(Model):
+    base_version: DnsLabel
+    """The version a new one is built for and copies: its Triton release (image), GPU group and share, weight cache."""
+    model: TritonModelName
+    """Triton model name of the built engine in the new version's repository."""
+    inputs: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")],
+                 Annotated[list[Annotated[int, Field(ge=1, le=1 << 20)]], Field(min_length=1, max_length=8)]] = Field(min_length=1)
+    """The ONNX model's inputs and their dims without the batch dimension, e.g. `{input: [3, 224, 224]}` (the engine's optimisation profile)."""
+    max_batch_size: int = Field(default=8, ge=1, le=4096)
+    """Largest batch the engine is built for."""
+    precision: Literal["fp16", "fp32"] = "fp16"
+    """TensorRT precision: fp16 (trtexec --fp16) or fp32."""
+    repository_prefix: RelativePath
+    """Where new versions are published in the base version's weight cache: `<prefix>/<version>/<model>/...`."""
+    canary_weight: int = Field(default=10, ge=1, le=50)
+    """Traffic percent the produced stack-file patch gives the new version (taken from the base version)."""
+    tuning: TuningGoals = TuningGoals()
+    """Model Analyzer objectives, constraints and search of the pipeline's analyse step."""
+
+
+class ModelPipelineSettings(Model):
+    enabled: bool = False
+    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (README "Tuning a model")."""
+
+
 class ModelControl(Model):
     mode: Literal["none", "poll", "explicit"] = "none"
     """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`."""
@@ -962,6 +1079,8 @@ class Version(Model):
     """Fixed replica count, used only when autoscaling is disabled."""
     autoscaling: Optional[Autoscaling] = None
     """Autoscaling of this version (default: the service's)."""
+    tuning: Optional[Tuning] = None
+    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (README "Tuning a model")."""
     llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
 
@@ -1003,6 +1122,8 @@ class Service(Model):
     """Copy a share of live traffic to a shadow version."""
     versions: list[Version] = Field(min_length=1)
     """Deployed versions; weights sum to 100."""
+    pipeline: Optional[ServicePipeline] = None
+    """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 
     @property
     def k8s_namespace(self) -> str:
@@ -1067,7 +1188,6 @@ TRITON_DATA_TYPES = ("TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32", "T
                      "TYPE_STRING", "TYPE_BF16")
 # A tensor or model name as Triton's configs and Ray's resource names both take it.
 TensorName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
-TritonModelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")]
 
 
 class GraphTensor(Model):
@@ -1190,6 +1310,10 @@ class Settings(Model):
     """Triton inference services."""
     graphs: list[Graph] = []
     """Inference graphs: chains of Triton models (see README: Inference graphs)."""
+    tuning_presets: dict[PresetName, BatchingPreset] = {}
+    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (README "Tuning a model")."""
+    model_pipeline: ModelPipelineSettings = ModelPipelineSettings()
+    """Argo Workflows for the model pipeline (README "Tuning a model")."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None
@@ -1510,6 +1634,7 @@ def cross_checks(s: Settings) -> list[tuple[Path, str]]:
 
     problems += _ui_problems(s)
     problems += alerting_problems(s)
+    problems += tuning_problems(s)
 
     names: dict[str, str] = {}
     hosts: dict[str, str] = {}
@@ -1658,4 +1783,26 @@ def alerting_problems(s: Settings) -> list[tuple[Path, str]]:
     for name in sorted(set(s.alert_receiver_secrets) - seen):
         problems.append((("alertReceiverSecrets", name), f"no receiver named {name!r} under observability.alerting.receivers; "
                          f"receivers: {', '.join(sorted(seen)) or 'none'}"))
+    return problems
+
+
+def tuning_problems(s: Settings) -> list[tuple[Path, str]]:
+    """Presets the uploads name exist; a service pipeline has Argo installed and a base version."""
+    problems: list[tuple[Path, str]] = []
+    presets = sorted({*BUILTIN_PRESETS, *s.tuning_presets})
+    if s.weight_caches.s3 is not None:
+        for ui, upload in enumerate(s.weight_caches.s3.uploads):
+            for pi, preset in enumerate(upload.presets):
+                if preset not in presets:
+                    problems.append((("weightCaches", "s3", "uploads", ui, "presets", pi),
+                                     f"no tuning preset named {preset!r}; presets: {', '.join(presets)}"))
+    for si, svc in enumerate(s.services):
+        if svc.pipeline is None:
+            continue
+        base: Path = ("services", si, "pipeline")
+        if not s.model_pipeline.enabled:
+            problems.append((base, "needs modelPipeline.enabled: true (Argo Workflows runs the pipeline)"))
+        names = [v.name for v in svc.versions]
+        if svc.pipeline.base_version not in names:
+            problems.append((base + ("baseVersion",), f"no version named {svc.pipeline.base_version!r}; versions: {', '.join(names)}"))
     return problems
