@@ -4,9 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # checkov pins many packages of its own: it lives in a venv apart from the project's.
 CHECKOV_VENV := .venv-checkov
+# Triton Model Analyzer's argument definitions check the tuning configs; it pins packages of its own too.
+MODEL_ANALYZER_VENV := .venv-model-analyzer
 STACK ?= demo-dev
 
-.PHONY: venv tools checkov plan test lint bench docs clean
+.PHONY: venv tools checkov model-analyzer plan test lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +27,15 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 # checkov for tests/test_hardening.py (the rendered manifests of every example stack).
 checkov: $(CHECKOV_VENV)/.installed
 
+$(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
+	$(PYTHON) -m venv $(MODEL_ANALYZER_VENV)
+	$(MODEL_ANALYZER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MODEL_ANALYZER_VENV)/bin/python -m pip install --quiet -r requirements-model-analyzer.txt
+	touch $@
+
+# Model Analyzer for tests/test_tuning.py.
+model-analyzer: $(MODEL_ANALYZER_VENV)/.installed
+
 # Debian's packages: promtool and the Prometheus server for the rule and dashboard-query tests;
 # amtool for the Alertmanager configuration tests; rclone, the reference the upload bench compares against.
 tools:
@@ -36,7 +47,7 @@ plan: venv
 	$(PY) -m platformctl plan $(STACK)
 	$(PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
-test: venv tools checkov
+test: venv tools checkov model-analyzer
 	$(PY) -m pytest
 
 lint: venv

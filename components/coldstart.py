@@ -26,6 +26,8 @@ from .common import (
 from .config import NodeGroup, Service
 from .gpu_profiles import gpu_scheduling, placeholder_request
 from .inputs import ColdStartInputs, validated
+from .tuning import PRIORITY as TUNING_PRIORITY
+from .tuning import PRIORITY_CLASS as TUNING_PRIORITY_CLASS
 
 NAMESPACE = ep.COLDSTART_NAMESPACE
 PRIORITY_CLASS = "gpu-placeholder"
@@ -131,6 +133,16 @@ class ColdStart(pulumi.ComponentResource):
             description="Spare GPU capacity: placeholder pods that any real workload preempts.",
             opts=k8s_opts,
         )
+        # Tuning runs (tuning.py) wait below serving and preempt nothing, placeholders included.
+        self.tuning_priority_class = k8s.scheduling.v1.PriorityClass(
+            f"{name}-tuning-priority",
+            metadata={"name": TUNING_PRIORITY_CLASS, "labels": standard_labels(TUNING_PRIORITY_CLASS)},
+            value=TUNING_PRIORITY,
+            global_default=False,
+            preemption_policy="Never",
+            description="Model Analyzer runs: below serving, which preempts them; they preempt nothing.",
+            opts=k8s_opts,
+        ) if any(v.tuning is not None for svc in services for v in svc.versions) else None
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": "gpu-coldstart-deny-all", "namespace": NAMESPACE, "labels": standard_labels("gpu-coldstart")},

@@ -914,6 +914,11 @@ class BatchingPreset(Model):
         return self
 
 
+# nvcr.io/nvidia/tritonserver:<YY.MM>-<flavour>: the release names the Triton SDK and TensorRT
+# images of the same release (tuning.py).
+TRITON_IMAGE = re.compile(r"^(?P<registry>[^@]+)/tritonserver:(?P<release>[0-9]{2}\.[0-9]{2})-[A-Za-z0-9._-]+$")
+
+
 # Built-in presets; the stack file's tuningPresets add to them or replace one by name.
 # latency: batch only what is already queued and run two instances, so a request never
 # waits for others; throughput: wait up to 2 ms to fill larger batches.
@@ -1756,6 +1761,10 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
             problems.append((vpath + ("name",), f"duplicate version name {v.name!r} in service {svc.name!r}"))
         version_names.add(v.name)
         problems += [(vpath + path, problem) for path, problem in gpu_request_problems(v.gpu, groups)]
+        if v.tuning is not None and v.tuning.sdk_image is None and not TRITON_IMAGE.match(v.image):
+            problems.append((vpath + ("tuning", "sdkImage"), f"required: image {v.image!r} is not tagged "
+                             "<registry>/tritonserver:<YY.MM>-<flavour>, so the Triton SDK image of its release is unknown; "
+                             "allowed: a Model Analyzer image of the same Triton release"))
     if svc.mirror is not None and svc.mirror.version not in version_names:
         problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
     return problems

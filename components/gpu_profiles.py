@@ -210,6 +210,9 @@ def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
     for si, svc in enumerate(settings.services):
         for v in svc.versions:
             yield (v.gpu, *replica_bounds(settings, si, v))
+            if v.tuning is not None:
+                # A tuning run (tuning.py) holds one more share of the version's request while it runs.
+                yield v.gpu, 0, 1
     for g in settings.graphs:
         if g.placement == "ensemble":
             first = g.steps[0]

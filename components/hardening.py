@@ -44,6 +44,7 @@ PLACEHOLDER = "placeholder"
 PREPULL = "prepull"
 NODE_MARKER = "node-marker"
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
+TUNING = "tuning"
 
 WORKLOADS: dict[str, Workload] = {
     TRITON: Workload("Triton Deployments (`<service>-<version>`)", (
@@ -60,6 +61,11 @@ WORKLOADS: dict[str, Workload] = {
     TRITON_S3: Workload("Triton Deployments reading their model repository from the S3 cache", (
         Exemption("CKV_K8S_35", "Triton's S3 repository reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from "
                                 "its environment (triton core s3.h); they come from the weights Secret, never literals"),
+    )),
+    TUNING: Workload("Model Analyzer Jobs of versions with `tuning` (`tune-<service>-<version>-<run>`)", (
+        Exemption("CKV_K8S_43", f"Triton, Triton SDK and rclone images {_TAG_PINNED}"),
+        Exemption("CKV_K8S_40", "every step runs as uid 1000, the tritonserver images' triton-server user that "
+                                "owns the server files; no user above 10000 exists in those images"),
     )),
     PLACEHOLDER: Workload("spare-capacity placeholder Deployments in `gpu-coldstart`", (
         Exemption("CKV_K8S_43", f"pause image {_TAG_PINNED}"),
@@ -108,6 +114,12 @@ def skip_annotations(*workloads: str) -> dict[str, str]:
 def triton_workloads(cpu_limit: bool, s3: bool) -> tuple[str, ...]:
     """What a Triton Deployment is exempt as: always Triton, plus per its settings."""
     return (TRITON,) + (() if cpu_limit else (TRITON_NO_CPU_LIMIT,)) + ((TRITON_S3,) if s3 else ())
+
+
+def tuning_workloads(version) -> tuple[str, ...]:
+    """What a version's tuning Job is exempt as: its Triton server is the version's, with the
+    version's CPU limit and S3 credentials."""
+    return (TUNING,) + triton_workloads(bool(version.resources.cpu_limit), version.model_repository.cache == "s3")[1:]
 
 
 def reference() -> str:

@@ -99,14 +99,15 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
 
 
 def triton_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str,
-                  weights: inputs.WeightsRef, estimates: list[GroupEstimate]) -> inputs.TritonServiceInputs:
+                  weights: inputs.WeightsRef, estimates: list[GroupEstimate],
+                  tuning_priority_class: Optional[pulumi.Input[str]] = None) -> inputs.TritonServiceInputs:
     svc = s.services[index]
     used = {v.gpu.group for v in svc.versions}
     return inputs.TritonServiceInputs(
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
         cold_start=[e for e in estimates if e.group in used],
         gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,
-        monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled,
+        monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled, tuning_priority_class=tuning_priority_class,
     )
 
 
@@ -184,8 +185,10 @@ class InferencePlatform(pulumi.ComponentResource):
             ns = svc.k8s_namespace
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds,
                     *self.weights.depends_on(ns), self.gpu_operator.release if self.gpu_operator else None]
+            tuning = self.cold_start.tuning_priority_class if self.cold_start else None
             service_inputs = triton_inputs(settings, index, self.mesh, self.observability.namespace,
-                                           self.weights.reference(ns), estimates)
+                                           self.weights.reference(ns), estimates,
+                                           tuning.metadata["name"] if tuning else None)
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
         self.graphs = self._graphs(name, settings, after)
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).

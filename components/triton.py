@@ -52,6 +52,7 @@ from .gpu_profiles import gpu_scheduling
 from .inputs import TritonServiceInputs, WeightsRef, validated
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
 from .readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
+from .tuning import TuningRun, tuning_network_policy_spec, upload_container
 from .weights import triton_s3_url
 
 HTTP_PORT, GRPC_PORT = 8000, 8001
@@ -351,6 +352,53 @@ def container_resources(r: Resources, gpu_request: GpuRequest, group: NodeGroup)
     return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
 
 
+def server_volumes(version: Version, claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[list[dict], list[dict]]:
+    """A Triton server's volumes and mounts: /dev/shm, the scratch directories and, on the file
+    share, the weights claim read-only."""
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    scratch, scratch_mounts = scratch_volumes()
+    volumes += scratch
+    mounts += scratch_mounts
+    if claim:
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
+        mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
+    return volumes, mounts
+
+
+def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input[str], s3_secret: Optional[str],
+                    claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[dict, list[dict]]:
+    """The Triton server a tuning run measures, and its volumes: the version's image, GPU share,
+    resources, repository and server flags, with explicit model control and nothing loaded
+    (Model Analyzer loads each variant it tries)."""
+    volumes, mounts = server_volumes(version, claim, mount_path)
+
+    def args(repo: str) -> list[str]:
+        flags = [f"--model-repository={repo}", "--model-control-mode=explicit", f"--http-port={HTTP_PORT}",
+                 f"--grpc-port={GRPC_PORT}", f"--metrics-port={TRITON_METRICS_PORT}", "--allow-metrics=true",
+                 "--allow-gpu-metrics=true"]
+        for flag, value in sorted(version.server_args.items()):
+            if flag != EXIT_TIMEOUT_FLAG:
+                flags += [f"--{flag}={item}" for item in (value if isinstance(value, list) else [value])]
+        return flags
+
+    container = {
+        "name": "triton",
+        "image": version.image,
+        "command": ["tritonserver"],
+        "args": args(repository) if isinstance(repository, str) else pulumi.Output.from_input(repository).apply(args),
+        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        "resources": container_resources(version.resources, version.gpu, group),
+        "volumeMounts": mounts,
+        "securityContext": container_security_context(),
+        # Ready as soon as the server is up: nothing is loaded until Model Analyzer asks.
+        "startupProbe": probes(version)["startupProbe"],
+    }
+    if s3_secret:
+        container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
+    return container, volumes
+
+
 def deployment_spec(
     service: Service,
     version: Version,
@@ -370,14 +418,7 @@ def deployment_spec(
     selector = {"app": service.name, "version": version.name}
     sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
     stopping = shutdown(service, version)
-    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
-    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    scratch, scratch_mounts = scratch_volumes()
-    volumes += scratch
-    mounts += scratch_mounts
-    if claim:
-        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
-        mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
+    volumes, mounts = server_volumes(version, claim, mount_path)
     if model_configs is not None:
         volumes.append(model_configs[0])
         mounts += model_configs[1]
@@ -716,6 +757,14 @@ class TritonService(pulumi.ComponentResource):
             opts=resource_opts(self),
         )
         custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "http-metrics"))
+        tuned = [v for v in service.versions if v.tuning is not None]
+        if tuned:
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-tuning-networkpolicy",
+                metadata={"name": f"{service.name}-tuning", "namespace": ns, "labels": labels},
+                spec=tuning_network_policy_spec(service, tuned),
+                opts=resource_opts(self),
+            )
 
         scheme = "https" if a.tls else "http"
         self.urls = [f"{scheme}://{h}" for h in service.hosts]
@@ -766,6 +815,8 @@ class TritonService(pulumi.ComponentResource):
             # The weights' claim or Secret, the GPU operator: among what the component waits for.
             opts=pulumi.ResourceOptions.merge(resource_opts(self), rollout),
         )
+        if version.tuning is not None:
+            self._declare_tuning(name, a, version, group, repository)
         selector = {"app": service.name, "version": version.name}
         if scaling.enabled:
             k8s.autoscaling.v2.HorizontalPodAutoscaler(
@@ -782,3 +833,18 @@ class TritonService(pulumi.ComponentResource):
                 spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
                 opts=resource_opts(self),
             )
+
+    def _declare_tuning(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup, repository):
+        """The version's Model Analyzer run (tuning.py): its server, and where it publishes."""
+        weights, repo = a.weights, version.model_repository
+        claim = weights.claim_name if repo.cache == "fileShare" else None
+        s3_secret = weights.s3_secret_name if repo.cache == "s3" else None
+        server, volumes = analysis_server(version, group, repository, s3_secret, claim, weights.mount_path)
+        if claim:
+            # One volume of the claim: the server mounts it read-only, only the publish step writable.
+            models = next(v for v in volumes if v["name"] == "models")
+            models["persistentVolumeClaim"] = {"claimName": claim}
+            cache_mount, upload = {"name": "models", "mountPath": weights.mount_path}, None
+        else:
+            cache_mount, upload = None, upload_container(weights.s3_bucket, repo.path, weights.s3_endpoint, s3_secret)
+        TuningRun(self, name, a.service, version, group, server, volumes, cache_mount, upload, a.tuning_priority_class)
