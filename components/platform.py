@@ -103,7 +103,8 @@ def triton_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str
                   tuning_priority_class: Optional[pulumi.Input[str]] = None) -> inputs.TritonServiceInputs:
     svc = s.services[index]
     used = {v.gpu.group for v in svc.versions}
-    return inputs.TritonServiceInputs(
+    return _given(
+        inputs.TritonServiceInputs,
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
         cold_start=[e for e in estimates if e.group in used],
         gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,

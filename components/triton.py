@@ -391,8 +391,9 @@ def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input
         "resources": container_resources(version.resources, version.gpu, group),
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
-        # Ready as soon as the server is up: nothing is loaded until Model Analyzer asks.
-        "startupProbe": probes(version)["startupProbe"],
+        # Ready as soon as the server is up: nothing is loaded until Model Analyzer asks. A
+        # native sidecar's readiness gates nothing; liveness restarts a hung server.
+        **probes(version),
     }
     if s3_secret:
         container["envFrom"] = [{"secretRef": {"name": s3_secret}}]

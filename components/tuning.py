@@ -49,7 +49,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from . import hardening, versions
-from .common import SKIP_AWAIT, resource_opts, standard_labels
+from .common import COMPONENT_KEY, PART_OF, SKIP_AWAIT, resource_opts, standard_labels
 from .config import TRITON_IMAGE, TUNING_OBJECTIVES, NodeGroup, Service, TuningGoals, Version
 from .gpu_profiles import gpu_scheduling
 
@@ -62,6 +62,7 @@ STAGING_DIR = f"{WORK_DIR}/publish"
 # Triton beside Model Analyzer, on the pod's loopback (its default ports).
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 TUNING_LABEL = "inference-platform/tuning"
+COMPONENT = "tuning"
 PRIORITY_CLASS = "gpu-tuning"
 # Below serving (0), above the spare-capacity placeholders (-10) and at the cluster
 # autoscaler's expendable cutoff (-10) or above, so a pending run still makes it add a node.
@@ -245,7 +246,11 @@ def run_inputs(service: Service, version: Version, group: NodeGroup, files: Mapp
         "tuning": version.tuning.model_dump(mode="json"), "image": version.image,
         "repository": version.model_repository.model_dump(mode="json"),
         "gpu": version.gpu.model_dump(mode="json"), "resources": version.resources.model_dump(mode="json"),
-        "serverArgs": version.server_args, "group": group.gpu.model_dump(mode="json"), "files": dict(files),
+        "serverArgs": version.server_args, "files": dict(files),
+        # The GPU the run measures on: the model and, with MIG, the slices (not how many time-slicing
+        # replicas or GPUs per node the group has).
+        "gpuModel": group.gpu.model, "sharing": group.gpu.sharing.mode,
+        "mig": group.gpu.sharing.model_dump(mode="json", include={"mig_strategy", "mig_profile"}),
     }
 
 
@@ -265,7 +270,7 @@ def config_tag(run: str) -> str:
 
 def pod_labels(service: Service, version: Version) -> dict[str, str]:
     # Not `app`: the service's Service and mesh policies select `app`; a run serves no one.
-    return {**standard_labels("model-analyzer"), TUNING_LABEL: run_label(service, version),
+    return {**standard_labels("model-analyzer"), COMPONENT_KEY: COMPONENT, TUNING_LABEL: run_label(service, version),
             "sidecar.istio.io/inject": "false"}
 
 
@@ -307,7 +312,8 @@ def tuning_network_policy_spec(service: Service, tuned: list[Version]) -> dict:
     """Nothing may reach a run's pods (Model Analyzer talks to its Triton inside the pod); out
     only where a run publishes to S3 (an NFS share is mounted by the node, not the pod)."""
     s3 = any(v.model_repository.cache == "s3" for v in tuned)
-    return {"podSelector": {"matchExpressions": [{"key": TUNING_LABEL, "operator": "In",
+    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, COMPONENT_KEY: COMPONENT},
+                            "matchExpressions": [{"key": TUNING_LABEL, "operator": "In",
                                                   "values": sorted(run_label(service, v) for v in tuned)}]},
             "policyTypes": ["Ingress"] if s3 else ["Ingress", "Egress"]}
 

@@ -49,9 +49,14 @@ def _weights(index: int, *weights: int):
     return edit
 
 
+def _untuned(version: dict) -> dict:
+    """A copy of a version without its tuning run (platformctl patch copies versions so too)."""
+    return {k: copy.deepcopy(v) for k, v in version.items() if k != "tuning"}
+
+
 def _add_version(config):
     versions = _service(config, 1)["versions"]
-    versions.append(dict(copy.deepcopy(versions[0]), name="v2", weight=0))
+    versions.append(dict(_untuned(versions[0]), name="v2", weight=0))
 
 
 def _remove_first_version(config):
@@ -62,6 +67,7 @@ def _remove_first_version(config):
 
 def _add_service(config):
     new = dict(copy.deepcopy(_service(config, 1)), name="rerank", hosts=["rerank.acme.example.com"])
+    new["versions"] = [_untuned(v) for v in new["versions"]]
     config[_key("services")].append(new)
 
 
@@ -122,8 +128,9 @@ CATALOGUE = [
      {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin"),
       ("update", "acme-prod-gpu-contract-rule-gpu-l4")}, None),
     ("change the MIG profile", "demo-dev", lambda c: _group(c, 1)["gpu"]["sharing"].update(migProfile="all-2g.20gb"),
-     # the MIG manager follows the label the group's rule sets
-     {("update", "demo-dev-gpu-contract-rule-gpu-a100")}, None),
+     # the MIG manager follows the label the group's rule sets; resnet v2's tuning runs again on the new slice
+     {("update", "demo-dev-gpu-contract-rule-gpu-a100"), ("replace", "resnet-v2-tune"), ("replace", "resnet-v2-tuning")},
+     None),
     ("change the driver branch", "acme-prod", lambda c: c[_key("gpuOperator")]["driver"].update(branch="580"),
      {("update", "acme-prod-gpu-release")}, None),
     ("change retention", "acme-prod", lambda c: c[_key("observability")].update(prometheusRetention="45d"),

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import pytest
 import yaml
 
+from components import tuning
 from components.config import ConfigError, NodeGroup, Settings
 from components.node_contract import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -331,8 +332,9 @@ def test_a_sharing_change_updates_only_the_groups_rule(tmp_path, stack, index, s
     assert [(c.action, c.key.rsplit("::", 1)[-1]) for c in contract] == [("update", f"{stack}-gpu-contract-rule-{group}")]
     label = MIG_CONFIG_LABEL if "migProfile" in sharing else DEVICE_PLUGIN_CONFIG_LABEL
     assert contract[0].paths == [f"inputs.spec.rules[0].labels.{label}"]
-    if stack == "demo-dev":  # an existing cluster: nothing else changes
-        assert len(d["changes"]) == 1 and not d["errors"]
+    if stack == "demo-dev":  # an existing cluster: nothing else changes but a tuning run on the group's new slices
+        others = {c.key.rsplit("::", 1)[-1]: c.action for c in d["changes"] if c not in contract}
+        assert others == {"resnet-v2-tune": "replace", "resnet-v2-tuning": "replace"} and not d["errors"]
 
 
 # --------------------------------------------------------------------------- placement and ordering
@@ -355,6 +357,8 @@ def _pod_group(settings: Settings, r) -> Optional[NodeGroup]:
         for v in svc.versions:
             if (labels.get("app"), labels.get("version")) == (svc.name, v.name):
                 return settings.node_group(v.gpu.group)
+            if labels.get(tuning.TUNING_LABEL) == tuning.run_label(svc, v):
+                return settings.node_group(v.gpu.group)
     return None
 
 
@@ -375,6 +379,7 @@ def test_pods_select_their_group_by_its_selector(stack):
         assert selector == group.selector and GROUP_LABEL not in selector, r.name
         placed += 1
     versions = sum(len(s.versions) for s in [*settings.services, *_ensembles(settings)])
+    versions += sum(v.tuning is not None for s in settings.services for v in s.versions)  # their tuning runs
     assert placed == versions + len(settings.cold_start.spare_slots) + len(settings.gpu_groups)
 
 
