@@ -1055,3 +1055,16 @@ class InferenceGraphArgs(TypedDict):
     """Namespace of the Prometheus that scrapes the graph's metrics. Default: `monitoring`."""
     tls: NotRequired[bool]
     """The gateway serves the hosts over HTTPS (the graph's URLs). Default: `false`."""
+
+
+class ModelPipelineArgs(TypedDict):
+    """Argo Workflows (controller only) and, per service with `pipeline`, a WorkflowTemplate that builds a TensorRT engine, tunes it with Model Analyzer, publishes it as a new version in the weight cache and ends in a stack-file patch for it as a canary."""
+
+    services: NotRequired[list[ServiceArgs]]
+    """Services with `pipeline`: each gets, in its namespace, the workflows' ServiceAccount and Role and its WorkflowTemplate."""
+    gpu_groups: NotRequired[list[NodeGroupArgs]]
+    """The GPU node groups of the pipelines' base versions (the engine is built and measured there)."""
+    weights: NotRequired[dict[str, WeightsRefArgs]]
+    """Per service namespace, its weight caches: the ONNX model is read from, and the new version written to, the base version's cache."""
+    priority_class: NotRequired[pulumi.Input[str]]
+    """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""

@@ -133,7 +133,8 @@ class ColdStart(pulumi.ComponentResource):
             description="Spare GPU capacity: placeholder pods that any real workload preempts.",
             opts=k8s_opts,
         )
-        # Tuning runs (tuning.py) wait below serving and preempt nothing, placeholders included.
+        # Tuning runs (tuning.py) and the GPU steps of model pipelines (pipeline.py) wait below
+        # serving and preempt nothing, placeholders included.
         self.tuning_priority_class = k8s.scheduling.v1.PriorityClass(
             f"{name}-tuning-priority",
             metadata={"name": TUNING_PRIORITY_CLASS, "labels": standard_labels(TUNING_PRIORITY_CLASS)},
@@ -142,7 +143,8 @@ class ColdStart(pulumi.ComponentResource):
             preemption_policy="Never",
             description="Model Analyzer runs: below serving, which preempts them; they preempt nothing.",
             opts=k8s_opts,
-        ) if any(v.tuning is not None for svc in services for v in svc.versions) else None
+        ) if any(v.tuning is not None for svc in services for v in svc.versions) or any(
+            svc.pipeline is not None for svc in services) else None
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": "gpu-coldstart-deny-all", "namespace": NAMESPACE, "labels": standard_labels("gpu-coldstart")},

@@ -1808,10 +1808,22 @@ def tuning_problems(s: Settings) -> list[tuple[Path, str]]:
     for si, svc in enumerate(s.services):
         if svc.pipeline is None:
             continue
-        base: Path = ("services", si, "pipeline")
         if not s.model_pipeline.enabled:
-            problems.append((base, "needs modelPipeline.enabled: true (Argo Workflows runs the pipeline)"))
-        names = [v.name for v in svc.versions]
-        if svc.pipeline.base_version not in names:
-            problems.append((base + ("baseVersion",), f"no version named {svc.pipeline.base_version!r}; versions: {', '.join(names)}"))
+            problems.append((("services", si, "pipeline"), "needs modelPipeline.enabled: true (Argo Workflows runs the pipeline)"))
+        problems += [(("services", si, *path), why) for path, why in pipeline_problems(svc)]
     return problems
+
+
+def pipeline_problems(svc: Service) -> list[tuple[Path, str]]:
+    """A service's pipeline builds for a version it has, whose image names the TensorRT release
+    (key paths within the service)."""
+    names = [v.name for v in svc.versions]
+    base = next((v for v in svc.versions if v.name == svc.pipeline.base_version), None)
+    if base is None:
+        return [(("pipeline", "baseVersion"), f"no version named {svc.pipeline.base_version!r}; versions: {', '.join(names)}")]
+    if not TRITON_IMAGE.match(base.image):
+        # A TensorRT engine runs only under the TensorRT release that built it (tuning.tensorrt_image).
+        return [(("pipeline", "baseVersion"), f"version {base.name!r} runs {base.image!r}, not an image tagged "
+                 "<registry>/tritonserver:<YY.MM>-<flavour>, so the TensorRT release its engine needs is unknown; "
+                 "allowed: a base version running such an image")]
+    return []

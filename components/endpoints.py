@@ -12,10 +12,12 @@ COLDSTART_NAMESPACE = "gpu-coldstart"
 CSI_S3_NAMESPACE = "csi-s3"
 # The KubeRay operator of the graphs placed on Ray, inside the mesh.
 RAY_NAMESPACE = "ray-system"
+# The Argo Workflows controller of the model pipelines.
+ARGO_NAMESPACE = "argo"
 # Every namespace the platform creates or installs into; inference services may not use one.
 PLATFORM_NAMESPACES = frozenset({
     ISTIO_NAMESPACE, MONITORING_NAMESPACE, GPU_OPERATOR_NAMESPACE, COLDSTART_NAMESPACE, CSI_S3_NAMESPACE, RAY_NAMESPACE,
-    "kube-system",
+    ARGO_NAMESPACE, "kube-system",
 })
 
 # Release names; the charts derive their Service names from them.

@@ -213,6 +213,9 @@ def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
             if v.tuning is not None:
                 # A tuning run (tuning.py) holds one more share of the version's request while it runs.
                 yield v.gpu, 0, 1
+            if svc.pipeline is not None and v.name == svc.pipeline.base_version:
+                # A pipeline run's engine build, then its analysis, holds one share of the base version's request.
+                yield v.gpu, 0, 1
     for g in settings.graphs:
         if g.placement == "ensemble":
             first = g.steps[0]

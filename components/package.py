@@ -13,6 +13,7 @@ from .graphs import InferenceGraph
 from .mesh import Mesh
 from .namespaces import InferenceNamespaces
 from .observability import Observability
+from .pipeline import ModelPipeline
 from .platform import InferencePlatform
 from .triton import TritonService
 from .weights import WeightCaches
@@ -21,5 +22,5 @@ PACKAGE = PART_OF
 VERSION = "0.1.0"
 COMPONENTS = [
     InferencePlatform, Cluster, GpuOperator, ColdStart, Mesh, Observability, InferenceNamespaces, WeightCaches,
-    TritonService, InferenceGraph,
+    TritonService, InferenceGraph, ModelPipeline,
 ]

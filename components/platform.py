@@ -3,7 +3,7 @@
 This is the only module that sees the whole stack's `Settings` and the only one that
 knows the order in which parts are built: cluster -> (kubernetes Provider) -> mesh ->
 observability -> GPU stack -> inference namespaces -> weight caches -> Triton services ->
-inference graphs (with the KubeRay operator for those on Ray).
+inference graphs (with the KubeRay operator for those on Ray) -> the model pipeline (Argo Workflows).
 Each component gets its own inputs (components/inputs.py): its settings and the names
 it consumes from the parts before it. Build order only makes handles available; `pulumi
 up` orders by dependencies: each component `dependsOn` the parts it needs (the GPU
@@ -29,6 +29,7 @@ from .graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
 from .mesh import Mesh, service_hosts
 from .namespaces import InferenceNamespaces
 from .observability import Observability
+from .pipeline import ModelPipeline
 from .triton import TritonService, deployment_name_clashes
 from .validation import parse_settings
 from .weights import WeightCaches, namespaces_using
@@ -123,6 +124,17 @@ def graph_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str,
     )
 
 
+def pipeline_inputs(s: Settings, weights: dict[str, inputs.WeightsRef],
+                    priority_class: Optional[pulumi.Input[str]] = None) -> inputs.ModelPipelineInputs:
+    services = [svc for svc in s.services if svc.pipeline is not None]
+    used = {v.gpu.group for svc in services for v in svc.versions if v.name == svc.pipeline.base_version}
+    return _given(
+        inputs.ModelPipelineInputs,
+        services=services, gpu_groups=[g for g in s.gpu_groups if g.name in used],
+        weights={svc.k8s_namespace: weights[svc.k8s_namespace] for svc in services}, priority_class=priority_class,
+    )
+
+
 def _settings(args: Union[Settings, InferencePlatformArgs]) -> Settings:
     if isinstance(args, Settings):
         return args
@@ -192,6 +204,7 @@ class InferencePlatform(pulumi.ComponentResource):
                                            tuning.metadata["name"] if tuning else None)
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
         self.graphs = self._graphs(name, settings, after)
+        self.pipeline = self._pipeline(name, settings, after) if settings.model_pipeline.enabled else None
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
         self.outputs["serving"] = {
             "gateway": self.mesh.gateway, "ingressNamespace": self.mesh.ingress_namespace,
@@ -202,6 +215,8 @@ class InferencePlatform(pulumi.ComponentResource):
         }
         if self.graphs:
             self.outputs["graphs"] = {g: {"urls": c.urls, "credentials": c.credentials} for g, c in self.graphs.items()}
+        if self.pipeline is not None:
+            self.outputs["workflowTemplates"] = self.pipeline.workflow_templates
         self.outputs["services"] = {
             svc_name: {"urls": t.urls, "weights": t.weights, "authSecret": t.auth_secret, "credentials": t.credentials}
             for svc_name, t in self.services.items()
@@ -228,3 +243,12 @@ class InferencePlatform(pulumi.ComponentResource):
             graphs[graph.name] = InferenceGraph(graph.name, graph_args, opts=after(*deps))
         return graphs
 
+    def _pipeline(self, name: str, settings: Settings, after) -> ModelPipeline:
+        """Argo Workflows and the services' pipelines, after the namespaces, weight caches and
+        priority class their templates use."""
+        namespaces = sorted({svc.k8s_namespace for svc in settings.services if svc.pipeline is not None})
+        priority = self.cold_start.tuning_priority_class if self.cold_start else None
+        args = pipeline_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces},
+                               priority.metadata["name"] if priority else None)
+        deps = [d for ns in namespaces for d in (self.namespaces.namespaces[ns], *self.weights.depends_on(ns))]
+        return ModelPipeline(f"{name}-pipeline", args, opts=after(*deps))

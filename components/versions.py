@@ -34,6 +34,9 @@ KUBERAY_OPERATOR = Chart("kuberay-operator", "1.7.0", "https://ray-project.githu
 # The RayServices' rayVersion: every graph step image carries this Ray; the tests run the same version.
 RAY_VERSION = "2.60.0"
 CSI_S3 = Chart("csi-s3", "0.43.7", "https://yandex-cloud.github.io/k8s-csi-s3/charts")
+ARGO_WORKFLOWS = Chart("argo-workflows", "1.0.18", "https://argoproj.github.io/argo-helm")
+# appVersion of argo-workflows 1.0.18: the release of the controller and of the executor image.
+ARGO_WORKFLOWS_VERSION = "v4.0.6"
 
 # Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).
 REFERENCE_DIR = {
@@ -49,6 +52,7 @@ REFERENCE_DIR = {
     JAEGER: "jaeger",
     KUBERAY_OPERATOR: "kuberay-operator",
     CSI_S3: "csi-s3",
+    ARGO_WORKFLOWS: "argo-workflows",
 }
 
 # NVIDIA driver the GPU operator compiles on nodes (driver mode `compiled`): the

@@ -31,6 +31,7 @@ COMPONENT_MODELS: dict[str, type[BaseModel]] = {
     "WeightCaches": inputs.WeightCachesInputs,
     "TritonService": inputs.TritonServiceInputs,
     "InferenceGraph": inputs.InferenceGraphInputs,
+    "ModelPipeline": inputs.ModelPipelineInputs,
 }
 
 HEADER = '''"""Argument types of the components, generated from components/inputs.py and the settings

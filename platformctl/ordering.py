@@ -253,6 +253,10 @@ ORDERING_RULES: tuple[Rule, ...] = (
          after=Charts(("gpu-operator",)),
          reason="the GPU operator's chart installs Node Feature Discovery and its CRDs: a NodeFeatureRule "
                 "created before them is rejected"),
+    Rule("argo-crds",
+         dependents=CustomResources(("argoproj.io",)),
+         after=Charts(("argo-workflows",)),
+         reason="the argo-workflows chart installs Argo's CRDs: a WorkflowTemplate created before them is rejected"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

@@ -227,6 +227,7 @@ KUBERNETES_IMMUTABLE_CONTENT = {
 # kind is absent): the identity rules apply, and to ConfigMap its content rule. Listed so that a
 # new kind is looked up in the provider's source before it is planned.
 KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
+    "kubernetes:argoproj.io/v1alpha1:WorkflowTemplate",
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler",
     "kubernetes:core/v1:ConfigMap",
     "kubernetes:core/v1:Namespace",
@@ -241,6 +242,7 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:nfd.k8s-sigs.io/v1alpha1:NodeFeatureRule",
     "kubernetes:policy/v1:PodDisruptionBudget",
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+    "kubernetes:rbac.authorization.k8s.io/v1:Role",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass",
     "kubernetes:security.istio.io/v1:AuthorizationPolicy",
     "kubernetes:security.istio.io/v1:PeerAuthentication",

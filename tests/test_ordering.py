@@ -131,6 +131,17 @@ def test_triton_without_a_required_dependency_is_reported(required, expected):
         ["Job embed/tune-embed-v1"] if "Secret" in expected else [])
 
 
+def test_workflow_template_without_the_argo_release_is_reported():
+    resources = resources_of("demo-dev")
+    template = find(resources, ":WorkflowTemplate", "demo-dev-pipeline-resnet-workflowtemplate")
+    forget(resources, template, find(resources, ":Release", "demo-dev-pipeline-release"))
+    assert ordering.violations(resources) == [
+        "WorkflowTemplate resnet/resnet-pipeline must come after Release argo/argo-workflows (argo-crds: the "
+        "argo-workflows chart installs Argo's CRDs: a WorkflowTemplate created before them is rejected), but no "
+        "dependency leads there"
+    ]
+
+
 def test_loki_without_its_bucket_is_reported():
     seed = next(s for s in SEEDS if random_plan(s)[1].observability.loki_storage == "s3"
                 and random_plan(s)[1].observability.enabled)

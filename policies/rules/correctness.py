@@ -387,7 +387,7 @@ def _crd_order(args: StackValidationArgs, report) -> None:
 
 crd_resources_depend_on_release = StackValidationPolicy(
     name="crd-resources-depend-on-release",
-    description="Custom resources of CRD-installing charts (Istio, Prometheus operator, NVIDIA, NFD, KubeRay) depend directly on that Helm release.",
+    description="Custom resources of CRD-installing charts (Istio, Prometheus operator, NVIDIA, NFD, KubeRay, Argo Workflows) depend directly on that Helm release.",
     enforcement_level=MANDATORY,
     validate=_crd_order,
     config_schema=schema("crdCharts"),

@@ -50,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
         "monitoring.coreos.com": ["kube-prometheus-stack", "prometheus-operator-crds"],
         "nvidia.com": ["gpu-operator"],
         "ray.io": ["kuberay-operator"],
+        "argoproj.io": ["argo-workflows"],
         "nfd.k8s-sigs.io": ["gpu-operator"],
     },
 }
