@@ -73,6 +73,13 @@ def deployment(name: str = "svc-v1", ns: str = "svc", pod_spec: Optional[dict] =
     return k8s("apps/v1:Deployment", name, {"namespace": ns}, {"spec": spec}, rendered=rendered, **opts)
 
 
+def workflow_template(*templates: dict, ns: str = "svc", **spec) -> dict:
+    """An Argo WorkflowTemplate running `templates` in turn, with workflow-level `spec` fields."""
+    entry = {"name": "main", "steps": [[{"name": t["name"], "template": t["name"]}] for t in templates]}
+    body = {"entrypoint": "main", "templates": [entry, *templates], **spec}
+    return k8s("argoproj.io/v1alpha1:WorkflowTemplate", "svc-pipeline", {"name": "svc-pipeline", "namespace": ns}, {"spec": body})
+
+
 def namespace(name: str = "svc", injected: bool = True) -> dict:
     labels = {"istio-injection": "enabled"} if injected else {}
     return k8s("core/v1:Namespace", f"ns-{name}", {"name": name, "labels": labels}, {})

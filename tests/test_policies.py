@@ -8,6 +8,7 @@ import pytest
 
 from policies import catalog
 from policies.rules import ALL_POLICIES
+from policies.rules.kube import pod_specs
 from tests.policy_fixtures import (
     GPU_GROUPS,
     GPU_SELECTOR,
@@ -22,6 +23,7 @@ from tests.policy_fixtures import (
     route,
     triton_container,
     virtual_service,
+    workflow_template,
 )
 
 ISTIO_BASE = helm("mesh-base", {}, chart="base", version="1.30.3", ns="istio-system", release="istio-base")
@@ -57,8 +59,20 @@ def claim(protect: bool) -> dict:
                {"spec": {"accessModes": ["ReadWriteMany"]}}, protect=protect)
 
 
+# An Argo workflow's steps: each container template is a pod, with the template's scheduling
+# fields or else the workflow's.
+GPU_STEP = {"name": "build", "container": triton_container(), "nodeSelector": dict(GPU_SELECTOR),
+            "tolerations": pod()["tolerations"]}
+WORKFLOW_POD = {"securityContext": pod()["securityContext"]}
+
+
 # (policy, passing resources, failing resources, facts)
 CASES = [
+    ("pod-security-restricted", [workflow_template(GPU_STEP, **WORKFLOW_POD)],
+     [workflow_template({**GPU_STEP, "sidecars": [privileged_container()]}, **WORKFLOW_POD)], {}),
+    ("gpu-workloads-scheduling", [workflow_template(GPU_STEP, **WORKFLOW_POD)],
+     [workflow_template({k: v for k, v in GPU_STEP.items() if k != "nodeSelector"}, **WORKFLOW_POD)],
+     {"gpuGroups": GPU_GROUPS}),
     ("pod-security-restricted", [deployment()], [deployment(pod_spec=pod(privileged_container()))], {}),
     ("pod-security-restricted", [deployment(ns="kube-system", pod_spec=pod(privileged_container()))],
      [deployment(pod_spec=pod(hostNetwork=True))], {}),
@@ -216,6 +230,20 @@ def test_policy_metadata():
         assert p.description and p.enforcement_level.value in ("mandatory", "advisory"), p.name
     assert [p.name for p in ALL_POLICIES] == list(catalog.POLICY_NAMES)
     assert len(ALL_POLICIES) >= 20
+
+
+def test_each_container_template_of_a_workflow_is_a_pod():
+    copy_step = {"name": "copy", "container": {"name": "main", "image": "rclone/rclone:1.75.2"},
+                 "volumes": [{"name": "scratch", "emptyDir": {}}], "securityContext": {"runAsUser": 2000}}
+    gpu_step = {**GPU_STEP, "sidecars": [triton_container(name="server")], "initContainers": [{"name": "fetch"}]}
+    wf = workflow_template(copy_step, gpu_step, nodeSelector={"pool": "cpu"}, volumes=[{"name": "tools", "configMap": {}}],
+                           **WORKFLOW_POD)
+    copy_pod, gpu_pod_ = pod_specs(wf["type"], wf["inputs"])  # the steps template makes no pod
+    assert copy_pod["securityContext"] == {"runAsUser": 2000} and copy_pod["nodeSelector"] == {"pool": "cpu"}
+    assert [v["name"] for v in copy_pod["volumes"]] == ["tools", "scratch"]
+    assert gpu_pod_["securityContext"] == WORKFLOW_POD["securityContext"] and gpu_pod_["nodeSelector"] == GPU_SELECTOR
+    assert [c["name"] for c in gpu_pod_["containers"]] == ["triton", "server"]
+    assert [c["name"] for c in gpu_pod_["initContainers"]] == ["fetch"]
 
 
 def test_mapping_proxies_are_read_like_dicts():

@@ -30,7 +30,7 @@ from .kube import (
     labels_of,
     name_of,
     namespace_of,
-    pod_spec,
+    pod_specs,
     runs_tritonserver,
     schema,
     setting,
@@ -47,8 +47,7 @@ ADVISORY = EnforcementLevel.ADVISORY
 def _injection(args: StackValidationArgs, report) -> None:
     namespaces = {name_of(r.props): r for r in args.resources if is_kind(r.resource_type, "Namespace")}
     for r in args.resources:
-        pod = pod_spec(r.resource_type, r.props)
-        if pod is None or not any(runs_tritonserver(c) for _, c in containers(pod)):
+        if not any(runs_tritonserver(c) for pod in pod_specs(r.resource_type, r.props) for _, c in containers(pod)):
             continue
         ns = namespace_of(r.props)
         declared = namespaces.get(ns)
@@ -242,8 +241,7 @@ def gpu_quantity_problems(container: Mapping) -> list[str]:
 
 
 def _gpu_quantities(args: ResourceValidationArgs, report) -> None:
-    pod = pod_spec(args.resource_type, args.props)
-    for _, c in containers(pod) if pod is not None else []:
+    for c in (c for pod in pod_specs(args.resource_type, args.props) for _, c in containers(pod)):
         for problem in gpu_quantity_problems(c):
             report(fix(f"container {get(c, 'name')!r}: {problem}",
                        "set GPU limits to a whole count and requests equal to them (gpu_profiles.gpu_scheduling does)"), None)
@@ -260,8 +258,8 @@ gpu_requests_equal_limits = ResourceValidationPolicy(
 # --------------------------------------------------------------------------- (16, 17) GPU placement
 
 
-def gpu_pod(pod: Optional[Mapping]) -> bool:
-    return pod is not None and any(gpu_resources(c) for _, c in containers(pod))
+def gpu_pod(pod: Mapping) -> bool:
+    return any(gpu_resources(c) for _, c in containers(pod))
 
 
 def tolerates_gpu_taint(pod: Mapping) -> bool:
@@ -285,10 +283,11 @@ def selected_group(pod: Mapping, groups: Mapping) -> Optional[str]:
 
 
 def _gpu_scheduling(args: ResourceValidationArgs, report) -> None:
-    pod = pod_spec(args.resource_type, args.props)
-    if not gpu_pod(pod):
-        return
-    groups = setting(args, "gpuGroups")
+    for pod in filter(gpu_pod, pod_specs(args.resource_type, args.props)):
+        _gpu_pod_scheduling(pod, setting(args, "gpuGroups"), report)
+
+
+def _gpu_pod_scheduling(pod: Mapping, groups: Mapping, report) -> None:
     if not tolerates_gpu_taint(pod):
         report(fix(f"GPU pod does not tolerate the {GPU_TAINT_KEY} taint",
                    f"add a toleration for {GPU_TAINT_KEY} (NoSchedule), as gpu_profiles.gpu_scheduling builds"), None)
@@ -311,22 +310,20 @@ gpu_workloads_scheduling = ResourceValidationPolicy(
 
 
 def _gpu_profile(args: ResourceValidationArgs, report) -> None:
-    pod = pod_spec(args.resource_type, args.props)
     groups = setting(args, "gpuGroups")
-    if not gpu_pod(pod) or not groups:
-        return
-    group = selected_group(pod, groups)
-    if group is None:
-        return  # gpu-workloads-scheduling reports it
-    offered = list(get(groups[group], "resources", default=[]))
-    for _, c in containers(pod):
-        for res in gpu_resources(c):
-            if res not in offered:
-                slice_ = "MIG slice " if res.startswith("nvidia.com/mig-") else ""
-                report(fix(f"container {get(c, 'name')!r} asks for {slice_}{res}, which nodes of group {group!r} "
-                           f"do not advertise (they offer {', '.join(offered) or 'nothing'})",
-                           "ask for a resource of the group's sharing profile (gpu.migProfile of the version, or the "
-                           "group's sharing.migProfile)"), None)
+    for pod in filter(gpu_pod, pod_specs(args.resource_type, args.props)) if groups else ():
+        group = selected_group(pod, groups)
+        if group is None:
+            continue  # gpu-workloads-scheduling reports it
+        offered = list(get(groups[group], "resources", default=[]))
+        for _, c in containers(pod):
+            for res in gpu_resources(c):
+                if res not in offered:
+                    slice_ = "MIG slice " if res.startswith("nvidia.com/mig-") else ""
+                    report(fix(f"container {get(c, 'name')!r} asks for {slice_}{res}, which nodes of group {group!r} "
+                               f"do not advertise (they offer {', '.join(offered) or 'nothing'})",
+                               "ask for a resource of the group's sharing profile (gpu.migProfile of the version, or the "
+                               "group's sharing.migProfile)"), None)
 
 
 gpu_resources_in_group_profile = ResourceValidationPolicy(
@@ -344,8 +341,7 @@ _PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
 def _triton_probes(args: ResourceValidationArgs, report) -> None:
-    pod = pod_spec(args.resource_type, args.props)
-    for _, c in containers(pod) if pod is not None else []:
+    for c in (c for pod in pod_specs(args.resource_type, args.props) for _, c in containers(pod)):
         missing = [p for p in _PROBES if runs_tritonserver(c) and get(c, p) is None]
         if missing:
             report(fix(f"Triton container {get(c, 'name')!r} lacks {', '.join(missing)}",

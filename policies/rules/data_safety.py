@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from .kube import fix, get, is_kind, items, name_of, namespace_of, pod_spec, schema, setting
+from .kube import fix, get, is_kind, items, name_of, namespace_of, pod_specs, schema, setting
 
 STATEFUL_TYPES = {
     "openstack:containerinfra/cluster:Cluster": "Magnum cluster",
@@ -28,8 +28,7 @@ def mounted_claims(resources: list) -> set[tuple[str, str]]:
     """(namespace, claim) of every PersistentVolumeClaim a workload of the stack mounts."""
     out = set()
     for r in resources:
-        pod = pod_spec(r.resource_type, r.props)
-        for v in items(get(pod, "volumes")) if pod is not None else []:
+        for v in (v for pod in pod_specs(r.resource_type, r.props) for v in items(get(pod, "volumes"))):
             claim = get(v, "persistentVolumeClaim", "claimName")
             if claim:
                 out.add((namespace_of(r.props), claim))

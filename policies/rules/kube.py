@@ -173,13 +173,39 @@ def labels_of(props: Mapping) -> Mapping:
     return get(props, "metadata", "labels", default={})
 
 
-def pod_spec(resource_type: str, props: Mapping) -> Optional[Mapping]:
-    """The pod spec of a workload (Deployment, DaemonSet, ..., Pod); None for anything else."""
-    path = _POD_PATHS.get(kind(resource_type) or "")
-    if path is None:
-        return None
-    spec = get(props, *path)
-    return spec if isinstance(spec, Mapping) else None
+# Argo Workflows kinds and where their workflow spec lives.
+_WORKFLOW_SPECS: dict[str, tuple[str, ...]] = {
+    "Workflow": ("spec",), "WorkflowTemplate": ("spec",), "ClusterWorkflowTemplate": ("spec",),
+    "CronWorkflow": ("spec", "workflowSpec"),
+}
+
+
+def workflow_pods(spec: Mapping) -> list[Mapping]:
+    """The pod each container template of an Argo workflow spec makes, with what the policies
+    read: its containers (main, init, sidecars), and the pod fields the template sets or else
+    the workflow (Argo's workflowpod.go)."""
+    pods = []
+    for t in items(get(spec, "templates")):
+        main = get(t, "container", default=get(t, "script"))
+        containers = [main] if isinstance(main, Mapping) else items(get(t, "containerSet", "containers"))
+        if not containers:
+            continue  # steps, a DAG, a resource: no pod of its own
+        pod = {f: get(t, f, default=get(spec, f)) for f in ("securityContext", "nodeSelector", "tolerations", "affinity")}
+        pods.append({**pod, "hostNetwork": get(spec, "hostNetwork"), "volumes": [*items(get(spec, "volumes")), *items(get(t, "volumes"))],
+                     "initContainers": items(get(t, "initContainers")), "containers": [*containers, *items(get(t, "sidecars"))]})
+    return pods
+
+
+def pod_specs(resource_type: str, props: Mapping) -> list[Mapping]:
+    """The pod specs a resource makes: a workload's (Deployment, DaemonSet, ..., Pod) one, an
+    Argo workflow's one per container template; none for anything else."""
+    k = kind(resource_type) or ""
+    if k in _WORKFLOW_SPECS:
+        spec = get(props, *_WORKFLOW_SPECS[k])
+        return workflow_pods(spec) if isinstance(spec, Mapping) else []
+    path = _POD_PATHS.get(k)
+    spec = get(props, *path) if path is not None else None
+    return [spec] if isinstance(spec, Mapping) else []
 
 
 def containers(pod: Mapping) -> list[tuple[str, Mapping]]:

@@ -27,7 +27,7 @@ from .kube import (
     mappings,
     name_of,
     namespace_of,
-    pod_spec,
+    pod_specs,
     release_name,
     release_namespace,
     schema,
@@ -75,11 +75,9 @@ def restricted_problems(pod: Mapping) -> list[str]:
 
 
 def _pod_security(args: ResourceValidationArgs, report) -> None:
-    pod = pod_spec(args.resource_type, args.props)
-    if pod is None or namespace_of(args.props) in setting(args, "systemNamespaces"):
+    if namespace_of(args.props) in setting(args, "systemNamespaces"):
         return
-    problems = restricted_problems(pod)
-    if problems:
+    for problems in filter(None, (restricted_problems(pod) for pod in pod_specs(args.resource_type, args.props))):
         report(fix(
             "pod template is not Pod Security restricted: " + "; ".join(problems),
             "set runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities.drop [ALL] and "
@@ -104,11 +102,11 @@ def _no_privileged(args: ResourceValidationArgs, report) -> None:
     allowed = setting(args, "privilegedNamespaces")
     hint = "remove securityContext.privileged (grant single capabilities if needed); only the GPU operator " \
            "and CSI charts may run privileged, in their own namespaces (privilegedNamespaces)"
-    pod = pod_spec(args.resource_type, args.props)
-    if pod is not None and namespace_of(args.props) not in allowed:
-        for field, c in containers(pod):
-            if get(c, "securityContext", "privileged") is True:
-                report(fix(f"{_container_label(field, c)} is privileged", hint), None)
+    if namespace_of(args.props) not in allowed:
+        for pod in pod_specs(args.resource_type, args.props):
+            for field, c in containers(pod):
+                if get(c, "securityContext", "privileged") is True:
+                    report(fix(f"{_container_label(field, c)} is privileged", hint), None)
     if args.resource_type == HELM_RELEASE and release_namespace(args.props) not in allowed:
         for path, m in mappings(get(args.props, "values", default={})):
             if m.get("privileged") is True:
@@ -150,8 +148,7 @@ def helm_image_problems(values: Any) -> list[str]:
 
 def _images_pinned(args: ResourceValidationArgs, report) -> None:
     hint = "pin the image to a release tag (e.g. :25.01-py3) or a digest (@sha256:...); versions.py holds the pins"
-    pod = pod_spec(args.resource_type, args.props)
-    if pod is not None:
+    for pod in pod_specs(args.resource_type, args.props):
         for field, c in containers(pod):
             problem = image_problem(get(c, "image", default=""))
             if problem:
@@ -329,8 +326,7 @@ def _secret_literals(args: ResourceValidationArgs, report) -> None:
                 report(fix(f"ConfigMap key {key!r} holds a literal secret", hint), None)
             for path in secret_literals(parse_document(data[key])):
                 report(fix(f"ConfigMap key {key!r} holds a literal secret at {path}", hint), None)
-    pod = pod_spec(args.resource_type, props)
-    if pod is not None:
+    for pod in pod_specs(args.resource_type, props):
         for field, c in containers(pod):
             for env in items(get(c, "env")):
                 if secret_like(get(env, "name", default="")) and literal(get(env, "value")):
