@@ -894,7 +894,7 @@ class Tuning(TuningGoals):
 
 class BatchingPreset(Model):
     max_batch_size: Optional[int] = Field(default=None, ge=1, le=4096)
-    """The model's max_batch_size in the variant (default: the model's own; a model that does not batch gets no dynamic batching)."""
+    """The model's max_batch_size in the variant (default: the model's own; dynamic batching of a model whose own is 0 needs one here)."""
     dynamic_batching: bool = True
     """Let Triton combine requests into batches."""
     max_queue_delay_microseconds: int = Field(default=0, ge=0, le=10_000_000)
