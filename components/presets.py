@@ -15,7 +15,7 @@ from typing import Mapping
 
 from google.protobuf import text_format
 
-from .config import BUILTIN_PRESETS, BatchingPreset, S3Cache
+from .config import BUILTIN_PRESETS, BatchingPreset, S3Cache, unknown_preset_problems
 from .config import Path as ConfigPath
 from .model_config import CONFIG_FILE, model_config_pb2, parse_model_config
 
@@ -111,12 +111,11 @@ def upload_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPre
     """Each upload preset that is unknown or cannot apply to every model of the upload's
     source, with its key path below `weightCaches`."""
     presets = all_presets(tuning_presets)
-    problems: list[tuple[ConfigPath, str]] = []
+    problems = unknown_preset_problems(s3, tuning_presets)
     for i, upload in enumerate(s3.uploads):
         for j, name in enumerate(upload.presets):
             path: ConfigPath = ("s3", "uploads", i, "presets", j)
             if name not in presets:
-                problems.append((path, f"no tuning preset named {name!r}; presets: {', '.join(sorted(presets))}"))
                 continue
             try:
                 upload_variants(upload.source, {name: presets[name]})
