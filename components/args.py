@@ -775,7 +775,7 @@ class BatchingPresetArgs(TypedDict):
     """Arguments of `BatchingPreset` (see the README's configuration reference)."""
 
     max_batch_size: NotRequired[int]
-    """The model's max_batch_size in the variant (default: the model's own; a model that does not batch gets no dynamic batching)."""
+    """The model's max_batch_size in the variant (default: the model's own; dynamic batching of a model whose own is 0 needs one here)."""
     dynamic_batching: NotRequired[bool]
     """Let Triton combine requests into batches. Default: `true`."""
     max_queue_delay_microseconds: NotRequired[int]
@@ -992,6 +992,8 @@ class WeightCachesArgs(TypedDict):
     """CIDR of the cluster's node subnet: the addresses a Manila share grants read access to."""
     cold_start: NotRequired[list[GroupEstimateArgs]]
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
+    tuning_presets: NotRequired[dict[str, BatchingPresetArgs]]
+    """Tuning presets the uploads may name beside the built-in `latency` and `throughput` (the stack file's `tuningPresets`; a name here replaces the built-in one)."""
 
 
 class WeightsRefArgs(TypedDict):

@@ -894,7 +894,7 @@ class Tuning(TuningGoals):
 
 class BatchingPreset(Model):
     max_batch_size: Optional[int] = Field(default=None, ge=1, le=4096)
-    """The model's max_batch_size in the variant (default: the model's own; a model that does not batch gets no dynamic batching)."""
+    """The model's max_batch_size in the variant (default: the model's own; dynamic batching of a model whose own is 0 needs one here)."""
     dynamic_batching: bool = True
     """Let Triton combine requests into batches."""
     max_queue_delay_microseconds: int = Field(default=0, ge=0, le=10_000_000)
@@ -1795,16 +1795,18 @@ def alerting_problems(s: Settings) -> list[tuple[Path, str]]:
     return problems
 
 
+def unknown_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[Path, str]]:
+    """Upload presets that are neither built in nor in `tuning_presets` (paths below weightCaches)."""
+    presets = sorted({*BUILTIN_PRESETS, *tuning_presets})
+    return [(("s3", "uploads", ui, "presets", pi), f"no tuning preset named {preset!r}; presets: {', '.join(presets)}")
+            for ui, upload in enumerate(s3.uploads) for pi, preset in enumerate(upload.presets) if preset not in presets]
+
+
 def tuning_problems(s: Settings) -> list[tuple[Path, str]]:
     """Presets the uploads name exist; a service pipeline has Argo installed and a base version."""
     problems: list[tuple[Path, str]] = []
-    presets = sorted({*BUILTIN_PRESETS, *s.tuning_presets})
     if s.weight_caches.s3 is not None:
-        for ui, upload in enumerate(s.weight_caches.s3.uploads):
-            for pi, preset in enumerate(upload.presets):
-                if preset not in presets:
-                    problems.append((("weightCaches", "s3", "uploads", ui, "presets", pi),
-                                     f"no tuning preset named {preset!r}; presets: {', '.join(presets)}"))
+        problems += [(("weightCaches", *path), why) for path, why in unknown_preset_problems(s.weight_caches.s3, s.tuning_presets)]
     for si, svc in enumerate(s.services):
         if svc.pipeline is None:
             continue

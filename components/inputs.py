@@ -21,6 +21,7 @@ from . import grammar
 from .config import (
     ANONYMOUS_KIALI,
     MANILA_NEEDS_CIDRS,
+    BatchingPreset,
     ClusterSettings,
     ColdStartSettings,
     ConfigError,
@@ -33,6 +34,7 @@ from .config import (
     ModelRepository,
     NodeGroup,
     ObservabilitySettings,
+    PresetName,
     S3Cache,
     Service,
     TritonModelName,
@@ -48,6 +50,7 @@ from .config import (
 from .config import Path as ConfigPath
 from .estimates import GroupEstimate
 from .model_config import ModelConfigError, parse_model_config
+from .presets import upload_preset_problems
 
 # Defaults where a component is used alone: the names the platform's own parts have.
 GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
@@ -237,6 +240,8 @@ class WeightCachesInputs(Model):
     """CIDR of the cluster's node subnet: the addresses a Manila share grants read access to."""
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
+    tuning_presets: dict[PresetName, BatchingPreset] = {}
+    """Tuning presets the uploads may name beside the built-in `latency` and `throughput` (the stack file's `tuningPresets`; a name here replaces the built-in one)."""
 
     def problems(self) -> list[tuple[ConfigPath, str]]:
         """What the stack file's cross checks ensure about the caches, for the component used alone."""
@@ -248,6 +253,8 @@ class WeightCachesInputs(Model):
                       for key, value, what in (("s3_access_key_id", self.s3_access_key_id, "access key"),
                                                ("s3_secret_access_key", self.s3_secret_access_key, "secret key"))
                       if value is None]
+            found += [(("weight_caches", *path), why)
+                      for path, why in upload_preset_problems(self.weight_caches.s3, self.tuning_presets)]
         return found
 
 

@@ -32,7 +32,10 @@ of side effects at import time.
   received, and a file that changes while it is sent is sent again once or fails
   the update; deletions come last, only for keys the manifest recorded. `up`
   trusts the manifest; refresh verifies every object's content and reports a
-  missing object or bucket as drift. See ``sync_tree`` and ``audit``.
+  missing object or bucket as drift. See ``sync_tree`` and ``audit``. Files the
+  program generates from the source (tuning presets' config variants, input
+  ``generated``) are synced with the source's under the same rules: checked
+  before the bucket is touched, recorded in the manifest, deleted when dropped.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -633,7 +637,11 @@ class S3Bucket(pulumi.dynamic.Resource, module="s3", name="Bucket"):
 # --------------------------------------------------------------------------- upload
 
 
-UPLOAD_INPUTS = ("bucket", "endpoint", "region", "accessKeyId", "secretAccessKey", "source", "prefix", "fingerprint")
+UPLOAD_INPUTS = ("bucket", "endpoint", "region", "accessKeyId", "secretAccessKey", "source", "prefix", "fingerprint",
+                 "generated")
+# Generated files are tuning presets' config variants: `<model>/configs/<preset>.pbtxt`, where
+# Triton's --model-config-name looks for them.
+GENERATED_KEY = re.compile(r"[^/]+/configs/[^/]+\.pbtxt")
 READ_CHUNK = 8 * 1024 * 1024
 MAX_PARTS = 10_000
 DRIFTED = "drifted"
@@ -653,6 +661,20 @@ class LocalFile:
     rel: str  # path below the source, with "/": the key below the prefix
     path: Path
     stat: os.stat_result  # of the file itself: a symlink is followed
+
+
+@dataclass(frozen=True)
+class GeneratedFile:
+    """A file the program rendered (a tuning preset's config variant), uploaded beside the source's files."""
+
+    rel: str
+    body: bytes
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        """Its manifest entry: content only, as it has no times of its own."""
+        return {"sha256": hashlib.sha256(self.body).hexdigest(), "size": len(self.body),
+                "md5": hashlib.md5(self.body, usedforsecurity=False).hexdigest()}
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -708,6 +730,40 @@ def _refuse_broken_configs(source: str) -> None:
     if broken:
         raise SourceError(f"weight upload source {source!r}: {broken[0]}"
                           + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing was uploaded")
+
+
+def generated_key_problem(rel: Any) -> Optional[str]:
+    """Why `rel` cannot be the key of a generated file below the prefix, or None."""
+    if not isinstance(rel, str) or not GENERATED_KEY.fullmatch(rel) or rel.split("/")[0] in (".", ".."):
+        return f"generated file {rel!r} is not <model>/configs/<name>.pbtxt"
+    return None
+
+
+def generated_files(generated: dict[str, str], files: list[LocalFile]) -> list[GeneratedFile]:
+    """The generated files, checked against the source listing, or SourceError: each is a config
+    variant of a model the source holds (its `<model>/config.pbtxt`), no source file has its key,
+    and Triton's model config parses it."""
+    from components.model_config import CONFIG_FILE, ModelConfigError, parse_model_config
+
+    listed = {f.rel for f in files}
+    found = []
+    for rel, text in sorted(generated.items()):
+        problem = generated_key_problem(rel)
+        if problem:
+            raise SourceError(f"weight upload: {problem}")
+        model = rel.split("/")[0]
+        if f"{model}/{CONFIG_FILE}" not in listed:
+            raise SourceError(f"weight upload: generated {rel} is a variant of {model}/{CONFIG_FILE}, which the source "
+                              "does not hold (the source changed since the plan?); run `pulumi up` again")
+        if rel in listed:
+            raise SourceError(f"weight upload: {rel} is both a file of the source and generated from a tuning preset; "
+                              "remove it from the source or the preset from the upload")
+        try:
+            parse_model_config(text, f"generated {rel}")
+        except ModelConfigError as err:
+            raise SourceError(f"weight upload: {err}") from None
+        found.append(GeneratedFile(rel, text.encode("utf-8")))
+    return found
 
 
 def local_files(source: str) -> list[LocalFile]:
@@ -1101,12 +1157,27 @@ def _send_large(target: _Target, f: LocalFile, sha: Optional[str], workers: int)
     raise _changed_error(f.path, "uploaded")
 
 
-def _send_all(target: _Target, todo: list[LocalFile], local: dict[str, dict[str, Any]], workers: int) -> dict[str, dict[str, Any]]:
+def _send_generated(target: _Target, g: GeneratedFile) -> dict[str, Any]:
+    """One PUT of a generated file: its bytes are in memory, so they cannot change while sent."""
+    entry = g.entry
+    target.call(f"uploading the generated {g.rel} to {target.bucket}/{target.key(g.rel)}", target.s3.put_object,
+                Bucket=target.bucket, Key=target.key(g.rel), Body=g.body, Metadata={"sha256": entry["sha256"]},
+                ContentMD5=content_md5(g.body))
+    return entry
+
+
+def _send_one(target: _Target, f: LocalFile | GeneratedFile) -> dict[str, Any]:
+    return _send_generated(target, f) if isinstance(f, GeneratedFile) else _send_small(target, f)
+
+
+def _send_all(target: _Target, todo: list[LocalFile | GeneratedFile], local: dict[str, dict[str, Any]],
+              workers: int) -> dict[str, dict[str, Any]]:
     """Send every file; the manifest entry of each, describing exactly the bytes the bucket received."""
-    small = [f for f in todo if local[f.rel]["size"] < MULTIPART_BYTES]
-    large = [f for f in todo if local[f.rel]["size"] >= MULTIPART_BYTES]
+    multipart = {f.rel for f in todo if isinstance(f, LocalFile) and local[f.rel]["size"] >= MULTIPART_BYTES}
+    small = [f for f in todo if f.rel not in multipart]
+    large = [f for f in todo if f.rel in multipart]
     # Small files in parallel; large ones one at a time with their parts in parallel (bounded memory).
-    sent = dict(zip([f.rel for f in small], _parallel(lambda f: _send_small(target, f), small, workers), strict=True))
+    sent = dict(zip([f.rel for f in small], _parallel(lambda f: _send_one(target, f), small, workers), strict=True))
     for f in large:
         sent[f.rel] = _send_large(target, f, local[f.rel]["sha256"], workers)
     return sent
@@ -1156,10 +1227,12 @@ def _held(target: _Target, rels: list[str], local: dict[str, dict[str, Any]], li
 
 
 def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False) -> dict[str, Any]:
-    """Make `prefix` hold exactly the files of `source`, by content hash; never lose an object the source holds.
+    """Make `prefix` hold exactly the files of `source` and the `generated` ones, by content
+    hash; never lose an object the source holds.
 
     1. List and hash the source completely (a file is hashed only when its size or
-       times differ from the manifest). Any error stops here: nothing remote changed.
+       times differ from the manifest) and check the generated files against it.
+       Any error stops here: nothing remote changed.
     2. Trust the manifest for files it records; check the others (and, with `verify`,
        all) against the bucket: one listing, then a HEAD for each listed at that size.
     3. Before touching any key, rewrite the manifest without it (marked pending).
@@ -1172,17 +1245,19 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False)
     with _nothing_changed_yet():
         files = local_files(props["source"])
         _refuse_broken_configs(props["source"])
+        generated = generated_files(props.get("generated") or {}, files)
     old = _read_manifest(target)
     with _nothing_changed_yet():
-        local = _hash_source(files, old, workers)
+        local = _hash_source(files, old, workers) | {g.rel: g.entry for g in generated}
     if not files and (old.files or old.pending):
         raise SourceError(f"weight upload source {props['source']!r} is empty, but {target.bucket}/{target.prefix} holds "
                           f"{len(old.files)} uploaded files; refusing to delete them all (an unmounted volume?); nothing in "
                           "the bucket was changed. To retire the upload, remove it from weightCaches.s3.uploads (its objects stay)")
-    checked = {f.rel for f in files if verify or f.rel not in old.files}
+    items = sorted([*files, *generated], key=lambda f: f.rel)
+    checked = {f.rel for f in items if verify or f.rel not in old.files}
     listing = _listing(target) if checked or old.pending else None
     held = _held(target, sorted(checked), local, listing, workers) if checked else set()
-    todo = [f for f in files
+    todo = [f for f in items
             if (f.rel not in held if f.rel in checked else old.files[f.rel].get("sha256") != local[f.rel]["sha256"])]
     gone = sorted((set(old.files) | old.pending) - set(local))
     if listing is not None:
@@ -1212,13 +1287,20 @@ class UploadProvider(_S3Provider):
     """Syncs a local model repository to a bucket prefix. Stateless: see the module docstring."""
 
     def _more_failures(self, news: dict[str, Any]) -> list[CheckFailure]:
+        failures = []
         source = news.get("source")
         if isinstance(source, str) and not Path(source).is_dir():
-            return [CheckFailure("source", f"weight upload source {source!r} is not a directory (resolved to {Path(source).resolve()})")]
-        return []
+            failures.append(CheckFailure("source", f"weight upload source {source!r} is not a directory (resolved to {Path(source).resolve()})"))
+        generated = news.get("generated", {})
+        if not isinstance(generated, dict) or not all(isinstance(text, str) for text in generated.values()):
+            failures.append(CheckFailure("generated", "generated must map keys below the prefix to file text"))
+        else:
+            failures += [CheckFailure("generated", problem) for problem in map(generated_key_problem, generated) if problem]
+        return failures
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = _changed(olds, news, UPLOAD_INPUTS)
+        # An upload without generated files leaves the input out (as did every state written before it existed).
+        changed = _changed({"generated": {}, **olds}, {"generated": {}, **news}, UPLOAD_INPUTS)
         # Re-uploading to a new place is an update; the old objects stay (a running version may read them).
         return DiffResult(changes=bool(changed) or _has_unknowns(news), replaces=[], stables=[])
 
@@ -1253,7 +1335,8 @@ class UploadProvider(_S3Provider):
 
 
 class WeightUpload(pulumi.dynamic.Resource, module="s3", name="Upload"):
-    """A local model repository kept in sync with a bucket prefix by content hash."""
+    """A local model repository kept in sync with a bucket prefix by content hash, with the
+    files `generated` from it (`<model>/configs/<preset>.pbtxt` -> text) uploaded beside its own."""
 
     # Outputs: fileCount, totalBytes, uploadedFiles, uploadedBytes, deletedFiles, contentSha256, drift.
 
@@ -1268,6 +1351,7 @@ class WeightUpload(pulumi.dynamic.Resource, module="s3", name="Upload"):
         secret_access_key: pulumi.Input[str],
         source: str,
         prefix: str,
+        generated: Optional[dict[str, str]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         creds, opts = _resource_inputs(access_key_id, secret_access_key, opts)
@@ -1278,6 +1362,7 @@ class WeightUpload(pulumi.dynamic.Resource, module="s3", name="Upload"):
             **creds,
             "source": source,
             "prefix": prefix,
+            **({"generated": generated} if generated else {}),
             "fingerprint": fingerprint(source),
             "fileCount": None,
             "totalBytes": None,

@@ -239,14 +239,16 @@ def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Inpu
 # --------------------------------------------------------------------------- the Job
 
 
+# Version settings a run does not read.
+SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend"}
+
+
 def run_inputs(service: Service, version: Version, group: NodeGroup, files: Mapping[str, str]) -> dict:
     """Everything a run depends on; its hash names the Job."""
     return {
-        "service": service.name, "namespace": service.k8s_namespace, "version": version.name,
-        "tuning": version.tuning.model_dump(mode="json"), "image": version.image,
-        "repository": version.model_repository.model_dump(mode="json"),
-        "gpu": version.gpu.model_dump(mode="json"), "resources": version.resources.model_dump(mode="json"),
-        "serverArgs": version.server_args, "files": dict(files),
+        "service": service.name, "namespace": service.k8s_namespace,
+        # All of the version but what only serving uses (traffic, replicas, the config it serves).
+        "version": version.model_dump(mode="json", exclude=SERVING_ONLY), "files": dict(files),
         # The GPU the run measures on: the model and, with MIG, the slices (not how many time-slicing
         # replicas or GPUs per node the group has).
         "gpuModel": group.gpu.model, "sharing": group.gpu.sharing.mode,
@@ -362,5 +364,7 @@ class TuningRun:
                 },
             },
             spec=job_spec(service, version, group, server, volumes, init, main, priority_class),
-            opts=resource_opts(parent),
+            # A Job's pod template is immutable: a change the name does not carry (a name handed in by
+            # another stack) replaces the Job under the same name, so the old one must go first.
+            opts=pulumi.ResourceOptions.merge(resource_opts(parent), pulumi.ResourceOptions(delete_before_replace=True)),
         )

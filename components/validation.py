@@ -15,6 +15,7 @@ from .config import NAMESPACE, SECRET_KEYS, ConfigError, Path, Settings, cross_c
 from .gpu_profiles import check_gpu_settings
 from .model_config import broken_repository_configs
 from .node_labels import contract_problems
+from .presets import upload_preset_problems
 
 
 def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset()) -> Settings:
@@ -67,10 +68,13 @@ def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], sta
 
 
 def upload_config_problems(settings: Settings) -> list[tuple[Path, str]]:
-    """Weight uploads whose model repository holds a config.pbtxt Triton would refuse: refused
-    before anything is uploaded (the upload itself checks again when it runs)."""
+    """Weight uploads whose model repository holds a config.pbtxt Triton would refuse, or that
+    name a tuning preset that cannot apply to one of its models: refused before anything is
+    uploaded (the upload itself checks the configs again when it runs)."""
     s3 = settings.weight_caches.s3
     if s3 is None:
         return []
-    return [(("weightCaches", "s3", "uploads", i, "source"), f"{problem}; fix it before it is uploaded")
-            for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
+    broken = [(("weightCaches", "s3", "uploads", i, "source"), f"{problem}; fix it before it is uploaded")
+              for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
+    # Presets apply to the configs, so they are checked once every config parses.
+    return broken or [(("weightCaches", *path), why) for path, why in upload_preset_problems(s3, settings.tuning_presets)]

@@ -12,7 +12,8 @@ deleting a claim or a PV never touches the data on the share.
 
 S3. The bucket is a dynamic resource (s3bucket.py); every namespace that reads
 from it gets the Secret `model-weights-s3` with the AWS_* variables Triton reads.
-Configured uploads sync local model repositories into the bucket by content hash.
+Configured uploads sync local model repositories into the bucket by content hash,
+with a config variant per model and tuning preset the upload names (presets.py).
 With `weightCaches.s3.mount.enabled`, s3mount.py also exposes the bucket as a
 file-system claim for readers other than Triton, which keeps its `s3://` URL.
 
@@ -32,6 +33,7 @@ from .args import WeightCachesArgs
 from .common import init_component, resource_opts, standard_labels
 from .config import MANILA_NEEDS_CIDRS, FileShareCache, Graph, Service
 from .inputs import WeightCachesInputs, WeightsRef, validated
+from .presets import all_presets, upload_variants
 from .s3bucket import S3Bucket, WeightUpload
 from .s3mount import S3BucketMount
 
@@ -243,6 +245,7 @@ class WeightCaches(pulumi.ComponentResource):
     def _bucket(self, a: WeightCachesInputs, credentials: tuple[pulumi.Output, pulumi.Output]) -> S3Bucket:
         cfg = a.weight_caches.s3
         key_id, secret = credentials
+        presets = all_presets(a.tuning_presets)
         where = {"endpoint": cfg.endpoint, "region": cfg.region, "access_key_id": key_id, "secret_access_key": secret}
         bucket = S3Bucket(
             f"{self._name}-bucket",
@@ -261,6 +264,7 @@ class WeightCaches(pulumi.ComponentResource):
                 **where,
                 source=up.source,
                 prefix=up.prefix,
+                generated=upload_variants(up.source, {name: presets[name] for name in up.presets}),
                 opts=self._opts(),
             )
             for up in cfg.uploads

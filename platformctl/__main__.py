@@ -1,7 +1,7 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
-| plan-example DIR
+| plan-example DIR | patch STACK_FILE PATCH_FILE [--check]
 
-Bad input (stack file, stack name, plan file, output directory) prints one line and
+Bad input (stack file, stack name, plan file, patch file, output directory) prints one line and
 exits 2; a file system error prints one line naming the path and exits 1. Neither
 leaves anything half-written.
 """
@@ -156,6 +156,16 @@ def cmd_policy_config(args) -> int:
     return 0
 
 
+def cmd_patch(args) -> int:
+    """Add the canary version of a pipeline's patch to a stack file; print the unified diff."""
+    from .patch import patch_stack_file
+
+    stack_file = _existing_stack_file(Path(args.stack_file))
+    patch_file = Path(args.patch_file)
+    print(patch_stack_file(stack_file, shown_path(stack_file), patch_file, shown_path(patch_file), args.check), end="")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench
 
@@ -192,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     pc.add_argument("stack")
     pc.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     pc.set_defaults(func=cmd_policy_config)
+    pa = sub.add_parser("patch", help="add the canary version of a model pipeline's patch to a stack file")
+    pa.add_argument("stack_file")
+    pa.add_argument("patch_file")
+    pa.add_argument("--check", action="store_true", help="print the diff, write nothing")
+    pa.set_defaults(func=cmd_patch)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)

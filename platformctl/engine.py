@@ -417,9 +417,14 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
 def stack_config(stack_file: Path, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
     """A stack file's config as the engine would pass it (bare keys in the `project`'s namespace);
     secure values become a marked placeholder."""
+    return engine_config(read_stack_config(stack_file, shown_path(stack_file)), project)
+
+
+def engine_config(stack_file_config: dict[str, Any], project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+    """A stack file's `config:` mapping (keys as written) as the engine would pass it."""
     config: dict[str, str] = {}
     secret_keys: list[str] = []
-    for key, value in read_stack_config(stack_file, shown_path(stack_file)).items():
+    for key, value in stack_file_config.items():
         key = _namespaced(key, project)
         value, secret = _replace_secure(value)
         config[key] = _encode_config_value(value)

@@ -5,7 +5,8 @@ A stack file is read the way Pulumi's own CLI reads it (YAML 1.2 core scalars:
 strictly: one document, a mapping at the top, string keys only, no duplicate keys,
 no explicit tags, no null values, and bounded size, nesting depth and alias
 expansion, so a hostile file is refused in milliseconds. Every failure is a
-``StackFileError`` that prints as one line, `file:line:col: what is wrong`.
+``StackFileError`` that prints as one line, `file:line:col: what is wrong`. Other
+documents the CLI reads (a stack patch) go through the same reader (parse_mapping).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def _kind(node: Node) -> str:
     return "a mapping" if isinstance(node, MappingNode) else "a sequence"
 
 
-def _check_events(loader: _Loader, stack_file: str) -> None:
+def _check_events(loader: _Loader, stack_file: str, what: str) -> None:
     """Depth, tags and document count from the event stream, before anything is composed
     (composition recurses, so depth must be bounded first)."""
     depth, documents = 0, 0
@@ -149,7 +150,7 @@ def _check_events(loader: _Loader, stack_file: str) -> None:
         if isinstance(event, yaml.DocumentStartEvent):
             documents += 1
             if documents > 1:
-                raise StackFileError(stack_file, "more than one YAML document; a stack file is one mapping",
+                raise StackFileError(stack_file, f"more than one YAML document; {what} is one mapping",
                                      event.start_mark)
         tag = getattr(event, "tag", None)
         if tag is not None and not (isinstance(event, yaml.ScalarEvent) and tag == "!"):
@@ -164,13 +165,13 @@ def _check_events(loader: _Loader, stack_file: str) -> None:
             depth -= 1
 
 
-def _text(data: bytes, stack_file: str) -> str:
+def _text(data: bytes, stack_file: str, what: str) -> str:
     if len(data) > MAX_BYTES:
-        raise StackFileError(stack_file, f"file is {len(data)} bytes; a stack file may have at most {MAX_BYTES}")
+        raise StackFileError(stack_file, f"file is {len(data)} bytes; {what} may have at most {MAX_BYTES}")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise StackFileError(stack_file, f"not UTF-8 text (byte {err.start}); stack files are UTF-8") from None
+        raise StackFileError(stack_file, f"not UTF-8 text (byte {err.start}); {what} is UTF-8 text") from None
     bad = re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text)
     if bad:
         line = text.count("\n", 0, bad.start()) + 1
@@ -180,25 +181,39 @@ def _text(data: bytes, stack_file: str) -> str:
     return text
 
 
-def parse_stack_text(data: bytes, stack_file: str) -> dict[str, Any]:
-    """The whole stack file as a plain mapping, or StackFileError."""
-    text = _text(data, stack_file)
+def _document(data: bytes, name: str, what: str) -> tuple[_Builder, Optional[MappingNode]]:
+    """The checked root mapping of a document (None when empty) and the builder that checked it."""
+    text = _text(data, name, what)
     try:
-        _check_events(_Loader(text), stack_file)
+        _check_events(_Loader(text), name, what)
         root = _Loader(text).get_single_node()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = " ".join(p for p in (err.context, err.problem) if p)
-        raise StackFileError(stack_file, f"YAML syntax error: {problem}", mark) from None
+        raise StackFileError(name, f"YAML syntax error: {problem}", mark) from None
     except yaml.YAMLError as err:
-        raise StackFileError(stack_file, f"YAML error: {err}") from None
+        raise StackFileError(name, f"YAML error: {err}") from None
+    builder = _Builder(name)
+    if root is None:
+        return builder, None
+    if not isinstance(root, MappingNode):
+        raise StackFileError(name, f"the document is {_kind(root)}; {what} is one mapping", root.start_mark)
+    builder.expanded_size(root)
+    return builder, root
+
+
+def parse_mapping(data: bytes, name: str, what: str) -> dict[str, Any]:
+    """A YAML (or JSON) document that must be one mapping, read as strictly as a stack file;
+    `what` names the kind of file in errors ("a patch")."""
+    builder, root = _document(data, name, what)
+    return {} if root is None else builder.build(root)
+
+
+def parse_stack_text(data: bytes, stack_file: str) -> dict[str, Any]:
+    """The whole stack file as a plain mapping, or StackFileError."""
+    builder, root = _document(data, stack_file, "a stack file")
     if root is None:
         return {}
-    if not isinstance(root, MappingNode):
-        raise StackFileError(stack_file, f"the document is {_kind(root)}; a stack file is a mapping with a `config:` key",
-                             root.start_mark)
-    builder = _Builder(stack_file)
-    builder.expanded_size(root)
     doc = builder.build(root)
     for key_node, _ in root.value:
         if key_node.value not in STACK_FILE_KEYS:
@@ -214,7 +229,11 @@ def read_stack_config(stack_file: Path, shown_as: Optional[str] = None) -> dict[
         data = stack_file.read_bytes()
     except OSError as err:
         raise StackFileError(name, f"cannot read the stack file: {err.strerror}") from None
-    doc = parse_stack_text(data, name)
+    return stack_config_of(parse_stack_text(data, name), name)
+
+
+def stack_config_of(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    """The `config:` mapping of a parsed stack file (parse_stack_text), its keys checked."""
     config = doc.get("config", {})
     if not isinstance(config, dict):
         raise StackFileError(name, "`config` must be a mapping of `inference-platform:<key>: value`")

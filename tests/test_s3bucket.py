@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from components import s3bucket
 from components.s3bucket import BucketProvider, S3Error, UploadProvider, sync_tree
-from tests.conftest import ROOT, stack_plan
+from tests.conftest import ROOT, render_raw, stack_plan
 
 pytest_plugins = ["tests.s3server"]
 
@@ -406,3 +406,93 @@ def test_a_file_name_that_is_not_utf8_fails_the_listing(tmp_path):
         f.write(b"x")
     with pytest.raises(s3bucket.SourceError, match=r"model-\\xff.bin is not UTF-8, so it cannot be an S3 key"):
         s3bucket.local_files(str(tmp_path))
+
+
+# --------------------------------------------------------------------------- generated config variants
+
+
+def planned_upload(tmp_path, server, bucket: str) -> tuple[dict, dict]:
+    """A stack's upload with tuning presets as the plan declares it, pointed at `server`; and its generated files."""
+    from tests.test_presets import ONNX, SECRETS, TENSORRT, repository, stack_with_upload
+
+    root = repository(tmp_path / "repo", {"resnet50": ONNX, "bert_trt": TENSORRT})
+    plan = render_raw(stack_with_upload(root, ["latency", "throughput"]), secret_keys=SECRETS)
+    (upload,) = plan.of_type("pulumi-python:dynamic/s3:Upload")
+    inputs = {k: v for k, v in upload.inputs.items() if k != "__provider"}
+    return {**inputs, **server.props(bucket=bucket)}, upload.inputs["generated"]
+
+
+def test_a_planned_upload_with_presets_puts_their_config_variants_beside_the_models(s3_server, tmp_path):
+    from components.model_config import parse_model_config
+
+    bucket = s3_server.bucket_name("presets")
+    BucketProvider().create(bucket_props(s3_server, bucket))
+    props, generated = planned_upload(tmp_path, s3_server, bucket)
+    p = UploadProvider()
+    assert p.check({}, props).failures == []
+    created = p.create(props)
+    assert created.outs["fileCount"] == 4 + 4 and created.outs["uploadedFiles"] == 8
+    c = s3_server.client()
+    key = "svc/v1/resnet50/configs/latency.pbtxt"
+    text = c.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+    assert text == generated["resnet50/configs/latency.pbtxt"]
+    variant = parse_model_config(text, key)
+    assert (variant.name, variant.instance_group[0].count) == ("resnet50", 2) and variant.HasField("dynamic_batching")
+    assert c.head_object(Bucket=bucket, Key=key)["Metadata"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert p.read(created.id, created.outs).inputs is None  # refresh: in sync
+
+    # An unchanged plan writes nothing; a preset dropped and one changed: one PUT and one deletion.
+    client, calls = counting_client(props)
+    assert sync_tree(client, props)["uploadedFiles"] == 0 and sum(calls[op] for op in WRITES) == 0
+    changed = {rel: text for rel, text in generated.items() if "throughput" not in rel}
+    changed["bert_trt/configs/latency.pbtxt"] = changed["bert_trt/configs/latency.pbtxt"].replace("count: 2", "count: 3")
+    news = {**props, "generated": changed}
+    diff = p.diff(created.id, created.outs, news)
+    assert diff.changes is True and diff.replaces == []
+    client, calls = counting_client(news)
+    out = sync_tree(client, news)
+    assert (out["uploadedFiles"], out["deletedFiles"], calls["DeleteObjects"]) == (1, 2, 1)
+    keys = {o["Key"] for o in c.list_objects_v2(Bucket=bucket, Prefix="svc/v1/")["Contents"]}
+    assert {k for k in keys if "/configs/" in k} == {f"svc/v1/{rel}" for rel in changed}
+    assert c.get_object(Bucket=bucket, Key="svc/v1/bert_trt/configs/latency.pbtxt")["Body"].read().decode() == \
+        changed["bert_trt/configs/latency.pbtxt"]
+
+
+def test_an_upload_state_without_generated_files_is_unchanged_by_the_new_input():
+    olds = {k: f"v-{k}" for k in s3bucket.UPLOAD_INPUTS if k != "generated"}
+    p = UploadProvider()
+    assert p.diff("id", olds, dict(olds)).changes is False
+    assert p.diff("id", olds, {**olds, "generated": {}}).changes is False
+    assert p.diff("id", olds, {**olds, "generated": {"m/configs/a.pbtxt": 'name: "m"\n'}}).changes is True
+
+
+@pytest.mark.parametrize("generated, message", [
+    ({"resnet/config.pbtxt": 'name: "resnet"\n'}, r"generated file 'resnet/config.pbtxt' is not <model>/configs/<name>.pbtxt"),
+    ({"../configs/x.pbtxt": 'name: "x"\n'}, r"generated file '../configs/x.pbtxt' is not <model>/configs/<name>.pbtxt"),
+    ({"gpt/configs/latency.pbtxt": 'name: "gpt"\n'}, r"generated gpt/configs/latency.pbtxt is a variant of gpt/config.pbtxt, "
+                                                     r"which the source does not hold"),
+    ({"bert/configs/latency.pbtxt": 'name: "bert"\ninstance_group [ { kind: KIND_GPUS } ]\n'},
+     r"generated bert/configs/latency.pbtxt: invalid Triton model config: 2:"),
+    ({"bert/configs/own.pbtxt": 'name: "bert"\n'}, r"bert/configs/own.pbtxt is both a file of the source and generated"),
+], ids=["not-a-variant", "outside", "no-such-model", "unparsable", "source-holds-it"])
+def test_generated_files_that_do_not_fit_the_source_fail_before_the_bucket_changes(s3_server, tree, generated, message):
+    bucket = s3_server.bucket_name("gen-bad")
+    BucketProvider().create(bucket_props(s3_server, bucket))
+    (tree / "bert" / "configs").mkdir()
+    (tree / "bert" / "configs" / "own.pbtxt").write_text('name: "bert"\n')
+    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m")
+    created = UploadProvider().create(props)
+    before = versions(s3_server, bucket)
+    news = {**props, "generated": generated}
+    with pytest.raises(s3bucket.SourceError, match=f"^weight upload: {message}.*; nothing in the bucket was changed$") as info:
+        UploadProvider().update(created.id, created.outs, news)
+    assert "\n" not in str(info.value)
+    assert versions(s3_server, bucket) == before
+
+
+def test_check_refuses_generated_files_that_are_not_config_variants():
+    p = UploadProvider()
+    news = {"endpoint": "https://s3.example.cloud", "generated": {"m/configs/a.pbtxt": "x", "m/weights.bin": "y"}}
+    assert [(f.property, f.reason) for f in p.check({}, news).failures] == [
+        ("generated", "generated file 'm/weights.bin' is not <model>/configs/<name>.pbtxt")]
+    assert [f.property for f in p.check({}, {**news, "generated": {"m/configs/a.pbtxt": 1}}).failures] == ["generated"]

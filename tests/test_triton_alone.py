@@ -86,6 +86,20 @@ def test_weight_caches_refuse_bad_arguments(args, path):
     assert path in info.value.paths
 
 
+def test_weight_caches_alone_render_an_uploads_presets_and_refuse_one_they_do_not_know(tmp_path):
+    (tmp_path / "resnet" / "1").mkdir(parents=True)
+    (tmp_path / "resnet" / "config.pbtxt").write_text('name: "resnet"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')
+    s3 = {"endpoint": "https://s3.example.com", "bucket": "weights",
+          "uploads": [{"source": str(tmp_path), "prefix": "m", "presets": ["latency", "cpu"]}]}
+    args = caches_args(weight_caches={"s3": s3}, tuning_presets={"cpu": {"instance_kind": "cpu", "instance_count": 4}})
+    plan = render(lambda opts: WeightCaches("weights", args, opts))
+    (upload,) = plan.of_type("pulumi-python:dynamic/s3:Upload")
+    assert sorted(upload.inputs["generated"]) == ["resnet/configs/cpu.pbtxt", "resnet/configs/latency.pbtxt"]
+    assert "kind: KIND_CPU" in upload.inputs["generated"]["resnet/configs/cpu.pbtxt"]
+    with pytest.raises(ConfigError, match=r"weight_caches\.s3\.uploads\[0\]\.presets\[1\]: no tuning preset named 'cpu'"):
+        render(lambda opts: WeightCaches("weights", caches_args(weight_caches={"s3": s3}), opts))
+
+
 def triton_args(svc: dict, **extra) -> dict:
     return {"service": svc, "gpu_groups": [GPU_GROUP],
             "weights": {"claim_name": CLAIM_NAME, "s3_secret_name": S3_SECRET_NAME,

@@ -20,6 +20,7 @@ from components.model_config import parse_model_config
 from components.validation import parse_settings
 from model_tools import publish
 from platformctl.diff import diff_plans
+from platformctl.patch import canary_patch
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
 from tests.conftest import ROOT, base_config, render_raw, stack_plan
@@ -264,10 +265,8 @@ def test_publish_writes_the_best_variants_that_met_the_constraints(tmp_path):
     # Named after the model, as Triton wants; config_3 (first passing) then config_0 (config_1 failed).
     assert (best.name, best.instance_group[0].count, second.instance_group[0].count) == ("resnet50", 4, 1)
     assert (dest / "tuning" / "tuned-abc" / "reports" / "summary.txt").read_text() == "report"
-    assert json.loads(patch.read_text()) == {
-        "kind": "StackPatch", "service": "resnet",
-        "addVersion": {"from": "v2", "name": "v3", "weight": 10, "modelRepository": {"cache": "fileShare", "path": "resnet/v3"},
-                       "modelConfigName": "tuned-abc-1"}}
+    # The patch `platformctl patch` applies (publish.py ships alone, so it writes its own copy).
+    assert json.loads(patch.read_text()) == canary_patch("resnet", "v2", "v3", "fileShare", "resnet/v3", "tuned-abc-1", 10)
 
 
 @pytest.mark.parametrize("rows,broken,code", [

@@ -403,3 +403,49 @@ def test_emptied_source_deletes_nothing(deployed):
     with pytest.raises(SourceError, match=r"is empty, but .* holds 6 uploaded files; refusing to delete them all"):
         UploadProvider().update(d.id, d.outs, d.inputs())
     assert versions(d) == before
+
+
+# --------------------------------------------------------------------------- generated config variants
+
+
+def test_server_dies_while_config_variants_are_sent_then_comes_back(deployed):
+    from components.config import BatchingPreset
+    from components.presets import upload_variants
+
+    d = deployed
+    second_version(d.root)
+    generated = upload_variants(str(d.root), {"pinned": BatchingPreset(dynamic_batching=False, instance_count=2)})
+    assert sorted(generated) == ["bert/configs/pinned.pbtxt", "resnet/configs/pinned.pbtxt"]
+    news = {**d.inputs(), "generated": generated}
+    cuts = []
+
+    def die_in_a_variant(url: str) -> None:
+        if url.endswith("/configs/pinned.pbtxt") and not cuts:
+            cuts.append(url)
+            d.proxy.die_after(100)  # in the middle of this request's headers
+
+    client, _ = hooked(news, "PutObject", die_in_a_variant)
+    with pytest.raises(S3Error) as failure:
+        sync_tree(client, news)
+    assert cuts and d.proxy.deaths == 1
+    assert_one_line(str(failure.value))
+    assert "no object was deleted" in str(failure.value)
+    assert_nothing_deleted(d)
+    assert_claims_only_what_is_held(d)
+
+    d.proxy.restart()
+    outs = UploadProvider().update(d.id, d.outs, news).outs
+    expected = local(d.root) | {rel: text.encode() for rel, text in generated.items()}
+    held = objects(d)
+    assert held == expected
+    assert_objects_carry_their_sha256(d, held)
+    record = manifest(d)
+    assert "pending" not in record
+    assert {rel: e["sha256"] for rel, e in record["files"].items()} == {rel: sha(b) for rel, b in expected.items()}
+    assert outs["fileCount"] == len(expected) and outs["contentSha256"] == tree_sha(expected)
+    assert UploadProvider().read(d.id, {**news, **outs}).inputs is None
+
+    # Dropping the preset deletes its variants, and only them.
+    outs = UploadProvider().update(d.id, outs, d.inputs()).outs
+    assert outs["deletedFiles"] == 2
+    assert_mirrors_source(d, outs)

@@ -1,0 +1,314 @@
+"""`platformctl patch`: add the canary version a model pipeline proposes to a stack file.
+
+The pipeline ends by printing a StackPatch (JSON); applying it is an edit of the stack
+file that a person reviews and ships with `pulumi up`, like any other. The new version
+copies its base version's keys as written, takes the patch's keys over them and its
+weight out of the base's. The file is edited in ruamel.yaml's round-trip mode, so
+comments, key order, quoting and layout stay as they were outside the lines that
+change, and the result must pass the same settings validation as `make plan` before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import io
+from dataclasses import dataclass
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any, Union
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark
+from ruamel.yaml.tokens import CommentToken
+
+from components.config import NAMESPACE, ConfigError, Version, format_path
+from components.validation import settings_from_config
+
+from .atomic import write_text
+from .engine import engine_config
+from .errors import UsageError
+from .stackfile import StackFileError, parse_mapping, parse_stack_text, stack_config_of
+
+KIND = "StackPatch"
+PATCH_KEYS = ("kind", "service", "addVersion")
+REQUIRED = ("from", "name", "weight")
+VERSION_KEYS = tuple(field.alias or name for name, field in Version.model_fields.items())
+# Keys of the base version the new one does not inherit (a patch may still set them):
+NOT_COPIED = (
+    "tuning",    # tuning belongs to the base's model: a copy would run the same Model Analyzer job again
+    "replicas",  # sized for the base's share of traffic: at a canary's share it would hold as many GPUs
+                 # for a fraction of the load (when autoscaling is off); the default 1 is the smallest that serves
+)
+# A tuned config variant lives in the `configs/` folder of the repository it was tuned in: the
+# new version keeps the base's only while it reads the same repository.
+REPOSITORY_BOUND = "modelConfigName"
+
+Node = Union[CommentedMap, CommentedSeq]
+
+
+def canary_patch(service: str, base_version: str, version: str, cache: str, path: str, config_name: str,
+                 weight: int) -> dict[str, Any]:
+    """The StackPatch that adds `version` to `service` as a canary of `base_version` with `weight`
+    percent of its traffic, reading the model repository `path` in weight cache `cache`
+    (fileShare or s3) with the tuned config variant `config_name`."""
+    return {"kind": KIND, "service": service,
+            "addVersion": {"from": base_version, "name": version, "weight": weight,
+                           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}}
+
+
+@dataclass(frozen=True)
+class AddVersion:
+    service: str
+    base: str
+    keys: dict[str, Any]
+    """The new version's keys the patch sets (name and weight among them)."""
+
+    @property
+    def name(self) -> str:
+        return self.keys["name"]
+
+    @property
+    def weight(self) -> int:
+        return self.keys["weight"]
+
+
+def read_patch(patch_file: Path, shown: str) -> AddVersion:
+    """A patch file's StackPatch, or UsageError naming the file and the key path."""
+    try:
+        data = patch_file.read_bytes()
+    except OSError as err:
+        raise UsageError(f"{shown}: cannot read the patch: {err.strerror}") from None
+    return _parse_patch(parse_mapping(data, shown, "a patch"), shown)
+
+
+def _parse_patch(doc: dict[str, Any], shown: str) -> AddVersion:
+    def refuse(path: tuple, message: str) -> UsageError:
+        return UsageError(f"{shown}: {format_path(path, '')}: {message}")
+
+    _known_keys(doc, PATCH_KEYS, (), refuse)
+    for key in PATCH_KEYS:
+        if key not in doc:
+            raise refuse((key,), "required key is missing")
+    if doc["kind"] != KIND:
+        raise refuse(("kind",), f"{doc['kind']!r} is not a patch this tool applies; allowed: {KIND}")
+    if not isinstance(doc["service"], str):
+        raise refuse(("service",), "must be a service name (text)")
+    add = doc["addVersion"]
+    if not isinstance(add, dict):
+        raise refuse(("addVersion",), "must be a mapping of the new version's keys")
+    _known_keys(add, ("from", *VERSION_KEYS), ("addVersion",), refuse)
+    for key in REQUIRED:
+        if key not in add:
+            raise refuse(("addVersion", key), "required key is missing")
+    for key in ("from", "name"):
+        if not isinstance(add[key], str):
+            raise refuse(("addVersion", key), "must be a version name (text)")
+    weight = add["weight"]
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
+        raise refuse(("addVersion", "weight"), f"{weight!r} is not a weight; allowed: a whole number 0-100, "
+                     "the percent of traffic the new version takes from its base version")
+    return AddVersion(doc["service"], add["from"], {k: v for k, v in add.items() if k != "from"})
+
+
+def _known_keys(mapping: dict[str, Any], allowed: tuple[str, ...], at: tuple, refuse) -> None:
+    for key in mapping:
+        if key not in allowed:
+            raise refuse((*at, key), f"unknown key; allowed keys here: {', '.join(sorted(allowed))}")
+
+
+def apply_patch(data: bytes, patch: AddVersion, shown: str) -> str:
+    """The stack file's text with the patch applied, or ConfigError / StackFileError naming the
+    stack file and the key path; the result is validated as `make plan` validates it."""
+    raw = _validated_config(data, shown)
+    text = data.decode("utf-8")
+    services_key = next((k for k in raw if k in (f"{NAMESPACE}:services", "services")), None)
+    services = raw.get(services_key, [])
+    names = [s["name"] for s in services]
+    if patch.service not in names:
+        allowed = f"allowed: {', '.join(names)}" if names else "the stack has no services"
+        raise ConfigError(shown, [(("services",), f"no service named {patch.service!r}; {allowed}")])
+    si = names.index(patch.service)
+    versions = [v["name"] for v in services[si]["versions"]]
+    at = ("services", si, "versions")
+    if patch.base not in versions:
+        raise ConfigError(shown, [(at, f"no version named {patch.base!r} to copy (addVersion.from); "
+                                       f"allowed: {', '.join(versions)}")])
+    if patch.name in versions:
+        raise ConfigError(shown, [((*at, versions.index(patch.name), "name"),
+                                   f"version {patch.name!r} is already present; a patch adds a new version "
+                                   f"(present: {', '.join(versions)})")])
+    vi = versions.index(patch.base)
+    base_weight = services[si]["versions"][vi]["weight"]
+    if base_weight < patch.weight:
+        raise ConfigError(shown, [((*at, vi, "weight"),
+                                   f"{base_weight} is lower than the new version's weight {patch.weight}, "
+                                   f"which is taken from it; allowed: a new version's weight up to {base_weight}")])
+
+    yaml = _round_trip_yaml(text, shown)
+    doc = yaml.load(text)
+    rt_versions = doc["config"][services_key][si]["versions"]
+    _add_version(rt_versions, vi, patch)
+    new_text = _dump(yaml, doc)
+    _validated_config(new_text.encode(), shown)
+    return new_text
+
+
+def _validated_config(data: bytes, shown: str) -> dict[str, Any]:
+    """The stack file's `config:` mapping as written, after the settings validation of `make plan`."""
+    raw = stack_config_of(parse_stack_text(data, shown), shown)
+    settings_from_config(*engine_config(raw), shown)
+    return raw
+
+
+def _round_trip_yaml(text: str, shown: str) -> YAML:
+    """ruamel.yaml set to the file's own indentation, checked to write the file back unchanged:
+    else an edit would reformat lines it does not touch."""
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 1 << 16  # never fold a long line
+    doc = yaml.load(text)
+    config_col = doc.lc.key("config")[1]
+    first_seq = _first_block_sequence(doc["config"])
+    if first_seq is not None:
+        parent_col, seq = first_seq
+        yaml.indent(mapping=doc["config"].lc.col - config_col, sequence=seq.lc.item(0)[1] - parent_col,
+                    offset=seq.lc.col - parent_col)
+    written = _dump(yaml, doc)
+    if written != text:
+        line = next(i for i, (a, b) in enumerate(zip_longest(text.splitlines(True), written.splitlines(True))) if a != b)
+        raise StackFileError(shown, "the YAML writer cannot keep this file's layout (indentation, spacing or line "
+                             "endings differ from what it writes back), so the patch would reformat lines it does "
+                             "not change; add the version by hand", line_col=(line + 1, 1))
+    return yaml
+
+
+def _first_block_sequence(mapping: CommentedMap):
+    """(column of its key, sequence) of the first block-style list under mapping, depth first."""
+    for key, value in mapping.items():
+        if isinstance(value, CommentedSeq) and value and not value.fa.flow_style():
+            return mapping.lc.key(key)[1], value
+        if isinstance(value, CommentedMap):
+            found = _first_block_sequence(value)
+            if found:
+                return found
+    return None
+
+
+def _dump(yaml: YAML, doc: Any) -> str:
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def _add_version(versions: CommentedSeq, index: int, patch: AddVersion) -> None:
+    base = versions[index]
+    # Comment lines after the base's last line stay where they are, after the new version.
+    trailing = _take_trailing(versions, index)
+    new = copy.deepcopy(base)
+    for key in NOT_COPIED:
+        _drop(new, key)
+    if "modelRepository" in patch.keys and patch.keys["modelRepository"] != base.get("modelRepository"):
+        _drop(new, REPOSITORY_BOUND)
+    for key, value in patch.keys.items():
+        if key in new:
+            _drop_eol_comment(new, key)  # it described the base's value
+        new[key] = _styled_like(value, new.get(key))
+    base["weight"] -= patch.weight
+    versions.insert(index + 1, new)
+    _add_trailing(versions, index + 1, trailing)
+
+
+def _styled_like(value: Any, like: Any) -> Any:
+    """A patch value in the style of the value it replaces (a flow mapping stays one)."""
+    if isinstance(value, dict):
+        out = CommentedMap((k, _styled_like(v, like.get(k) if isinstance(like, dict) else None))
+                           for k, v in value.items())
+    elif isinstance(value, list):
+        out = CommentedSeq(_styled_like(v, None) for v in value)
+    else:
+        return value
+    if isinstance(like, (CommentedMap, CommentedSeq)) and like.fa.flow_style():
+        out.fa.set_flow_style()
+    return out
+
+
+# ruamel keeps a comment with the entry it follows: for a mapping in slot 2 of `ca.items[key]`,
+# for a list in slot 0 of `ca.items[index]`. The comment's first line ends the entry's own line
+# (an end-of-line comment, or nothing); the lines after it are the full-line comments and blank
+# lines that follow the entry.
+
+def _slot(node: Node) -> int:
+    return 2 if isinstance(node, CommentedMap) else 0
+
+
+def _comment(node: Node, key: Any) -> str:
+    entry = node.ca.items.get(key)
+    token = entry[_slot(node)] if entry else None
+    return token.value if token is not None else ""
+
+
+def _set_comment(node: Node, key: Any, value: str) -> None:
+    """Set an entry's comment ("" or a bare line break: none), keeping the token, whose column
+    places an end-of-line comment."""
+    entry = node.ca.items.setdefault(key, [None, None, None, None] if isinstance(node, CommentedMap) else [None, None])
+    token = entry[_slot(node)]
+    if value in ("", "\n"):
+        entry[_slot(node)] = None
+    elif token is None:
+        entry[_slot(node)] = CommentToken(value, CommentMark(0))
+    else:
+        token.value = value
+
+
+def _last_entry(node: Node, key: Any) -> tuple[Node, Any]:
+    """The entry whose comment holds what follows node[key]'s last line: the innermost last
+    entry of the block collections it ends with."""
+    value = node[key]
+    while isinstance(value, (CommentedMap, CommentedSeq)) and value and not value.fa.flow_style():
+        node, key = value, (next(reversed(value)) if isinstance(value, CommentedMap) else len(value) - 1)
+        value = node[key]
+    return node, key
+
+
+def _take_trailing(node: Node, key: Any) -> str:
+    """Remove and return the lines that follow node[key] (its end-of-line comment stays)."""
+    node, key = _last_entry(node, key)
+    eol, _, rest = _comment(node, key).partition("\n")
+    _set_comment(node, key, eol + "\n")
+    return rest
+
+
+def _add_trailing(node: Node, key: Any, lines: str) -> None:
+    node, key = _last_entry(node, key)
+    _set_comment(node, key, (_comment(node, key) or "\n") + lines)
+
+
+def _drop_eol_comment(node: CommentedMap, key: str) -> None:
+    _, _, rest = _comment(node, key).partition("\n")
+    _set_comment(node, key, "\n" + rest)
+
+
+def _drop(node: CommentedMap, key: str) -> None:
+    if key in node:
+        del node[key]
+        node.ca.items.pop(key, None)
+
+
+def unified_diff(old: str, new: str, shown: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), shown, shown))
+
+
+def patch_stack_file(stack_file: Path, shown: str, patch_file: Path, shown_patch: str, check: bool) -> str:
+    """Apply a patch file to a stack file (unless `check`); the unified diff of the change."""
+    patch = read_patch(patch_file, shown_patch)
+    try:
+        data = stack_file.read_bytes()
+    except OSError as err:
+        raise StackFileError(shown, f"cannot read the stack file: {err.strerror}") from None
+    new_text = apply_patch(data, patch, shown)
+    if not check:
+        write_text(stack_file, new_text)
+    return unified_diff(data.decode("utf-8"), new_text, shown)
