@@ -25,6 +25,7 @@ from components.inputs import ModelPipelineInputs, validated
 from components.model_config import parse_model_config
 from components.validation import parse_settings
 from model_tools import publish
+from platformctl.patch import apply_patch, canary_patch, read_patch
 from platformctl.plan import HELM_RELEASE, is_k8s_object, manifest
 from policies.rules.security import restricted_problems
 from tests import conformance
@@ -339,11 +340,17 @@ def test_publish_and_upload_write_a_new_version_and_print_its_canary_patch(demo_
     (tmp_path / "cache" / "resnet" / "v2").mkdir(parents=True)
     code, upload = publish_and_upload(demo_template, tmp_path)
     assert code == 0 and upload.returncode == 0, upload.stderr
-    patch = {"kind": "StackPatch", "service": "resnet",
-             "addVersion": {"from": "v2", "name": "v3", "weight": 10, "modelRepository": {"cache": "fileShare", "path": "resnet/v3"},
-                            "modelConfigName": "tuned-v3-1"}}
+    patch = canary_patch("resnet", "v2", "v3", "fileShare", "resnet/v3", "tuned-v3-1", 10)
     assert json.loads(upload.stdout) == patch
     assert json.loads((tmp_path / "work" / "stack-patch.json").read_text()) == patch
+    # Promotion: `platformctl patch` applies it to the stack file that declared the pipeline.
+    stack = ROOT / "stacks" / "Pulumi.demo-dev.yaml"
+    patched = yaml.safe_load(apply_patch(stack.read_bytes(), read_patch(tmp_path / "work" / "stack-patch.json", "patch"),
+                                         "stacks/Pulumi.demo-dev.yaml"))
+    versions_ = {v["name"]: v for v in patched["config"]["inference-platform:services"][0]["versions"]}
+    assert (versions_["v2"]["weight"], versions_["v3"]["weight"]) == (0, 10)
+    assert versions_["v3"]["modelRepository"] == {"cache": "fileShare", "path": "resnet/v3"}
+    assert versions_["v3"]["modelConfigName"] == "tuned-v3-1" and versions_["v3"]["image"] == versions_["v2"]["image"]
     published = tmp_path / "cache" / "resnet" / "v3" / "resnet50"
     assert (published / "1" / "model.plan").read_bytes() == b"engine"
     best = parse_model_config((published / "configs" / "tuned-v3-1.pbtxt").read_text(), "best")
