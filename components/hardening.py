@@ -66,6 +66,9 @@ WORKLOADS: dict[str, Workload] = {
         Exemption("CKV_K8S_43", f"Triton, Triton SDK and rclone images {_TAG_PINNED}"),
         Exemption("CKV_K8S_40", "every step runs as uid 1000, the tritonserver images' triton-server user that "
                                 "owns the server files; no user above 10000 exists in those images"),
+        Exemption("CKV_K8S_15", "IfNotPresent on purpose: the version's Triton image is already on the GPU nodes "
+                                "(pre-pulled) and the tag-pinned SDK image is many gigabytes; Always would ask the "
+                                "registry at every start of the run's pod"),
     )),
     PLACEHOLDER: Workload("spare-capacity placeholder Deployments in `gpu-coldstart`", (
         Exemption("CKV_K8S_43", f"pause image {_TAG_PINNED}"),
