@@ -38,7 +38,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from tests.netutil import free_port
+from tests.netutil import free_port, free_ports
 
 OUR_ACCOUNT = "123456789012"
 OTHER_ACCOUNT = "210987654321"
@@ -241,14 +241,19 @@ def _wait_for_seaweedfs(process: subprocess.Popen, master: int, server: S3Server
         time.sleep(0.1)
 
 
-@contextlib.contextmanager
-def running_seaweedfs() -> Iterator[S3Server]:
-    """SeaweedFS on free loopback ports with authentication on, its data in a temporary directory."""
-    with tempfile.TemporaryDirectory(prefix="seaweedfs-") as name:
-        tmp = Path(name)
-        (tmp / "data").mkdir()
+# Ports are free when chosen, but another process may bind one before SeaweedFS does.
+SEAWEEDFS_START_ATTEMPTS = 3
+PORT_TAKEN = "address already in use"
+
+
+def _start_seaweedfs(root: Path) -> tuple[subprocess.Popen, dict[str, tuple[int, int]], S3Server]:
+    """SeaweedFS started and ready, afresh (ports and data) when a chosen port was taken meanwhile."""
+    for attempt in range(1, SEAWEEDFS_START_ATTEMPTS + 1):
+        tmp = root / f"attempt-{attempt}"
+        (tmp / "data").mkdir(parents=True)
         (tmp / "s3.json").write_text(json.dumps(_identities()))
-        ports = {component: (free_port(), free_port()) for component in SEAWEEDFS_PORTS}
+        chosen = iter(free_ports(2 * len(SEAWEEDFS_PORTS)))
+        ports = {component: (next(chosen), next(chosen)) for component in SEAWEEDFS_PORTS}
         # SeaweedFS stores the ownership setting but still applies ACLs (a public-read ACL serves anyone).
         server = S3Server(f"http://127.0.0.1:{ports['s3'][0]}", *SEAWEEDFS_KEYS["ours"], *SEAWEEDFS_KEYS["theirs"],
                           enforces_ownership=False)
@@ -258,16 +263,34 @@ def running_seaweedfs() -> Iterator[S3Server]:
                                        stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             _wait_for_seaweedfs(process, ports["master"][0], server, log)
+            return process, ports, server
+        except RuntimeError:
+            _stop_seaweedfs(process, ports)
+            if attempt == SEAWEEDFS_START_ATTEMPTS or PORT_TAKEN not in log.read_text(errors="replace"):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stop_seaweedfs(process: subprocess.Popen, ports: dict[str, tuple[int, int]]) -> None:
+    # `weed server` 4.48 does not exit on SIGTERM for more than 20 s (its S3 gateway keeps
+    # retrying the stopped filer); its data is thrown away, so it is killed.
+    process.kill()
+    process.wait()
+    # Its gRPC sockets for local clients are placed in /tmp whatever the data directory.
+    for _, grpc in ports.values():
+        for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{grpc}.sock"):
+            sock.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def running_seaweedfs() -> Iterator[S3Server]:
+    """SeaweedFS on free loopback ports with authentication on, its data in a temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="seaweedfs-") as name:
+        process, ports, server = _start_seaweedfs(Path(name))
+        try:
             yield server
         finally:
-            # `weed server` 4.48 does not exit on SIGTERM for more than 20 s (its S3 gateway keeps
-            # retrying the stopped filer); its data is thrown away, so it is killed.
-            process.kill()
-            process.wait()
-            # Its gRPC sockets for local clients are placed in /tmp whatever the data directory.
-            for _, grpc in ports.values():
-                for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{grpc}.sock"):
-                    sock.unlink(missing_ok=True)
+            _stop_seaweedfs(process, ports)
 
 
 # --------------------------------------------------------------------------- fixture
