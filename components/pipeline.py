@@ -46,7 +46,15 @@ from google.protobuf import text_format
 from . import endpoints as ep
 from . import versions
 from .args import ModelPipelineArgs
-from .common import COMPONENT_KEY, helm_release, init_component, namespace, resource_opts, standard_labels
+from .common import (
+    COMPONENT_KEY,
+    helm_release,
+    init_component,
+    namespace,
+    resource_opts,
+    restricted_security_context,
+    standard_labels,
+)
 from .config import NodeGroup, Service, ServicePipeline, TuningGoals, Version
 from .gpu_profiles import gpu_scheduling
 from .inputs import ModelPipelineInputs, WeightsRef, validated
@@ -145,11 +153,6 @@ else:
 '"""
 
 
-def _restricted() -> dict[str, Any]:
-    return {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True, "seccompProfile": {"type": "RuntimeDefault"}}
-
-
 def argo_values() -> dict[str, Any]:
     """The argo-workflows chart: the controller alone, hardened, running only template-made workflows."""
     return {
@@ -168,7 +171,7 @@ def argo_values() -> dict[str, Any]:
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
         },
         # The init and wait containers of every workflow pod: the executor image built to run as non-root.
-        "executor": {"image": {"tag": f"{versions.ARGO_WORKFLOWS_VERSION}-nonroot"}, "securityContext": _restricted()},
+        "executor": {"image": {"tag": f"{versions.ARGO_WORKFLOWS_VERSION}-nonroot"}, "securityContext": restricted_security_context()},
     }
 
 

@@ -32,7 +32,7 @@ import pulumi_random as random
 
 from . import hardening
 from .args import TritonServiceArgs
-from .common import init_component, resource_opts, standard_labels
+from .common import init_component, resource_opts, restricted_security_context, standard_labels
 from .config import (
     EXIT_TIMEOUT_FLAG,
     AuthSettings,
@@ -289,14 +289,7 @@ def probes(version: Version) -> dict[str, dict]:
 def container_security_context() -> dict:
     """Pod Security "restricted": non-root, no privilege escalation, no capabilities; a
     read-only root filesystem with writable scratch volumes (SCRATCH_DIRS, /dev/shm)."""
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": TRITON_UID,
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "readOnlyRootFilesystem": True,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+    return restricted_security_context(runAsUser=TRITON_UID)
 
 
 def scratch_volumes() -> tuple[list[dict], list[dict]]:

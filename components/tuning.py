@@ -49,7 +49,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from . import hardening, versions
-from .common import COMPONENT_KEY, PART_OF, SKIP_AWAIT, resource_opts, standard_labels
+from .common import COMPONENT_KEY, PART_OF, SKIP_AWAIT, resource_opts, restricted_security_context, standard_labels
 from .config import TRITON_IMAGE, TUNING_OBJECTIVES, NodeGroup, Service, TuningGoals, Version
 from .gpu_profiles import gpu_scheduling
 
@@ -162,8 +162,7 @@ def tools_volume(config_map: pulumi.Input[str], files: Mapping[str, str]) -> dic
 
 def tool_security_context() -> dict:
     """Pod Security "restricted" for the SDK and rclone steps."""
-    return {"runAsNonRoot": True, "runAsUser": TOOLS_UID, "runAsGroup": TOOLS_UID, "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    return restricted_security_context(runAsUser=TOOLS_UID, runAsGroup=TOOLS_UID)
 
 
 # Where the SDK steps keep caches and temporary files (the root filesystem is read-only).
