@@ -24,7 +24,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -235,19 +235,32 @@ def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]
     return problems
 
 
+def _listening_flags() -> list[str]:
+    """The ports a Triton server of the platform listens on, and its metrics."""
+    return [f"--http-port={HTTP_PORT}", f"--grpc-port={GRPC_PORT}", f"--metrics-port={TRITON_METRICS_PORT}",
+            "--allow-metrics=true", "--allow-gpu-metrics=true"]
+
+
+def _server_arg_flags(version: Version) -> list[str]:
+    """The version's serverArgs but the exit timeout (the caller sets that); a repeatable flag's
+    list gives one flag per item, in order."""
+    return [f"--{flag}={item}" for flag, value in sorted(version.server_args.items()) if flag != EXIT_TIMEOUT_FLAG
+            for item in (value if isinstance(value, list) else [value])]
+
+
+def _for_repository(repository: pulumi.Input[str], args: Callable[[str], list[str]]) -> pulumi.Input[list[str]]:
+    """`args` of the repository URL, waiting for it when it is an output (a bucket another stack names)."""
+    return args(repository) if isinstance(repository, str) else pulumi.Output.from_input(repository).apply(args)
+
+
 def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
-    """tritonserver command-line flags of a version; a repeatable flag's list gives one
-    flag per item, in order. With `model_configs`, the platform's configs are a second
-    model repository."""
+    """tritonserver command-line flags of a version. With `model_configs`, the platform's
+    configs are a second model repository."""
     args = [
         f"--model-repository={repository}",
         *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
         f"--model-control-mode={version.model_control.mode}",
-        f"--http-port={HTTP_PORT}",
-        f"--grpc-port={GRPC_PORT}",
-        f"--metrics-port={TRITON_METRICS_PORT}",
-        "--allow-metrics=true",
-        "--allow-gpu-metrics=true",
+        *_listening_flags(),
     ]
     if version.model_control.mode == "poll":
         args.append(f"--repository-poll-secs={version.model_control.poll_seconds}")
@@ -255,10 +268,7 @@ def triton_args(version: Version, repository: str, exit_timeout: int, model_conf
     if version.model_config_name:
         args.append(f"--model-config-name={version.model_config_name}")
     args.append(f"--{EXIT_TIMEOUT_FLAG}={exit_timeout}")
-    for flag, value in sorted(version.server_args.items()):
-        if flag != EXIT_TIMEOUT_FLAG:
-            args += [f"--{flag}={item}" for item in (value if isinstance(value, list) else [value])]
-    return args
+    return args + _server_arg_flags(version)
 
 
 def probes(version: Version) -> dict[str, dict]:
@@ -367,19 +377,14 @@ def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input
     volumes, mounts = server_volumes(version, claim, mount_path)
 
     def args(repo: str) -> list[str]:
-        flags = [f"--model-repository={repo}", "--model-control-mode=explicit", f"--http-port={HTTP_PORT}",
-                 f"--grpc-port={GRPC_PORT}", f"--metrics-port={TRITON_METRICS_PORT}", "--allow-metrics=true",
-                 "--allow-gpu-metrics=true"]
-        for flag, value in sorted(version.server_args.items()):
-            if flag != EXIT_TIMEOUT_FLAG:
-                flags += [f"--{flag}={item}" for item in (value if isinstance(value, list) else [value])]
-        return flags
+        return [f"--model-repository={repo}", "--model-control-mode=explicit", *_listening_flags(),
+                *_server_arg_flags(version)]
 
     container = {
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": args(repository) if isinstance(repository, str) else pulumi.Output.from_input(repository).apply(args),
+        "args": _for_repository(repository, args),
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "resources": container_resources(version.resources, version.gpu, group),
         "volumeMounts": mounts,
@@ -421,9 +426,7 @@ def deployment_spec(
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": (triton_args(version, repository, stopping.exit_timeout_seconds, configs) if isinstance(repository, str)
-                 else pulumi.Output.from_input(repository).apply(
-                     lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs))),
+        "args": _for_repository(repository, lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs)),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
