@@ -123,28 +123,21 @@ class ColdStart(pulumi.ComponentResource):
             f"{name}-namespace", NAMESPACE, k8s_opts, app="gpu-coldstart", pod_security="restricted"
         )
         in_namespace = resource_opts(self, depends_on=[self.namespace])
-        self.priority_class = k8s.scheduling.v1.PriorityClass(
-            f"{name}-priority",
-            metadata={"name": PRIORITY_CLASS, "labels": standard_labels(PRIORITY_CLASS)},
-            value=PLACEHOLDER_PRIORITY,
-            global_default=False,
-            # Placeholders wait for room; they never evict anything themselves.
-            preemption_policy="Never",
-            description="Spare GPU capacity: placeholder pods that any real workload preempts.",
-            opts=k8s_opts,
-        )
-        # Tuning runs (tuning.py) and the GPU steps of model pipelines (pipeline.py) wait below
-        # serving and preempt nothing, placeholders included.
-        self.tuning_priority_class = k8s.scheduling.v1.PriorityClass(
-            f"{name}-tuning-priority",
-            metadata={"name": TUNING_PRIORITY_CLASS, "labels": standard_labels(TUNING_PRIORITY_CLASS)},
-            value=TUNING_PRIORITY,
-            global_default=False,
-            preemption_policy="Never",
-            description="Model Analyzer runs: below serving, which preempts them; they preempt nothing.",
-            opts=k8s_opts,
-        ) if any(v.tuning is not None for svc in services for v in svc.versions) or any(
-            svc.pipeline is not None for svc in services) else None
+        def waiting_class(role: str, class_name: str, value: int, description: str) -> k8s.scheduling.v1.PriorityClass:
+            # Pods of these classes wait for room below serving; they never evict anything themselves.
+            return k8s.scheduling.v1.PriorityClass(
+                f"{name}-{role}", metadata={"name": class_name, "labels": standard_labels(class_name)},
+                value=value, global_default=False, preemption_policy="Never", description=description, opts=k8s_opts)
+
+        self.priority_class = waiting_class("priority", PRIORITY_CLASS, PLACEHOLDER_PRIORITY,
+                                            "Spare GPU capacity: placeholder pods that any real workload preempts.")
+        # Tuning runs (tuning.py) and the GPU steps of model pipelines (pipeline.py): above the
+        # placeholders, which they do not preempt either.
+        tuned = any(v.tuning is not None for svc in services for v in svc.versions) or any(
+            svc.pipeline is not None for svc in services)
+        self.tuning_priority_class = waiting_class(
+            "tuning-priority", TUNING_PRIORITY_CLASS, TUNING_PRIORITY,
+            "Model Analyzer runs: below serving, which preempts them; they preempt nothing.") if tuned else None
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": "gpu-coldstart-deny-all", "namespace": NAMESPACE, "labels": standard_labels("gpu-coldstart")},
