@@ -40,13 +40,12 @@ from .triton import (
     basic_auth,
     container_resources,
     container_security_context,
+    declare_mesh_security,
     envoy_duration,
     from_namespace,
     ingress_source,
     model_repository_url,
-    peer_authentication_spec,
     pod_monitor_spec,
-    request_authentication_spec,
     unauthorized_route,
 )
 
@@ -313,13 +312,7 @@ class InferenceGraph(pulumi.ComponentResource):
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                virtual_service_spec(graph, a.gateway, authorization))
         selector = {GRAPH_LABEL: graph.name}
-        custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication",
-               peer_authentication_spec(selector, METRICS_PORT))
-        custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy",
-               authorization_policy_spec(graph, a.ingress_principal))
-        if graph.auth.mode == "jwt":
-            custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
-                   request_authentication_spec(selector, graph.auth.jwt))
+        declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.ingress_principal), graph.auth)
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
                                         spec=network_policy_spec(graph, a.ingress_namespace, a.monitoring_namespace),
                                         opts=resource_opts(self))

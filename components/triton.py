@@ -626,6 +626,18 @@ def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
     return {"selector": {"matchLabels": selector}, "jwtRules": [rule]}
 
 
+def declare_mesh_security(custom: Callable[[str, str, str, dict], object], selector: dict[str, str],
+                          metrics_port: int, authorization: dict, auth: AuthSettings) -> None:
+    """A workload's mesh security through `custom(role, apiVersion, kind, spec)`: STRICT mTLS
+    (PeerAuthentication), the AuthorizationPolicy `authorization`, and with jwt auth the
+    RequestAuthentication that checks tokens."""
+    custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication", peer_authentication_spec(selector, metrics_port))
+    custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy", authorization)
+    if auth.mode == "jwt":
+        custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
+               request_authentication_spec(selector, auth.jwt))
+
+
 def pod_monitor_spec(selector: dict[str, str], port: str) -> dict:
     return {"selector": {"matchLabels": selector},
             "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"}]}
@@ -740,13 +752,8 @@ class TritonService(pulumi.ComponentResource):
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                virtual_service_spec(service, a.gateway, authorization))
         selector = {"app": service.name}
-        custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication",
-               peer_authentication_spec(selector, TRITON_METRICS_PORT))
-        custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy",
-               authorization_policy_spec(service, a.ingress_principal))
-        if service.auth.mode == "jwt":
-            custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
-                   request_authentication_spec(selector, service.auth.jwt))
+        declare_mesh_security(custom, selector, TRITON_METRICS_PORT, authorization_policy_spec(service, a.ingress_principal),
+                              service.auth)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": service.name, "namespace": ns, "labels": labels},
