@@ -12,9 +12,11 @@ from typing import Any
 
 import jsonschema
 import kubernetes_validate
+import pytest
 import yaml
 
 from components import versions
+from platformctl.plan import is_k8s_object, manifest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,3 +149,10 @@ def validate(doc: dict[str, Any]) -> None:
         validate_core(doc)
     else:
         validate_custom(doc)
+
+
+def object_params(label: str, plan) -> list:
+    """A pytest param per Kubernetes object of a plan, with an id `<label>:<kind>:<name>`, for the
+    tests that validate every rendered object."""
+    docs = [manifest(r) for r in plan.resources if is_k8s_object(r)]
+    return [pytest.param(doc, id=f"{label}:{doc['kind']}:{doc['metadata']['name']}") for doc in docs]

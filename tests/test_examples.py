@@ -68,15 +68,7 @@ def test_example_is_a_pip_project_on_this_repository(name):
     assert "[secure-placeholder]" not in plan_text
 
 
-def _example_objects():
-    for name in sorted(PLANNED):
-        for r in example_plan(name).resources:
-            if is_k8s_object(r):
-                doc = manifest(r)
-                yield pytest.param(doc, id=f"{name}:{doc['kind']}:{doc['metadata']['name']}")
-
-
-@pytest.mark.parametrize("doc", list(_example_objects()))
+@pytest.mark.parametrize("doc", [p for name in sorted(PLANNED) for p in conformance.object_params(name, example_plan(name))])
 def test_example_object_validates(doc, reference):
     conformance.validate(doc)
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from platformctl.engine import SECURE_PLACEHOLDER
-from platformctl.plan import HELM_RELEASE, is_k8s_object, manifest
+from platformctl.plan import HELM_RELEASE, is_k8s_object
 from tests import conformance
 from tests.conftest import ROOT, STACKS, as_magnum, base_config, render_raw, stack_plan
 
@@ -84,15 +84,7 @@ def test_production_protects_the_cluster():
     assert not any(r.protect for r in dev.resources)
 
 
-def _objects():
-    for stack in STACKS:
-        for r in stack_plan(stack).resources:
-            if is_k8s_object(r):
-                doc = manifest(r)
-                yield pytest.param(doc, id=f"{stack}:{doc['kind']}:{doc['metadata']['name']}")
-
-
-@pytest.mark.parametrize("doc", list(_objects()))
+@pytest.mark.parametrize("doc", [p for stack in STACKS for p in conformance.object_params(stack, stack_plan(stack))])
 def test_rendered_object_validates(doc, reference):
     conformance.validate(doc)
 

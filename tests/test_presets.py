@@ -172,6 +172,14 @@ def repository(root: Path, configs: dict[str, str]) -> Path:
     return root
 
 
+def source_holding_variant(root: Path, preset: str) -> Path:
+    """A repository whose resnet50 already holds the variant file of `preset`."""
+    repository(root, {"resnet50": ONNX})
+    (root / "resnet50" / "configs").mkdir()
+    (root / "resnet50" / "configs" / f"{preset}.pbtxt").write_text(ONNX)
+    return root
+
+
 def test_upload_variants_covers_every_model_directory_and_preset(tmp_path):
     root = repository(tmp_path, {"resnet50": ONNX, "bert_trt": TENSORRT})
     (root / "README.md").write_text("not a model")
@@ -188,9 +196,7 @@ def test_upload_variants_covers_every_model_directory_and_preset(tmp_path):
 
 
 def test_upload_variants_refuses_to_overwrite_a_variant_the_source_holds(tmp_path):
-    root = repository(tmp_path, {"resnet50": ONNX})
-    (root / "resnet50" / "configs").mkdir()
-    (root / "resnet50" / "configs" / "latency.pbtxt").write_text(ONNX)
+    root = source_holding_variant(tmp_path, "latency")
     with pytest.raises(PresetError, match=r"^resnet50/configs/latency\.pbtxt: the source already holds this file, which "
                                           r"preset 'latency' would overwrite"):
         upload_variants(str(root), BUILTIN_PRESETS)
@@ -268,9 +274,7 @@ def test_a_preset_that_cannot_apply_fails_the_plan_at_its_key_path(tmp_path, mod
 
 
 def test_a_source_holding_a_variant_fails_the_plan_naming_the_file(tmp_path):
-    root = repository(tmp_path, {"resnet50": ONNX})
-    (root / "resnet50" / "configs").mkdir()
-    (root / "resnet50" / "configs" / "throughput.pbtxt").write_text(ONNX)
+    root = source_holding_variant(tmp_path, "throughput")
     with pytest.raises(ConfigError, match=r"uploads\[0\]\.presets\[1\]: resnet50/configs/throughput\.pbtxt: the source "
                                           r"already holds this file"):
         render_raw(stack_with_upload(root, ["latency", "throughput"]), secret_keys=SECRETS)
