@@ -52,7 +52,7 @@ from .gpu_profiles import gpu_scheduling
 from .inputs import TritonServiceInputs, WeightsRef, validated
 from .metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
 from .readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
-from .tuning import TuningRun, tuning_network_policy_spec, upload_container
+from .tuning import declare_tuning_run, tuning_network_policy_spec, upload_container
 from .weights import triton_s3_url
 
 HTTP_PORT, GRPC_PORT = 8000, 8001
@@ -851,4 +851,4 @@ class TritonService(pulumi.ComponentResource):
             cache_mount, upload = {"name": "models", "mountPath": weights.mount_path}, None
         else:
             cache_mount, upload = None, upload_container(weights.s3_bucket, repo.path, weights.s3_endpoint, s3_secret)
-        TuningRun(self, name, a.service, version, group, server, volumes, cache_mount, upload, a.tuning_priority_class)
+        declare_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, a.tuning_priority_class)

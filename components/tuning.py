@@ -319,51 +319,45 @@ def tuning_network_policy_spec(service: Service, tuned: list[Version]) -> dict:
             "policyTypes": ["Ingress"] if s3 else ["Ingress", "Egress"]}
 
 
-class TuningRun:
-    """The resources of one version's run: the tools ConfigMap and the Job (declared by TritonService)."""
-
-    def __init__(self, parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
-                 server: dict, server_volumes: list[dict], cache_mount: Optional[dict], upload: Optional[dict],
-                 priority_class: Optional[pulumi.Input[str]]):
-        tuning = version.tuning
-        files = {**tools_files(), ANALYZER_CONFIG: yaml.safe_dump(analyzer_config(tuning, tuning.model), sort_keys=True)}
-        run = run_id(run_inputs(service, version, group, files))
-        self.job_name = job_name(service, version, run)
-        self.config_names = [f"{config_tag(run)}-{rank}" for rank in range(1, tuning.keep + 1)]
-        ns = service.k8s_namespace
-        labels = standard_labels("model-analyzer", **{TUNING_LABEL: run_label(service, version)})
-        config_map = k8s.core.v1.ConfigMap(
-            f"{name}-{version.name}-tuning",
-            metadata={"name": self.job_name, "namespace": ns, "labels": labels},
-            data=files,
-            opts=resource_opts(parent),
-        )
-        image = analyzer_image(version)
-        model_dir = f"{tuning.model}"
-        if upload is None:
-            dest = f"{cache_mount['mountPath']}/{version.model_repository.path.strip('/')}/{model_dir}"
-            init, main = [analyzer_container(image)], publish_container(image, publish_args(
-                tuning.model, config_tag(run), tuning.keep, dest), [cache_mount])
-        else:
-            dest = f"{STAGING_DIR}/{model_dir}"
-            init = [analyzer_container(image),
-                    publish_container(image, publish_args(tuning.model, config_tag(run), tuning.keep, dest), [])]
-            main = upload
-        volumes = [*server_volumes, {"name": "work", "emptyDir": {}}, tools_volume(config_map.metadata["name"], files)]
-        self.job = k8s.batch.v1.Job(
-            f"{name}-{version.name}-tune",
-            metadata={
-                "name": self.job_name, "namespace": ns, "labels": labels,
-                "annotations": {
-                    # A run takes hours; `pulumi up` does not wait for it (README "Tuning a model").
-                    **SKIP_AWAIT,
-                    # A replaced run's pods go with it, not left holding a GPU.
-                    "pulumi.com/deletionPropagationPolicy": "background",
-                    **hardening.skip_annotations(*hardening.tuning_workloads(version)),
-                },
+def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
+                       server: dict, server_volumes: list[dict], cache_mount: Optional[dict], upload: Optional[dict],
+                       priority_class: Optional[pulumi.Input[str]]) -> None:
+    """One version's run, children of `parent` (its TritonService): the tools ConfigMap and the Job.
+    `cache_mount` is the weights claim's writable mount (file share), else `upload` copies the
+    staged results into the bucket."""
+    tuning = version.tuning
+    files = {**tools_files(), ANALYZER_CONFIG: yaml.safe_dump(analyzer_config(tuning, tuning.model), sort_keys=True)}
+    run = run_id(run_inputs(service, version, group, files))
+    run_name = job_name(service, version, run)
+    ns = service.k8s_namespace
+    labels = standard_labels("model-analyzer", **{TUNING_LABEL: run_label(service, version)})
+    config_map = k8s.core.v1.ConfigMap(
+        f"{name}-{version.name}-tuning",
+        metadata={"name": run_name, "namespace": ns, "labels": labels},
+        data=files,
+        opts=resource_opts(parent),
+    )
+    image = analyzer_image(version)
+    dest = (f"{cache_mount['mountPath']}/{version.model_repository.path.strip('/')}/{tuning.model}" if upload is None
+            else f"{STAGING_DIR}/{tuning.model}")
+    publish = publish_container(image, publish_args(tuning.model, config_tag(run), tuning.keep, dest),
+                                [cache_mount] if upload is None else [])
+    init, main = ([analyzer_container(image)], publish) if upload is None else ([analyzer_container(image), publish], upload)
+    volumes = [*server_volumes, {"name": "work", "emptyDir": {}}, tools_volume(config_map.metadata["name"], files)]
+    k8s.batch.v1.Job(
+        f"{name}-{version.name}-tune",
+        metadata={
+            "name": run_name, "namespace": ns, "labels": labels,
+            "annotations": {
+                # A run takes hours; `pulumi up` does not wait for it (README "Tuning a model").
+                **SKIP_AWAIT,
+                # A replaced run's pods go with it, not left holding a GPU.
+                "pulumi.com/deletionPropagationPolicy": "background",
+                **hardening.skip_annotations(*hardening.tuning_workloads(version)),
             },
-            spec=job_spec(service, version, group, server, volumes, init, main, priority_class),
-            # A Job's pod template is immutable: a change the name does not carry (a name handed in by
-            # another stack) replaces the Job under the same name, so the old one must go first.
-            opts=pulumi.ResourceOptions.merge(resource_opts(parent), pulumi.ResourceOptions(delete_before_replace=True)),
-        )
+        },
+        spec=job_spec(service, version, group, server, volumes, init, main, priority_class),
+        # A Job's pod template is immutable: a change the name does not carry (a name handed in by
+        # another stack) replaces the Job under the same name, so the old one must go first.
+        opts=pulumi.ResourceOptions.merge(resource_opts(parent), pulumi.ResourceOptions(delete_before_replace=True)),
+    )
