@@ -56,7 +56,6 @@ from .common import (
     standard_labels,
 )
 from .config import NodeGroup, Service, ServicePipeline, TuningGoals, Version
-from .gpu_profiles import gpu_scheduling
 from .inputs import ModelPipelineInputs, WeightsRef, validated
 from .model_config import model_config_pb2, parse_model_config
 from .triton import analysis_server, container_resources
@@ -70,6 +69,7 @@ from .tuning import (
     analyzer_config,
     analyzer_container,
     config_tag,
+    gpu_placement,
     publish_args,
     publish_container,
     rclone_env,
@@ -250,22 +250,6 @@ def _rclone_step(name: str, script: str, env: list[dict], env_from: list[dict], 
     return container
 
 
-def _gpu_placement(service: Service, group: NodeGroup, priority_class: Optional[pulumi.Input[str]]) -> dict:
-    """A GPU step on the base version's group, never on a node where the service's replicas
-    run (as a tuning run: tuning.py), below serving."""
-    base = base_version(service)
-    sched = gpu_scheduling(group, base.gpu.count, base.gpu.mig_profile)
-    placement: dict[str, Any] = {
-        "nodeSelector": sched.node_selector,
-        "tolerations": sched.tolerations,
-        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {"app": service.name}}, "topologyKey": "kubernetes.io/hostname"}]}},
-    }
-    if priority_class is not None:
-        placement["priorityClassName"] = priority_class
-    return placement
-
-
 def templates(service: Service, group: NodeGroup, weights: WeightsRef,
               priority_class: Optional[pulumi.Input[str]]) -> tuple[list[dict], list[dict]]:
     """The entry template and one per step, and the volumes they use beside the work claim."""
@@ -298,7 +282,8 @@ def templates(service: Service, group: NodeGroup, weights: WeightsRef,
     publish = publish_container(sdk, publish_args(pipeline.model, config_tag(VERSION_ARG), pipeline.tuning.keep,
                                                   f"{REPOSITORY_DIR}/{pipeline.model}") + patch, [])
 
-    gpu = _gpu_placement(service, group, priority_class)
+    # The GPU steps on the base version's group, on the terms of a tuning run.
+    gpu = gpu_placement(service, base, group, priority_class)
     steps = [
         # Argo names each template's container `main`.
         {"name": "export", "container": export},

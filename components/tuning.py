@@ -275,18 +275,12 @@ def pod_labels(service: Service, version: Version) -> dict[str, str]:
             "sidecar.istio.io/inject": "false"}
 
 
-def job_spec(service: Service, version: Version, group: NodeGroup, server: dict, volumes: list[dict],
-             init: list[dict], main: dict, priority_class: Optional[pulumi.Input[str]]) -> dict:
-    """The run's Job spec: `server` (Triton) as a native sidecar, then `init` in order, then `main`,
-    on the version's GPU group."""
+def gpu_placement(service: Service, version: Version, group: NodeGroup,
+                  priority_class: Optional[pulumi.Input[str]]) -> dict[str, Any]:
+    """Pod fields that put a tuning workload (a run, a pipeline's GPU step) on the version's
+    group, never on a node where the service's replicas run, at `priority_class`."""
     sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
-    pod: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": False,
-        "securityContext": {"runAsNonRoot": True, "fsGroup": TOOLS_UID, "seccompProfile": {"type": "RuntimeDefault"}},
-        "initContainers": [{**server, "restartPolicy": "Always"}, *init],
-        "containers": [main],
-        "volumes": volumes,
+    placement: dict[str, Any] = {
         "nodeSelector": sched.node_selector,
         "tolerations": sched.tolerations,
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
@@ -295,7 +289,23 @@ def job_spec(service: Service, version: Version, group: NodeGroup, server: dict,
         }]}},
     }
     if priority_class is not None:
-        pod["priorityClassName"] = priority_class
+        placement["priorityClassName"] = priority_class
+    return placement
+
+
+def job_spec(service: Service, version: Version, group: NodeGroup, server: dict, volumes: list[dict],
+             init: list[dict], main: dict, priority_class: Optional[pulumi.Input[str]]) -> dict:
+    """The run's Job spec: `server` (Triton) as a native sidecar, then `init` in order, then `main`,
+    on the version's GPU group."""
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "securityContext": {"runAsNonRoot": True, "fsGroup": TOOLS_UID, "seccompProfile": {"type": "RuntimeDefault"}},
+        "initContainers": [{**server, "restartPolicy": "Always"}, *init],
+        "containers": [main],
+        "volumes": volumes,
+        **gpu_placement(service, version, group, priority_class),
+    }
     return {
         "backoffLimit": 1,
         "activeDeadlineSeconds": round(version.tuning.deadline_hours * 3600),
