@@ -48,6 +48,7 @@ def _set(raw: dict, path: str, value) -> dict:
 
 DELETE = object()
 V0 = "services.0.versions.0"
+PIPELINE = {"baseVersion": "v1", "model": "m", "inputs": {"input": [3]}, "repositoryPrefix": "models/m"}
 
 # (case id, edits, expected key path, words the message must contain)
 BAD = [
@@ -125,6 +126,32 @@ BAD = [
      "inference-platform:observability.alerting.receivers[1].name", ["duplicate receiver name 'a'"]),
     ("warning-to-unknown-receiver", [("observability", {"alerting": {"warning": ["chat"]}})],
      "inference-platform:observability.alerting.warning[0]", ["no receiver named 'chat'", "receivers: none"]),
+    # Tuning and the model pipeline.
+    ("tuning-model-with-slash", [(f"{V0}.tuning", {"model": "models/resnet"})],
+     "inference-platform:services[0].versions[0].tuning.model", ["should match pattern"]),
+    ("tuning-unknown-objective", [(f"{V0}.tuning", {"model": "m", "objectives": {"speed": 10}})],
+     "inference-platform:services[0].versions[0].tuning.objectives.speed", ["'throughput'", "'gpuUtilization'", '"speed"']),
+    ("tuning-objective-weight-zero", [(f"{V0}.tuning", {"model": "m", "objectives": {"throughput": 0}})],
+     "inference-platform:services[0].versions[0].tuning.objectives.throughput", ["greater than or equal to 1"]),
+    ("tuning-negative-latency-budget", [(f"{V0}.tuning", {"model": "m", "constraints": {"latencyP99Ms": -1}})],
+     "inference-platform:services[0].versions[0].tuning.constraints.latencyP99Ms", ["greater than or equal to 0.01"]),
+    ("tuning-keeps-nothing", [(f"{V0}.tuning", {"model": "m", "keep": 0})],
+     "inference-platform:services[0].versions[0].tuning.keep", ["greater than or equal to 1"]),
+    ("tuning-sdk-image-not-an-image", [(f"{V0}.tuning", {"model": "m", "sdkImage": "not an image"})],
+     "inference-platform:services[0].versions[0].tuning.sdkImage", ["is not an image reference"]),
+    ("preset-name-uppercase", [("tuningPresets", {"Fast": {}})], "inference-platform:tuningPresets.Fast", ["should match pattern"]),
+    ("preset-preferred-over-max", [("tuningPresets", {"fast": {"maxBatchSize": 4, "preferredBatchSizes": [8]}})],
+     "inference-platform:tuningPresets.fast", ["exceed maxBatchSize 4", "allowed: sizes up to maxBatchSize"]),
+    ("pipeline-prefix-escapes", [("services.0.pipeline", {**PIPELINE, "repositoryPrefix": "../x"}), ("modelPipeline", {"enabled": True})],
+     "inference-platform:services[0].pipeline.repositoryPrefix", ["is not a relative path", "no '..'"]),
+    ("pipeline-zero-dim", [("services.0.pipeline", {**PIPELINE, "inputs": {"input": [0]}}), ("modelPipeline", {"enabled": True})],
+     "inference-platform:services[0].pipeline.inputs.input[0]", ["greater than or equal to 1"]),
+    ("pipeline-input-name-with-space", [("services.0.pipeline", {**PIPELINE, "inputs": {"a b": [3]}}), ("modelPipeline", {"enabled": True})],
+     'inference-platform:services[0].pipeline.inputs["a b"]', ["should match pattern"]),
+    ("pipeline-canary-over-half", [("services.0.pipeline", {**PIPELINE, "canaryWeight": 60}), ("modelPipeline", {"enabled": True})],
+     "inference-platform:services[0].pipeline.canaryWeight", ["less than or equal to 50"]),
+    ("pipeline-unknown-base-version", [("services.0.pipeline", {**PIPELINE, "baseVersion": "v9"}), ("modelPipeline", {"enabled": True})],
+     "inference-platform:services[0].pipeline.baseVersion", ["no version named 'v9'", "versions: v1"]),
     ("s3-adopt-with-force-destroy", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights", "adopt": True, "forceDestroy": True})],
      "inference-platform:weightCaches.s3.forceDestroy", ["not allowed with adopt: true", "allowed: forceDestroy: false"]),
 ]
