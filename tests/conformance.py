@@ -8,7 +8,7 @@ import functools
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Optional
 
 import jsonschema
 import kubernetes_validate
@@ -62,31 +62,36 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
-@functools.cache
-def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> strict openAPIV3Schema, from reference/crds."""
-    ref = reference_dir()
+def schemas_of(docs: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> strict openAPIV3Schema of every CustomResourceDefinition among `docs`."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted((ref / "crds").glob("*.yaml")):
-        for crd in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):
-            if not crd or crd.get("kind") != "CustomResourceDefinition":
-                continue
-            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-            for v in crd["spec"]["versions"]:
-                schema = copy.deepcopy(v["schema"]["openAPIV3Schema"])
-                props = schema.setdefault("properties", {})
-                # apiVersion, kind and metadata are checked by the API server, not the CRD schema.
-                props["metadata"] = {"type": "object"}
-                props["apiVersion"] = {"const": f"{group}/{v['name']}"}
-                props["kind"] = {"const": kind}
-                out[(f"{group}/{v['name']}", kind)] = _strict(schema)
+    for crd in docs:
+        if not crd or crd.get("kind") != "CustomResourceDefinition":
+            continue
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for v in crd["spec"]["versions"]:
+            schema = copy.deepcopy(v["schema"]["openAPIV3Schema"])
+            props = schema.setdefault("properties", {})
+            # apiVersion, kind and metadata are checked by the API server, not the CRD schema.
+            props["metadata"] = {"type": "object"}
+            props["apiVersion"] = {"const": f"{group}/{v['name']}"}
+            props["kind"] = {"const": kind}
+            out[(f"{group}/{v['name']}", kind)] = _strict(schema)
     return out
 
 
-def validate_custom(doc: dict[str, Any]) -> None:
-    """Raise unless a custom resource validates against its reference CRD schema."""
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> strict openAPIV3Schema, from reference/crds."""
+    return schemas_of(crd for path in sorted((reference_dir() / "crds").glob("*.yaml"))
+                      for crd in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader))
+
+
+def validate_custom(doc: dict[str, Any], own: Optional[dict[tuple[str, str], dict[str, Any]]] = None) -> None:
+    """Raise unless a custom resource validates against its reference CRD schema, or, for a kind
+    the reference lacks, against `own` (the CRDs the same chart installs: schemas_of)."""
     key = (doc["apiVersion"], doc["kind"])
-    schemas = crd_schemas()
+    schemas = {**(own or {}), **crd_schemas()}
     if key not in schemas:
         raise LookupError(f"no reference CRD for {key[0]} {key[1]}")
     jsonschema.validate(doc, schemas[key], cls=jsonschema.Draft7Validator)
@@ -143,12 +148,13 @@ def unknown_values_keys(values: Any, defaults: Any, free_form: frozenset[str] = 
     return missing
 
 
-def validate(doc: dict[str, Any]) -> None:
-    """A rendered object against its schema: kubernetes-validate for core kinds, the vendored CRDs otherwise."""
+def validate(doc: dict[str, Any], own: Optional[dict[tuple[str, str], dict[str, Any]]] = None) -> None:
+    """A rendered object against its schema: kubernetes-validate for core kinds, the vendored CRDs
+    otherwise (or `own`, see validate_custom)."""
     if is_core(doc):
         validate_core(doc)
     else:
-        validate_custom(doc)
+        validate_custom(doc, own)
 
 
 def object_params(label: str, plan) -> list:
