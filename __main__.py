@@ -2,8 +2,8 @@
 
 import pulumi
 
-from components.platform import InferencePlatform
-from components.validation import load_settings
+from inference_platform.platform import InferencePlatform
+from inference_platform.settings.loader import load_settings
 
 settings = load_settings()
 platform = InferencePlatform(f"{settings.customer}-{settings.environment}", settings)

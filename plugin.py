@@ -3,7 +3,7 @@ a program in any Pulumi language can use them after `pulumi package add <this di
 
 from pulumi.provider.experimental import component_provider_host
 
-from components.package import COMPONENTS, PACKAGE, VERSION
+from inference_platform import PACKAGE, VERSION, component_classes
 
 if __name__ == "__main__":
-    component_provider_host(COMPONENTS, PACKAGE, version=VERSION)
+    component_provider_host(component_classes(), PACKAGE, version=VERSION)

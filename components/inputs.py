@@ -16,9 +16,11 @@ from typing import Annotated, Any, Iterable, Optional, TypeVar
 import pulumi
 from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 
-from . import endpoints as ep
-from . import grammar
-from .config import (
+from inference_platform.core import endpoints as ep
+from inference_platform.core import grammar
+from inference_platform.gpu.estimates import GroupEstimate
+from inference_platform.serving.model_config import ModelConfigError, parse_model_config
+from inference_platform.settings.schema import (
     ANONYMOUS_KIALI,
     MANILA_NEEDS_CIDRS,
     BatchingPreset,
@@ -47,10 +49,8 @@ from .config import (
     pydantic_problems,
     service_problems,
 )
-from .config import Path as ConfigPath
-from .estimates import GroupEstimate
-from .model_config import ModelConfigError, parse_model_config
-from .presets import upload_preset_problems
+from inference_platform.settings.schema import Path as ConfigPath
+from inference_platform.tuning.presets import upload_preset_problems
 
 # Defaults where a component is used alone: the names the platform's own parts have.
 GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"

@@ -16,23 +16,25 @@ from typing import Optional, Union
 
 import pulumi
 
-from . import autoscaler, inputs, versions
-from . import endpoints as ep
-from .args import InferencePlatformArgs
-from .cluster import Cluster
-from .coldstart import ColdStart
-from .common import helm_release, init_component
-from .config import SECRET_KEYS, ConfigError, Settings
-from .estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
-from .gpu import GpuOperator
-from .graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
-from .mesh import Mesh, service_hosts
-from .namespaces import InferenceNamespaces
-from .observability import Observability
-from .pipeline import ModelPipeline
-from .triton import TritonService, deployment_name_clashes
-from .validation import parse_settings
-from .weights import WeightCaches, namespaces_using
+from inference_platform import inputs
+from inference_platform.args import InferencePlatformArgs
+from inference_platform.cluster import autoscaler
+from inference_platform.cluster.cluster import Cluster
+from inference_platform.core import endpoints as ep
+from inference_platform.core import versions
+from inference_platform.core.common import helm_release, init_component
+from inference_platform.gpu.coldstart import ColdStart
+from inference_platform.gpu.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
+from inference_platform.gpu.operator import GpuOperator
+from inference_platform.mesh.mesh import Mesh, service_hosts
+from inference_platform.observability.observability import Observability
+from inference_platform.serving.graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
+from inference_platform.serving.namespaces import InferenceNamespaces
+from inference_platform.serving.triton import TritonService, deployment_name_clashes
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import SECRET_KEYS, ConfigError, Settings
+from inference_platform.tuning.pipeline import ModelPipeline
+from inference_platform.weights.caches import WeightCaches, namespaces_using
 
 LEGACY_TYPE = "inference-platform:platform:InferencePlatform"
 

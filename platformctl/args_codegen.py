@@ -14,25 +14,12 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, SecretStr
 
-from components import inputs
-from components.config import Settings
+from inference_platform import argument_models, inputs
 
 ARGS_FILE = Path(__file__).resolve().parent.parent / "components" / "args.py"
 
-# Component -> the model its arguments come from.
-COMPONENT_MODELS: dict[str, type[BaseModel]] = {
-    "InferencePlatform": Settings,
-    "Cluster": inputs.ClusterInputs,
-    "GpuOperator": inputs.GpuOperatorInputs,
-    "ColdStart": inputs.ColdStartInputs,
-    "Mesh": inputs.MeshInputs,
-    "Observability": inputs.ObservabilityInputs,
-    "InferenceNamespaces": inputs.InferenceNamespacesInputs,
-    "WeightCaches": inputs.WeightCachesInputs,
-    "TritonService": inputs.TritonServiceInputs,
-    "InferenceGraph": inputs.InferenceGraphInputs,
-    "ModelPipeline": inputs.ModelPipelineInputs,
-}
+# Component -> the model its arguments come from (the package's registry).
+COMPONENT_MODELS: dict[str, type[BaseModel]] = argument_models()
 
 HEADER = '''"""Argument types of the components, generated from components/inputs.py and the settings
 models by `python -m platformctl docs`; do not edit. Keys are the models' Python names

@@ -53,7 +53,7 @@ def synthetic_config(services: int) -> dict:
 
 
 def run_one(services: int) -> dict:
-    from components.validation import parse_settings
+    from inference_platform.settings.loader import parse_settings
 
     from .engine import render_config
     from .invariants import problems

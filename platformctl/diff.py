@@ -309,6 +309,18 @@ def _take_over(ra, rb, stack: str) -> tuple[dict[str, dict[str, Any]], dict[str,
     return {renamed.get(k, k): move(r) for k, r in ra.items()}, renamed, errors
 
 
+# A dynamic resource's pickled provider (`__provider`) names the module the provider class lives
+# in. The engine asks that provider's own diff (pulumi/dynamic/__main__.py, Diff), and ours
+# compare only their declared inputs, so a provider that moved module is no change: the state
+# keeps its old reference until a real update, and the old module path must keep loading
+# (components/s3bucket.py).
+DYNAMIC_PREFIX = "pulumi-python:dynamic/"
+
+
+def _without_provider(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in inputs.items() if k != "__provider"}
+
+
 def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
     changes: list[Change] = []
     errors: list[str] = []
@@ -319,13 +331,15 @@ def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
     for key in _topological(common, rb):
         old, new = ra[key], rb[key]
         old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
+        if new["type"].startswith(DYNAMIC_PREFIX):
+            old_in, new_in = _without_provider(old_in), _without_provider(new_in)
         ignores = _ignore_paths(new)
         for ignore in ignores:
             kept = reset(old_in, new_in, ignore)
             notes += [f"note: {key}: inputs.{format_path(p)} changed but ignoreChanges keeps the old value"
                       for p in leaf_changes(kept, new_in)]
             new_in = kept
-        paths = [p for f in COMPARED for p in changed_paths(old.get(f), dict(new, inputs=new_in).get(f), f)]
+        paths = [p for f in COMPARED for p in changed_paths(dict(old, inputs=old_in).get(f), dict(new, inputs=new_in).get(f), f)]
         unknown = _unknown_inputs(new, new_in, ignores, replaced, rb, tokens)
         reason = None
         if new.get("custom", True) and new["type"] not in PROVIDERS:

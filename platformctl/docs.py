@@ -8,10 +8,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from components import driver_support as support
-from components import hardening
-from components.config import NAMESPACE, Settings
-from components.versions import GPU_DRIVER_VERSION
+from inference_platform.core import driver_support as support
+from inference_platform.core import hardening
+from inference_platform.core.versions import GPU_DRIVER_VERSION
+from inference_platform.settings.schema import NAMESPACE, Settings
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"

@@ -27,8 +27,8 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
 
-from components.config import Settings
-from components.validation import settings_from_config
+from inference_platform.settings.loader import settings_from_config
+from inference_platform.settings.schema import Settings
 
 from .aliases import new_urn, qualified_type
 from .errors import UsageError
@@ -471,7 +471,7 @@ def render_config(stack: str, config: dict[str, Any], secret_keys: list[str] = (
 
 def render_settings(settings, stack: str = "test") -> Plan:
     """Build the platform straight from a Settings object (no stack file)."""
-    from components.platform import InferencePlatform
+    from inference_platform.platform import InferencePlatform
 
     return render_function(lambda: InferencePlatform(f"{settings.customer}-{settings.environment}", settings), stack)
 

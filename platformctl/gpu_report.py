@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.config import Settings
-from components.estimates import format_estimate, stack_estimates
-from components.gpu_profiles import capacity_warnings
+from inference_platform.gpu.estimates import format_estimate, stack_estimates
+from inference_platform.gpu.profiles import capacity_warnings
+from inference_platform.settings.schema import Settings
 
 
 def gpu_report(settings: Settings) -> str:

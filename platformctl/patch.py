@@ -24,8 +24,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
-from components.config import NAMESPACE, ConfigError, Version, format_path
-from components.validation import settings_from_config
+from inference_platform.settings.loader import settings_from_config
+from inference_platform.settings.schema import NAMESPACE, ConfigError, Version, format_path
 
 from .atomic import write_text
 from .engine import engine_config

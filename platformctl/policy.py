@@ -28,7 +28,7 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from components.config import Settings
+from inference_platform.settings.schema import Settings
 from policies.rules import ALL_POLICIES
 from policies.rules.kube import DEFAULTS
 
@@ -51,7 +51,7 @@ class Violation:
 
 def stack_facts(settings: Settings) -> dict[str, Any]:
     """What the policies need to know about a stack that its resources do not show."""
-    from components.gpu_profiles import slots_per_node
+    from inference_platform.gpu.profiles import slots_per_node
 
     facts: dict[str, Any] = {
         "production": settings.production,

@@ -15,7 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components import versions
+from inference_platform.core import versions
 from platformctl.plan import is_k8s_object, manifest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

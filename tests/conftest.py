@@ -111,8 +111,9 @@ def observability_inputs(settings):
     the mesh as a Mesh component of these settings reports itself."""
     from types import SimpleNamespace
 
-    from components import mesh, platform
-    from components.estimates import stack_estimates
+    from inference_platform import platform
+    from inference_platform.gpu.estimates import stack_estimates
+    from inference_platform.mesh import mesh
 
     installed = settings.mesh.enabled
     reported = SimpleNamespace(crds=object() if installed else None, urls=dict(mesh.MESH_URLS) if installed else {},
@@ -122,7 +123,8 @@ def observability_inputs(settings):
 
 def gpu_operator_values_of(settings) -> dict:
     """The GPU operator chart's values for a stack, from the inputs the platform gives the component."""
-    from components import gpu, platform
-    from components.estimates import stack_estimates
+    from inference_platform import platform
+    from inference_platform.gpu import operator as gpu
+    from inference_platform.gpu.estimates import stack_estimates
 
     return gpu.gpu_operator_values(platform.gpu_operator_inputs(settings, stack_estimates(settings)))

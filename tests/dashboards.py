@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from components.observability import dashboard_files
+from inference_platform.observability.observability import dashboard_files
 
 # What Grafana would substitute: "All" for every variable, and its interval macros.
 SUBSTITUTIONS = {

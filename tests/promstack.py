@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from components import alerts
-from components.config import Settings
-from components.metrics import QUEUE_TIME_METRIC
+from inference_platform.observability import alerts
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC
+from inference_platform.settings.schema import Settings
 from tests.conftest import observability_inputs
 from tests.metric_catalogue import catalogue, llm_families
 from tests.netutil import free_port

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = """
 import json, sys
-from components.s3bucket import S3Error, UploadProvider
+from inference_platform.weights.s3.providers import S3Error, UploadProvider
 
 request = json.load(sys.stdin)
 try:

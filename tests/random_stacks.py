@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 import random
 
-from components.config import Settings
-from components.validation import parse_settings
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import Settings
 from platformctl.engine import Plan
 from tests.conftest import render_raw
 

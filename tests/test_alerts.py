@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from components import alerts
-from components.config import AlertingSettings
+from inference_platform.observability import alerts
+from inference_platform.settings.schema import AlertingSettings
 from platformctl.engine import stack_settings
 from tests.conftest import observability_inputs
 from tests.metric_catalogue import known_metrics, metric_names

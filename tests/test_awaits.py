@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from components.config import ConfigError
-from components.readiness import HEADROOM, rollout_budget, wait_seconds
+from inference_platform.core.readiness import HEADROOM, rollout_budget, wait_seconds
+from inference_platform.settings.schema import ConfigError
 from platformctl import awaits
 from platformctl.__main__ import main
 from platformctl.engine import render_stack, stack_settings
@@ -94,9 +94,9 @@ def test_plan_prints_the_await_budgets(capsys, tmp_path):
 
 
 def test_plan_with_a_too_short_wait_exits_2_with_one_line(capsys, tmp_path, monkeypatch):
-    import components.triton
+    import inference_platform.serving.triton
 
-    monkeypatch.setattr(components.triton, "custom_timeouts", lambda budget: None)
+    monkeypatch.setattr(inference_platform.serving.triton, "custom_timeouts", lambda budget: None)
     assert main(["plan", "acme-prod", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
@@ -278,7 +278,7 @@ def test_every_kind_rule_names_its_source():
 
 
 def test_rollout_model():
-    from components.estimates import GroupEstimate, Stage
+    from inference_platform.gpu.estimates import GroupEstimate, Stage
 
     estimate = GroupEstimate(group="g", new_node=[Stage(name="node boot", seconds=100), Stage(name="model load", seconds=200)],
                              spare=[Stage(name="model load", seconds=200)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.node_contract import MAGNUM_GROUP_LABELS
+from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
 from platformctl.diff import diff_plans
 from platformctl.engine import MOCK_SUBNET_CIDR, render_stack
 from tests.conftest import ROOT, as_magnum, base_config, on_heat, render_raw, stack_plan
@@ -102,7 +102,7 @@ def test_share_access_follows_the_node_subnet():
     ("heat", {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}),
 ])
 def test_groups_are_selected_by_the_label_their_driver_gives_nodes(labeller, settings):
-    from components.validation import parse_settings
+    from inference_platform.settings.loader import parse_settings
 
     s = parse_settings(magnum(**settings), "stacks/Pulumi.test-dev.yaml")
     key = MAGNUM_GROUP_LABELS[labeller]

@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
-from components import versions
-from components.coldstart import PRIORITY_CLASS
-from components.estimates import stack_estimates
-from components.validation import parse_settings
+from inference_platform.core import versions
+from inference_platform.gpu.coldstart import PRIORITY_CLASS
+from inference_platform.gpu.estimates import stack_estimates
+from inference_platform.settings.loader import parse_settings
 from platformctl.plan import manifest
 from tests import conformance
 from tests.conftest import base_config, render_raw, stack_plan

@@ -11,9 +11,11 @@ import pytest
 import yaml
 from pulumi.provider.experimental.component import ComponentProvider
 
-from components.package import COMPONENTS, PACKAGE, VERSION
+from inference_platform import PACKAGE, VERSION, component_classes
 from platformctl import args_codegen, engine
 from platformctl.engine import ROOT
+
+COMPONENTS = component_classes()
 
 # Keys whose value takes one of several shapes; the schema has no unions, so they are `Any`.
 UNION_KEYS = {("GpuSharingArgs", "migProfile"), ("VersionArgs", "serverArgs")}
@@ -99,7 +101,7 @@ def test_plugin_manifest_names_the_host_entry_point():
     manifest = yaml.safe_load((ROOT / "PulumiPlugin.yaml").read_text())
     assert manifest["runtime"]["name"] == "python"
     entry = (ROOT / manifest["main"]).read_text()
-    assert "component_provider_host(COMPONENTS, PACKAGE" in entry
+    assert "component_provider_host(component_classes(), PACKAGE" in entry
 
 
 def test_a_hosted_construct_maps_schema_inputs_onto_the_component():

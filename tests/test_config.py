@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from components.config import ConfigError, Settings
-from components.validation import parse_settings
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError, Settings
 from tests.conftest import as_magnum, base_config
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from components import alerts
-from components.metrics import QUEUE_TIME_METRIC
-from components.observability import LLM_DASHBOARD, alloy_config, dashboard_files, provisioned_dashboards
+from inference_platform.observability import alerts
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC
+from inference_platform.observability.observability import LLM_DASHBOARD, alloy_config, dashboard_files, provisioned_dashboards
 from platformctl.engine import stack_settings
 from tests import dashboards
 from tests.conftest import STACKS, observability_inputs, stack_plan
@@ -166,7 +166,7 @@ def test_hpa_panels_repeat_per_service_and_compare_metric_with_target_and_replic
 
 
 def test_the_adapter_panel_computes_what_the_adapter_serves():
-    from components.observability import adapter_rules
+    from inference_platform.observability.observability import adapter_rules
 
     rule = adapter_rules()[0]["metricsQuery"]
     [panel] = _exprs("autoscaling")["Queue time per pod (worst model, as the adapter serves it)"]

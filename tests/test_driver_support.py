@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from components import driver_support as support
-from components import versions
-from components.config import ConfigError, DriverSettings, MagnumTemplate, Settings, format_path
-from components.node_contract import MAGNUM_GROUP_LABELS
-from components.validation import parse_settings
+from inference_platform.core import driver_support as support
+from inference_platform.core import versions
+from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError, DriverSettings, MagnumTemplate, Settings, format_path
 from platformctl.engine import stack_settings
 from tests import conformance
 from tests.conftest import HEAT, STACKS, as_magnum, base_config, gpu_operator_values_of

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components import grammar, versions
-from components.config import ConfigError, Settings
-from components.gpu import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP
-from components.gpu_profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
-from components.node_contract import GROUP_LABEL
-from components.node_labels import node_labels, node_taints
-from components.validation import parse_settings
+from inference_platform.core import grammar, versions
+from inference_platform.core.node_contract import GROUP_LABEL
+from inference_platform.gpu.node_labels import node_labels, node_taints
+from inference_platform.gpu.operator import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP
+from inference_platform.gpu.profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError, Settings
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance

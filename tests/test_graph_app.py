@@ -27,11 +27,11 @@ from ray.autoscaler.v2.sdk import get_cluster_status
 from ray.cluster_utils import Cluster
 from ray.serve.schema import ServeDeploySchema
 
-from components import versions
 from graph_app import tensors
 from graph_app.app import INGRESS, build, load_backend
 from graph_app.spec import DEFAULT_BACKEND, SpecError, parse
 from graph_app.triton import TritonBackend
+from inference_platform.core import versions
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, RUN_SUMMARY, stack_plan
 from tests.netutil import free_port

@@ -8,9 +8,10 @@ import json
 import pytest
 import yaml
 
-from components import graphs, model_config, versions
-from components.config import ConfigError
-from components.validation import parse_settings
+from inference_platform.core import versions
+from inference_platform.serving import graphs, model_config
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError
 from platformctl.plan import is_k8s_object, manifest
 from tests import conformance
 from tests.conftest import ROOT, stack_plan
@@ -219,7 +220,7 @@ def test_rays_autoscaler_reads_each_worker_group_with_exactly_its_steps_resource
 
 
 def test_ensemble_config_is_triton_model_config_with_the_steps_in_order():
-    from components.model_config import parse_model_config
+    from inference_platform.serving.model_config import parse_model_config
 
     graph = parse(raw_config()).graphs[1]
     config = parse_model_config(model_config.ensemble_config(graph), "test")

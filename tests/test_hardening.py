@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import hardening
-from components.autoscaler import METRICS_PORT
-from components.autoscaler import NAME as AUTOSCALER
-from components.triton import SCRATCH_DIRS
+from inference_platform.cluster.autoscaler import METRICS_PORT
+from inference_platform.cluster.autoscaler import NAME as AUTOSCALER
+from inference_platform.core import hardening
+from inference_platform.serving.triton import SCRATCH_DIRS
 from platformctl.engine import render_stack
 from platformctl.plan import manifest, write_plan
 from tests.conftest import ROOT, STACKS, base_config, render_raw, stack_plan

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-from components import versions
+from inference_platform.core import versions
 from platformctl.plan import HELM_RELEASE
 from tests import conformance
 from tests.conftest import ROOT, STACKS, stack_plan

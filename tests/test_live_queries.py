@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from components import alerts
-from components.config import Autoscaling
-from components.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
-from components.observability import ADAPTER_WINDOW, adapter_rules
-from components.triton import hpa_spec
+from inference_platform.observability import alerts
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from inference_platform.observability.observability import ADAPTER_WINDOW, adapter_rules
+from inference_platform.serving.triton import hpa_spec
+from inference_platform.settings.schema import Autoscaling
 from platformctl.engine import stack_settings
 from tests import dashboards
 from tests.conftest import observability_inputs

@@ -8,8 +8,10 @@ import json
 import jsonschema
 import pytest
 
-from components import endpoints as ep
-from components import mesh, platform, versions
+from inference_platform import platform
+from inference_platform.core import endpoints as ep
+from inference_platform.core import versions
+from inference_platform.mesh import mesh
 from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conformance import chart_values, reference_dir, unknown_values_keys
@@ -182,7 +184,7 @@ def test_kiali_wired_to_prometheus_jaeger_and_grafana():
 
 
 def test_anonymous_kiali_is_refused_in_production():
-    from components.config import ConfigError
+    from inference_platform.settings.schema import ConfigError
 
     raw = base_config() | {"production": True, "mesh": {"kialiAuth": "anonymous"}}
     raw["services"][0]["auth"] = {"mode": "basic"}
@@ -204,9 +206,9 @@ def test_reference_present():
 
 
 def test_kiali_openid_wires_the_identity_provider():
-    from components.config import ConfigError
-    from components.mesh import kiali_values
-    from components.validation import parse_settings
+    from inference_platform.mesh.mesh import kiali_values
+    from inference_platform.settings.loader import parse_settings
+    from inference_platform.settings.schema import ConfigError
     from tests.conftest import base_config
 
     raw = base_config()

@@ -7,9 +7,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components import endpoints as ep
-from components.config import ConfigError
-from components.mesh import Mesh
+from inference_platform.core import endpoints as ep
+from inference_platform.mesh.mesh import Mesh
+from inference_platform.settings.schema import ConfigError
 from platformctl.engine import _run
 from platformctl.plan import HELM_RELEASE
 

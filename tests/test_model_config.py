@@ -8,9 +8,9 @@ import pulumi_kubernetes as k8s
 import pytest
 from google.protobuf import text_format
 
-from components.config import ConfigError, Graph
-from components.model_config import ModelConfigError, ensemble_config, model_config_pb2, parse_model_config
-from components.triton import TritonService
+from inference_platform.serving.model_config import ModelConfigError, ensemble_config, model_config_pb2, parse_model_config
+from inference_platform.serving.triton import TritonService
+from inference_platform.settings.schema import ConfigError, Graph
 from platformctl import engine
 from platformctl.diff import diff_plans
 from platformctl.plan import manifest

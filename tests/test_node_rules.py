@@ -19,9 +19,7 @@ from typing import Any, Optional
 import pytest
 import yaml
 
-from components import tuning
-from components.config import ConfigError, NodeGroup, Settings
-from components.node_contract import (
+from inference_platform.core.node_contract import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_MODEL_LABEL,
     GPU_TAINT,
@@ -29,7 +27,9 @@ from components.node_contract import (
     MAGNUM_GPU_LABEL,
     MIG_CONFIG_LABEL,
 )
-from components.validation import parse_settings
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError, NodeGroup, Settings
+from inference_platform.tuning import runs as tuning
 from platformctl.diff import diff_plans
 from platformctl.engine import render_stack, stack_settings
 from platformctl.plan import is_k8s_object, manifest
@@ -342,7 +342,7 @@ def test_a_sharing_change_updates_only_the_groups_rule(tmp_path, stack, index, s
 
 def _ensembles(settings: Settings) -> list:
     """The TritonService settings of the stack's ensemble graphs."""
-    from components.config import graph_workload
+    from inference_platform.settings.schema import graph_workload
 
     return [graph_workload(g) for g in settings.graphs if g.placement == "ensemble"]
 

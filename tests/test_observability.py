@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from components import alerts, observability, versions
-from components import endpoints as ep
-from components.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from inference_platform.core import endpoints as ep
+from inference_platform.core import versions
+from inference_platform.observability import alerts, observability
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conformance import chart_values, unknown_values_keys

@@ -7,10 +7,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components import alerts, inputs
-from components import endpoints as ep
-from components.config import ConfigError
-from components.observability import Observability
+from inference_platform import inputs
+from inference_platform.core import endpoints as ep
+from inference_platform.observability import alerts
+from inference_platform.observability.observability import Observability
+from inference_platform.settings.schema import ConfigError
 from platformctl.engine import SECRET, _run
 from platformctl.plan import HELM_RELEASE
 

@@ -18,12 +18,14 @@ import jsonschema
 import pytest
 import yaml
 
-from components import pipeline, tuning, versions
-from components.config import ConfigError
-from components.gpu_profiles import group_demands
-from components.inputs import ModelPipelineInputs, validated
-from components.model_config import parse_model_config
-from components.validation import parse_settings
+from inference_platform.core import versions
+from inference_platform.gpu.profiles import group_demands
+from inference_platform.inputs import ModelPipelineInputs, validated
+from inference_platform.serving.model_config import parse_model_config
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError
+from inference_platform.tuning import pipeline
+from inference_platform.tuning import runs as tuning
 from model_tools import publish
 from platformctl.patch import apply_patch, canary_patch, read_patch
 from platformctl.plan import HELM_RELEASE, is_k8s_object, manifest

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from components.s3bucket import BUCKET_INPUTS, UPLOAD_INPUTS, BucketProvider, UploadProvider
+from inference_platform.weights.s3.providers import BUCKET_INPUTS, UPLOAD_INPUTS, BucketProvider, UploadProvider
 from platformctl.engine import render_stack
 from platformctl.propertypath import ANY, format_path, is_prefix, leaf_changes, parse, reset
 from platformctl.replacement import (

@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from botocore.exceptions import ClientError
 
-from components import s3bucket
-from components.s3bucket import BucketProvider, S3Error, UploadProvider, sync_tree
+from inference_platform.weights.s3 import providers as s3bucket
+from inference_platform.weights.s3.providers import BucketProvider, S3Error, UploadProvider, sync_tree
 from tests.conftest import ROOT, render_raw, stack_plan
 
 pytest_plugins = ["tests.s3server"]
@@ -423,7 +423,7 @@ def planned_upload(tmp_path, server, bucket: str) -> tuple[dict, dict]:
 
 
 def test_a_planned_upload_with_presets_puts_their_config_variants_beside_the_models(s3_server, tmp_path):
-    from components.model_config import parse_model_config
+    from inference_platform.serving.model_config import parse_model_config
 
     bucket = s3_server.bucket_name("presets")
     BucketProvider().create(bucket_props(s3_server, bucket))

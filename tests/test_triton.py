@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from components.config import ConfigError
-from components.triton import basic_authorization, virtual_service_spec
-from components.validation import parse_settings
+from inference_platform.serving.triton import basic_authorization, virtual_service_spec
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError
 from platformctl.diff import diff_plans
 from tests.conftest import base_config, render_raw, stack_plan
 
@@ -337,8 +337,8 @@ def _stack_files() -> list:
 def _pod_templates(settings):
     """(service, version, pod template) of every version, as deployment_spec builds them
     (an ensemble graph's TritonService among them)."""
-    from components.config import graph_workload
-    from components.triton import deployment_spec
+    from inference_platform.serving.triton import deployment_spec
+    from inference_platform.settings.schema import graph_workload
 
     ensembles = [graph_workload(g) for g in settings.graphs if g.placement == "ensemble"]
     for service in [*settings.services, *ensembles]:
@@ -350,7 +350,7 @@ def _pod_templates(settings):
 
 @pytest.mark.parametrize("path", _stack_files(), ids=lambda p: p.name)
 def test_every_version_drains_for_its_route_timeout(path):
-    from components.triton import shutdown_problems
+    from inference_platform.serving.triton import shutdown_problems
     from platformctl.engine import stack_settings
 
     templates = list(_pod_templates(stack_settings(path)))
@@ -376,7 +376,7 @@ def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
     (lambda t: t["metadata"].pop("annotations"), "a classic sidecar drains 5s"),
 ], ids=["grace-60", "triton-default-exit", "classic-sidecar-with-drain", "classic-sidecar-default-drain"])
 def test_a_broken_shutdown_combination_is_caught(breakage, words):
-    from components.triton import shutdown_problems
+    from inference_platform.serving.triton import shutdown_problems
 
     template = copy.deepcopy(stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"])
     breakage(template)
@@ -411,7 +411,7 @@ def _flag_catalogue() -> dict[str, bool]:
 
 
 def test_every_allowed_flag_is_a_real_tritonserver_flag():
-    from components.config import TRITON_REPEATABLE_FLAGS, TRITON_SERVER_FLAGS
+    from inference_platform.settings.schema import TRITON_REPEATABLE_FLAGS, TRITON_SERVER_FLAGS
 
     catalogue = _flag_catalogue()
     assert len(catalogue) == 87
@@ -421,9 +421,9 @@ def test_every_allowed_flag_is_a_real_tritonserver_flag():
 
 
 def test_flags_the_platform_sets_are_not_allowed():
-    from components.config import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
-    from components.triton import triton_args
-    from components.validation import parse_settings
+    from inference_platform.serving.triton import triton_args
+    from inference_platform.settings.loader import parse_settings
+    from inference_platform.settings.schema import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
 
     raw = base_config()
     raw["services"][0]["versions"][0] |= {"modelConfigName": "h100", "modelControl": {"mode": "explicit", "load": ["m"]}}

@@ -7,9 +7,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.config import ConfigError
-from components.triton import TritonService
-from components.weights import CLAIM_NAME, S3_SECRET_NAME, WeightCaches
+from inference_platform.serving.triton import TritonService
+from inference_platform.settings.schema import ConfigError
+from inference_platform.weights.caches import CLAIM_NAME, S3_SECRET_NAME, WeightCaches
 from platformctl import engine
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import tuning
-from components.config import ConfigError
-from components.model_config import parse_model_config
-from components.validation import parse_settings
+from inference_platform.serving.model_config import parse_model_config
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError
+from inference_platform.tuning import runs as tuning
 from model_tools import publish
 from platformctl.diff import diff_plans
 from platformctl.patch import canary_patch

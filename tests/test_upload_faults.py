@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from components import s3bucket
-from components.s3bucket import BucketProvider, S3Error, SourceError, UploadProvider, sync_tree
+from inference_platform.weights.s3 import providers as s3bucket
+from inference_platform.weights.s3.providers import BucketProvider, S3Error, SourceError, UploadProvider, sync_tree
 from tests.faultproxy import FaultProxy
 from tests.provider_process import file_modes_apply, run_provider
 
@@ -409,8 +409,8 @@ def test_emptied_source_deletes_nothing(deployed):
 
 
 def test_server_dies_while_config_variants_are_sent_then_comes_back(deployed):
-    from components.config import BatchingPreset
-    from components.presets import upload_variants
+    from inference_platform.settings.schema import BatchingPreset
+    from inference_platform.tuning.presets import upload_variants
 
     d = deployed
     second_version(d.root)

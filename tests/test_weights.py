@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from components.config import ConfigError
-from components.inputs import WeightsRef
-from components.triton import model_repository_url
-from components.weights import (
+from inference_platform.inputs import WeightsRef
+from inference_platform.serving.triton import model_repository_url
+from inference_platform.settings.schema import ConfigError
+from inference_platform.weights.caches import (
     CLAIM_NAME,
     S3_SECRET_NAME,
     parse_export_location,
@@ -186,7 +186,7 @@ def test_model_repository_urls_from_a_weights_reference():
 def test_an_upload_whose_model_config_triton_refuses_is_refused(tmp_path):
     """Every config.pbtxt of an upload source is parsed with Triton's model config: a broken
     one fails the plan with the file named, and the upload itself refuses it too."""
-    from components import s3bucket
+    from inference_platform.weights.s3 import providers as s3bucket
 
     (tmp_path / "good" / "1").mkdir(parents=True)
     (tmp_path / "good" / "config.pbtxt").write_text('name: "good"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')

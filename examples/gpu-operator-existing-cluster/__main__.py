@@ -9,7 +9,7 @@ The node groups come from the stack's config (Pulumi.example.yaml).
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu import GpuOperator
+from inference_platform.gpu.operator import GpuOperator
 
 config = pulumi.Config()
 

@@ -11,7 +11,7 @@ team's config (Pulumi.example.yaml); the platform stack's file stays untouched.
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.triton import TritonService
+from inference_platform.serving.triton import TritonService
 
 config = pulumi.Config()
 service = config.require_object("service")

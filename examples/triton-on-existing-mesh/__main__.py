@@ -9,7 +9,7 @@ run on come from the stack's config (Pulumi.example.yaml).
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.triton import TritonService
+from inference_platform.serving.triton import TritonService
 
 config = pulumi.Config()
 service = config.require_object("service")

@@ -10,7 +10,7 @@ from the stack's config (Pulumi.example.yaml).
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.weights import WeightCaches
+from inference_platform.weights.caches import WeightCaches
 
 config = pulumi.Config()
 file_share_namespaces = config.get_object("fileShareNamespaces") or []

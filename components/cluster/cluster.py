@@ -1,0 +1,177 @@
+"""The Kubernetes cluster: an OpenStack Magnum cluster with its node groups (and the
+autoscaler of the extra groups, autoscaler.py), or an existing cluster; either way,
+the kubernetes Provider every other part uses."""
+
+
+import re
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_openstack as openstack
+
+from inference_platform.args import ClusterArgs
+from inference_platform.cluster.autoscaler import NodeGroupAutoscaler
+from inference_platform.cluster.autoscaler import deployed as autoscaler_deployed
+from inference_platform.core.common import init_component, resource_opts
+from inference_platform.inputs import ClusterInputs, validated
+from inference_platform.settings.schema import ClusterSettings, MagnumCluster, NodeGroup
+
+# node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
+# reads the live count back. Without this, the next `up` would resize every group to
+# its starting count and undo the autoscaler.
+_AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
+# The default group's bounds are cluster labels, and a change of the cluster's labels is a new
+# cluster: they count at creation only. Later, `openstack coe nodegroup update <cluster>
+# default-worker replace max_node_count=<n>` changes them (README, "Magnum drivers").
+_DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(
+    ignore_changes=["node_count", 'labels["min_node_count"]', 'labels["max_node_count"]'])
+
+
+def template_labels(m: MagnumCluster) -> dict[str, str]:
+    """Labels of the cluster template: the version, and what the driver needs to run at all."""
+    labels = {"kube_tag": m.kubernetes_version}
+    if m.driver == "heat":
+        # The Heat driver's default runtime is host-docker (kubecluster.yaml, container_runtime),
+        # and Kubernetes has had no dockershim since 1.24.
+        labels["container_runtime"] = "containerd"
+    return {**labels, **m.template.labels}
+
+
+def cluster_labels(m: MagnumCluster, default: NodeGroup) -> dict[str, str]:
+    """Labels of the cluster, read by each driver at creation: autoscaling, the default
+    group's bounds, the API load balancer's floating IP and allow-list, the node subnet."""
+    labels = {
+        "auto_scaling_enabled": "true",
+        "min_node_count": str(default.min_nodes),
+        "max_node_count": str(default.max_nodes),
+        # All three drivers read it (heat template_def.py, magnum-cluster-api utils.py
+        # get_cluster_floating_ip_disabled, magnum-capi-helm driver.py apiServer.associateFloatingIP).
+        "master_lb_floating_ip_enabled": "true" if m.api_floating_ip else "false",
+    }
+    if m.fixed_subnet is None:
+        # The subnet Magnum creates for the nodes (all three drivers: fixed_subnet_cidr).
+        labels["fixed_subnet_cidr"] = m.subnet_cidr
+    if m.api_allowed_cidrs:
+        # heat appends the node subnet itself (k8s_template_def._set_master_lb_allowed_cidrs);
+        # magnum-capi-helm passes the list to the API load balancer (apiServer.allowedCidrs).
+        key = "master_lb_allowed_cidrs" if m.driver == "heat" else "api_master_lb_allowed_cidrs"
+        labels[key] = ",".join(m.api_allowed_cidrs)
+    return labels
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def node_subnet_cidr(m: MagnumCluster) -> pulumi.Input[str]:
+    """The CIDR of the nodes' subnet: the one Magnum creates, or the given subnet's, from Neutron."""
+    if m.fixed_subnet is None:
+        return m.subnet_cidr
+    by = "subnet_id" if _UUID.fullmatch(m.fixed_subnet) else "name"
+    return openstack.networking.get_subnet_output(**{by: m.fixed_subnet}).cidr
+
+
+class Cluster(pulumi.ComponentResource):
+    """The cluster and the kubernetes Provider built from its credentials."""
+
+    kubeconfig: Optional[pulumi.Output[str]]
+    """Secret. kubeconfig of the cluster (a Magnum cluster's, or the one given); unset for an existing cluster reached through the ambient kubeconfig."""
+
+    def __init__(self, name: str, args: ClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(ClusterInputs, args, "Cluster")
+        init_component(self, "Cluster", "inference-platform:cluster:Cluster", name, opts)
+        cfg = a.cluster
+        protect = a.production
+        magnum: Optional[openstack.containerinfra.Cluster] = None
+        node_groups: list[openstack.containerinfra.NodeGroup] = []
+        if cfg.mode == "magnum":
+            magnum, node_groups = self._magnum(name, cfg, protect)
+            kubeconfig = pulumi.Output.secret(magnum.kubeconfig["raw_config"])
+            context = None
+            subnet = node_subnet_cidr(cfg.magnum)
+        else:
+            kubeconfig = (
+                pulumi.Output.secret(a.kubeconfig.get_secret_value()) if a.kubeconfig else None
+            )
+            context = cfg.existing.context
+            subnet = None
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=kubeconfig,
+            context=context,
+            opts=resource_opts(self),
+        )
+        if magnum is not None and autoscaler_deployed(cfg):
+            # Heat: Magnum's own autoscaler sizes only the default group; this one the others.
+            NodeGroupAutoscaler(f"{name}-autoscaler", cfg.node_groups[1:], magnum.id, self.provider,
+                                depends_on=node_groups, gpu_node_ready_seconds=a.gpu_node_ready_seconds,
+                                opts=pulumi.ResourceOptions(parent=self))
+        self.kubeconfig = kubeconfig
+        self.subnet_cidr = subnet
+        self.register_outputs({"kubeconfig": kubeconfig} if kubeconfig is not None else {})
+
+    def _magnum(
+        self, name: str, cfg: ClusterSettings, protect: bool
+    ) -> tuple[openstack.containerinfra.Cluster, list[openstack.containerinfra.NodeGroup]]:
+        m = cfg.magnum
+        groups = cfg.node_groups
+        if m.template_id:
+            template_id: pulumi.Input[str] = m.template_id
+        else:
+            template_id = self._template(name, m).id
+        # The first group is Magnum's default worker group; the others are NodeGroups, whose
+        # bounds Magnum updates in place. Every driver autoscales between min and max once the
+        # cluster label auto_scaling_enabled is set: the Cluster API drivers all groups (from
+        # MachineDeployment annotations), Heat the default group only (its own autoscaler; ours,
+        # autoscaler.py, sizes the NodeGroups).
+        default, extra = groups[0], groups[1:]
+        cluster = openstack.containerinfra.Cluster(
+            f"{name}-magnum",
+            cluster_template_id=template_id,
+            master_count=m.master_count,
+            node_count=default.start_nodes,
+            flavor=default.flavor,
+            keypair=m.keypair,
+            fixed_network=m.fixed_network,
+            fixed_subnet=m.fixed_subnet,
+            merge_labels=True,
+            labels=cluster_labels(m, default),
+            opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED),
+        )
+        node_groups = [
+            openstack.containerinfra.NodeGroup(
+                f"{name}-{group.name}",
+                cluster_id=cluster.id,
+                role=group.name,
+                flavor_id=group.flavor,
+                image_id=group.image,
+                node_count=group.start_nodes,
+                min_node_count=group.min_nodes,
+                max_node_count=group.max_nodes,
+                opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
+            )
+            for group in extra
+        ]
+        return cluster, node_groups
+
+    def _template(self, name: str, m: MagnumCluster) -> openstack.containerinfra.ClusterTemplate:
+        t = m.template
+        return openstack.containerinfra.ClusterTemplate(
+            f"{name}-template",
+            coe="kubernetes",
+            image=t.image,
+            external_network_id=t.external_network_id,
+            master_flavor=t.master_flavor,
+            flavor=t.flavor,
+            docker_volume_size=t.docker_volume_size,
+            network_driver=t.network_driver,
+            dns_nameserver=t.dns_nameserver,
+            master_lb_enabled=t.master_lb_enabled,
+            floating_ip_enabled=t.floating_ip_enabled,
+            labels=template_labels(m),
+            # Magnum refuses to update a template a cluster uses (only its name and visibility:
+            # db/sqlalchemy/api.py _do_update_cluster_template, ClusterTemplateReferenced). A
+            # changed template is a new one; the cluster then moves to it in place (Magnum's
+            # cluster upgrade), and the old one, no longer referenced, is deleted.
+            opts=pulumi.ResourceOptions.merge(resource_opts(self), pulumi.ResourceOptions(replace_on_changes=["*"])),
+        )

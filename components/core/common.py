@@ -1,0 +1,137 @@
+"""Conventions every component shares: resource options and standard labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from inference_platform.core.versions import Chart
+
+PART_OF = "inference-platform"
+# pulumi-kubernetes then applies the object without waiting for it to become ready:
+# for workloads whose pods stay Pending by design.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+def component_type(type_name: str) -> str:
+    """The type token of one of our components, as the component plugin publishes it."""
+    return f"{PART_OF}:index:{type_name}"
+
+
+def aliased(opts: Optional[pulumi.ResourceOptions], legacy_type: str) -> pulumi.ResourceOptions:
+    """`opts` plus an alias from the component's type token of before `index:` tokens, so a
+    stack created then keeps its resources (each child inherits the alias)."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=legacy_type)]))
+
+
+def init_component(component: pulumi.ComponentResource, type_name: str, legacy_type: str, name: str,
+                   opts: Optional[pulumi.ResourceOptions]) -> None:
+    """Register `component` under its published type token, aliased to its old one, and keep
+    the parts it was told to wait for (`dependsOn`): every child waits for them too."""
+    pulumi.ComponentResource.__init__(component, component_type(type_name), name, None, aliased(opts, legacy_type))
+    deps = opts.depends_on if opts is not None else None
+    component._after = [deps] if isinstance(deps, pulumi.Resource) else list(deps or ())
+
+
+def resource_opts(
+    parent: pulumi.Resource,
+    *,
+    provider: Optional[pulumi.ProviderResource] = None,
+    protect: bool = False,
+    retain_on_delete: bool = False,
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> pulumi.ResourceOptions:
+    """Options of a child resource: parented to its component (whose providers it inherits,
+    unless one is given), after what the component waits for and `depends_on`."""
+    after = [*getattr(parent, "_after", ()), *depends_on]
+    return pulumi.ResourceOptions(
+        parent=parent,
+        provider=provider,
+        protect=protect,
+        retain_on_delete=retain_on_delete,
+        depends_on=list(dict.fromkeys(after)) or None,
+    )
+
+
+def restricted_security_context(**user: int) -> dict[str, Any]:
+    """A container's Pod Security "restricted" context: non-root, no privilege escalation, no
+    capabilities, the runtime's seccomp profile, a read-only root filesystem; `user` adds the
+    image's user (runAsUser, runAsGroup)."""
+    return {"runAsNonRoot": True, **user, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def standard_labels(name: str, **extra: str) -> dict[str, str]:
+    """The labels every Kubernetes object of the platform carries."""
+    return {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/managed-by": "pulumi",
+        **extra,
+    }
+
+
+COMPONENT_KEY = "app.kubernetes.io/component"
+
+
+def deny_all_traffic_spec(component: str) -> dict[str, Any]:
+    """A NetworkPolicy spec that lets no traffic in or out of the platform's pods labelled with
+    `component`, and selects nothing else in their namespace (the charts' pods stay untouched)."""
+    return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, COMPONENT_KEY: component}},
+            "policyTypes": ["Ingress", "Egress"]}
+
+
+def namespace(
+    logical_name: str,
+    name: str,
+    opts: pulumi.ResourceOptions,
+    *,
+    app: Optional[str] = None,
+    pod_security: Optional[str] = None,
+    labels: Optional[dict[str, str]] = None,
+) -> k8s.core.v1.Namespace:
+    """A namespace with the standard labels and, when given, an enforced Pod Security level."""
+    extra = dict(labels or {})
+    if pod_security:
+        extra["pod-security.kubernetes.io/enforce"] = pod_security
+    return k8s.core.v1.Namespace(
+        logical_name, metadata={"name": name, "labels": standard_labels(app or name, **extra)}, opts=opts
+    )
+
+
+def helm_release(
+    logical_name: str,
+    release_name: str,
+    chart: Chart,
+    namespace_name: str,
+    values: dict,
+    opts: pulumi.ResourceOptions,
+    timeout_seconds: Optional[int] = None,
+) -> k8s.helm.v3.Release:
+    """A Helm release of a pinned chart (versions.py) under a fixed release name.
+
+    `timeout_seconds` is how long Helm waits for the release's workloads (default 300);
+    readiness.release_timeout gives it for charts whose pods wait for new nodes.
+    """
+    return k8s.helm.v3.Release(
+        logical_name,
+        name=release_name,
+        chart=chart.name,
+        version=chart.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        namespace=namespace_name,
+        values=values,
+        timeout=timeout_seconds,
+        opts=opts,
+    )
+
+
+def shipped_dir(name: str) -> Path:
+    """A folder the package ships as data (dashboards, graph_app, model_tools): inside the
+    installed package (a wheel), else beside the package's source folder (a checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / name
+    return installed if installed.is_dir() else package.parent / name

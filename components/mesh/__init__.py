@@ -1,0 +1,1 @@
+"""The mesh: Istio, Jaeger and Kiali, and the Gateway every service is routed through."""

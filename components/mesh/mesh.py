@@ -1,0 +1,317 @@
+"""The mesh: Istio (base, istiod, ingress gateway), Jaeger and Kiali.
+
+Order: the base chart installs Istio's CRDs, so istiod and every Istio custom
+resource depend on it. Mesh-wide STRICT mTLS is a PeerAuthentication in the root
+namespace; traces go to Jaeger through an OpenTelemetry extension provider that a
+mesh-wide Telemetry resource selects with the configured sampling percentage.
+
+The customer Gateway lists every service's hosts (never `*`), so a VirtualService
+can only bind hosts the stack declares; the UI hosts (`ui.grafana.host`, `ui.kiali.host`)
+have servers of their own on it, with the same TLS, and a VirtualService each to the
+Grafana or Kiali Service. Neither UI runs with a sidecar (istio-system and monitoring are
+not injected), so the gateway talks plain HTTP to them (auto mTLS) and the mesh-wide
+STRICT policy, which only binds workloads with a sidecar, does not apply. With `mesh.enabled: false` nothing is
+installed and the component names the Gateway `istio-system/inference-gateway`, which
+the cluster's own Istio must provide.
+"""
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from inference_platform import inputs
+from inference_platform.args import MeshArgs
+from inference_platform.core import common, versions
+from inference_platform.core import endpoints as ep
+from inference_platform.core.common import init_component, resource_opts, standard_labels
+from inference_platform.core.readiness import chart_timeout
+from inference_platform.settings.schema import GatewayTls, Service
+
+TRACING_PROVIDER = "jaeger-otel"
+# The gateway chart labels its pods app=<release>, istio=<release without "istio-">.
+INGRESS_SELECTOR = {"istio": ep.GATEWAY_RELEASE.removeprefix("istio-")}
+JAEGER_DATA_CLAIM = "jaeger-data"
+JAEGER_DATA_PATH = "/badger"
+# In-cluster URLs of the mesh's UIs, exported when the mesh is installed.
+MESH_URLS = {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}
+
+
+def service_hosts(services: list[Service]) -> list[str]:
+    """Every host of every service, in stack order, without duplicates."""
+    return list(dict.fromkeys(h for svc in services for h in svc.hosts))
+
+
+# --------------------------------------------------------------------------- values and specs
+
+
+def istiod_values() -> dict[str, Any]:
+    return {
+        # Pinned images: the proxies and the gateway take hub and tag from istiod.
+        "global": {"hub": versions.ISTIO_HUB, "tag": versions.ISTIOD.version},
+        "meshConfig": {
+            "enableTracing": True,
+            "extensionProviders": [
+                {
+                    "name": TRACING_PROVIDER,
+                    "opentelemetry": {"service": ep.JAEGER_HOST, "port": ep.JAEGER_OTLP_GRPC_PORT},
+                }
+            ],
+        },
+    }
+
+
+def gateway_values(a: inputs.MeshInputs) -> dict[str, Any]:
+    return {
+        "service": {"type": "LoadBalancer", "annotations": dict(a.mesh.gateway_annotations)},
+    }
+
+
+def ui_hosts(a: inputs.MeshInputs) -> list[str]:
+    """The UI hosts the stack serves (Grafana only where observability installs it)."""
+    return list(a.ui.hosts.values())
+
+
+def ui_urls(a: inputs.MeshInputs) -> dict[str, str]:
+    """UI name -> the URL a browser opens."""
+    return {name: ep.external_url(host, a.mesh.tls.enabled) for name, host in a.ui.hosts.items()}
+
+
+def _servers(hosts: list[str], suffix: str, tls: GatewayTls) -> list[dict[str, Any]]:
+    """HTTPS with an HTTP redirect when TLS is configured, HTTP otherwise; port names end in `suffix`."""
+    http: dict[str, Any] = {"port": {"number": 80, "name": f"http{suffix}", "protocol": "HTTP"}, "hosts": hosts}
+    if not tls.enabled:
+        return [http]
+    http["tls"] = {"httpsRedirect": True}
+    https = {
+        "port": {"number": 443, "name": f"https{suffix}", "protocol": "HTTPS"},
+        "hosts": hosts,
+        "tls": {"mode": "SIMPLE", "credentialName": tls.secret_name},
+    }
+    return [https, http]
+
+
+def gateway_spec(a: inputs.MeshInputs) -> dict[str, Any]:
+    """The customer Gateway: the services' hosts, and the UI hosts on servers of their own."""
+    servers: list[dict[str, Any]] = []
+    for hosts, suffix in ((a.hosts, ""), (ui_hosts(a), "-ui")):
+        if hosts:
+            servers += _servers(hosts, suffix, a.mesh.tls)
+    return {"selector": dict(INGRESS_SELECTOR), "servers": servers}
+
+
+# UI name -> (Service host, port) the gateway routes the UI's host to.
+UI_BACKENDS = {
+    "grafana": (ep.GRAFANA_SERVICE_HOST, ep.GRAFANA_SERVICE_PORT),
+    "kiali": (ep.KIALI_SERVICE_HOST, ep.KIALI_SERVICE_PORT),
+}
+
+
+def ui_virtual_service_spec(name: str, host: str) -> dict[str, Any]:
+    """Everything on the UI's host to its Service; the UI's own login guards it."""
+    service, port = UI_BACKENDS[name]
+    return {
+        "hosts": [host],
+        "gateways": [inputs.GATEWAY],
+        "http": [{"name": name, "route": [{"destination": {"host": service, "port": {"number": port}}}]}],
+    }
+
+
+def telemetry_spec(a: inputs.MeshInputs) -> dict[str, Any]:
+    return {
+        "tracing": [
+            {
+                "providers": [{"name": TRACING_PROVIDER}],
+                "randomSamplingPercentage": a.mesh.tracing_sampling_percent,
+            }
+        ]
+    }
+
+
+def jaeger_config() -> dict[str, Any]:
+    """Jaeger v2 configuration with Badger on a volume (the chart's default is in-memory)."""
+    store = {
+        "badger": {
+            "directories": {"keys": f"{JAEGER_DATA_PATH}/keys", "values": f"{JAEGER_DATA_PATH}/values"},
+            "ephemeral": False,
+            "ttl": {"spans": "168h"},
+        }
+    }
+    return {
+        "service": {
+            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
+            "pipelines": {
+                "traces": {"receivers": ["otlp"], "processors": ["batch"], "exporters": ["jaeger_storage_exporter"]}
+            },
+        },
+        "extensions": {
+            "healthcheckv2": {"use_v2": True, "http": {"endpoint": "0.0.0.0:13133"}},
+            "jaeger_query": {"storage": {"traces": "badger_store"}},
+            "jaeger_storage": {"backends": {"badger_store": store}},
+        },
+        "receivers": {
+            "otlp": {
+                "protocols": {"grpc": {"endpoint": "0.0.0.0:4317"}, "http": {"endpoint": "0.0.0.0:4318"}}
+            }
+        },
+        "processors": {"batch": {}},
+        "exporters": {"jaeger_storage_exporter": {"trace_storage": "badger_store"}},
+    }
+
+
+def jaeger_values(a: inputs.MeshInputs) -> dict[str, Any]:
+    values: dict[str, Any] = {"jaeger": {"image": {"tag": versions.JAEGER_IMAGE_TAG}}}
+    if a.mesh.jaeger_storage == "persistent":
+        values["userconfig"] = jaeger_config()
+        values["jaeger"]["extraVolumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": JAEGER_DATA_CLAIM}}
+        ]
+        values["jaeger"]["extraVolumeMounts"] = [{"name": "data", "mountPath": JAEGER_DATA_PATH}]
+    return values
+
+
+def kiali_auth(a: inputs.MeshInputs) -> dict[str, Any]:
+    auth: dict[str, Any] = {"strategy": a.mesh.kiali_auth}
+    oidc = a.mesh.kiali_openid
+    if oidc is not None:
+        # The client secret stays out of values: Kiali reads it from the Secret `kiali` (oidc-secret).
+        auth["openid"] = {"issuer_uri": oidc.issuer_uri, "client_id": oidc.client_id, "username_claim": oidc.username_claim}
+    return auth
+
+
+def kiali_server(a: inputs.MeshInputs) -> dict[str, Any]:
+    """Kiali's public address when it has a host: at the host's root, so redirects and the
+    openid callback (`https://<host>/`) point where the browser is."""
+    if a.ui.kiali is None:
+        return {}
+    return {
+        "web_fqdn": a.ui.kiali.host,
+        "web_schema": "https" if a.mesh.tls.enabled else "http",
+        "web_root": "/",
+    }
+
+
+def kiali_values(a: inputs.MeshInputs) -> dict[str, Any]:
+    urls = ui_urls(a)
+    tracing: dict[str, Any] = {
+        "enabled": True,
+        "provider": "jaeger",
+        "internal_url": ep.JAEGER_QUERY_GRPC_URL,
+        "use_grpc": True,
+    }
+    # Jaeger's UI is not served outside the cluster: with UI hosts Kiali links to no in-cluster
+    # address, and traces are read in Kiali itself and in Grafana's Jaeger datasource.
+    if not urls:
+        tracing["external_url"] = ep.JAEGER_QUERY_URL
+    grafana = {"enabled": True, "internal_url": ep.GRAFANA_URL, "external_url": urls.get("grafana", ep.GRAFANA_URL)}
+    values: dict[str, Any] = {
+        "auth": kiali_auth(a),
+        "deployment": {"image_version": versions.KIALI_IMAGE_TAG},
+        "external_services": {"prometheus": {"url": ep.PROMETHEUS_URL}, "tracing": tracing, "grafana": grafana},
+    }
+    server = kiali_server(a)
+    if server:
+        values["server"] = server
+    return values
+
+
+# --------------------------------------------------------------------------- component
+
+
+class Mesh(pulumi.ComponentResource):
+    """Istio, the customer Gateway, Jaeger and Kiali."""
+
+    gateway: pulumi.Output[str]
+    """`<namespace>/<name>` of the customer Gateway, for VirtualServices."""
+    ingress_namespace: pulumi.Output[str]
+    """Namespace of the ingress gateway pods."""
+    ingress_principal: pulumi.Output[str]
+    """SPIFFE principal of the ingress gateway, for AuthorizationPolicies."""
+    urls: pulumi.Output[dict[str, str]]
+    """In-cluster URLs of the mesh UIs (Kiali, Jaeger) when installed."""
+    ui_urls: pulumi.Output[dict[str, str]]
+    """Browser URLs of the UIs the gateway serves on hosts of their own (Grafana, Kiali)."""
+
+    def __init__(self, name: str, args: MeshArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = inputs.validated(inputs.MeshInputs, args, "Mesh")
+        init_component(self, "Mesh", "inference-platform:mesh:Mesh", name, opts)
+        # Without the mesh these name the Gateway and principal the cluster's own Istio must provide.
+        self.gateway = inputs.GATEWAY
+        self.ingress_namespace = ep.ISTIO_NAMESPACE
+        self.ingress_principal = inputs.INGRESS_PRINCIPAL
+        # The release that installs Istio's CRDs, and the istiod release, whose webhook injects
+        # sidecars (pods in an injected namespace created before it run without one); None
+        # when the mesh is not installed.
+        self.crds: Optional[pulumi.Resource] = None
+        self.injector: Optional[pulumi.Resource] = None
+        self.urls: dict[str, str] = {}
+        self.ui_urls: dict[str, str] = {}
+        if a.mesh.enabled:
+            self._install(name, a)
+        self.register_outputs({"gateway": self.gateway, "ingressNamespace": self.ingress_namespace,
+                               "ingressPrincipal": self.ingress_principal, "urls": self.urls, "uiUrls": self.ui_urls})
+
+    def _install(self, name: str, a: inputs.MeshInputs) -> None:
+        def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
+            return resource_opts(self, depends_on=deps)
+
+        namespace = common.namespace(f"{name}-namespace", ep.ISTIO_NAMESPACE, opts_(), app="istio")
+
+        def release(role: str, chart: versions.Chart, release_name: str, values: dict, *deps) -> k8s.helm.v3.Release:
+            return common.helm_release(
+                f"{name}-{role}", release_name, chart, ep.ISTIO_NAMESPACE, values, opts_(namespace, *deps),
+                timeout_seconds=chart_timeout(chart.name, values, (), a.node_boot_seconds),
+            )
+
+        base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
+        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(), base)
+        # The gateway's pods are injected by istiod, so it must be running first.
+        release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(a), istiod)
+
+        def custom(role: str, api_version: str, kind: str, meta_name: str, spec: dict) -> None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-{role}",
+                api_version=api_version,
+                kind=kind,
+                metadata={"name": meta_name, "namespace": ep.ISTIO_NAMESPACE, "labels": standard_labels("istio")},
+                spec=spec,
+                opts=opts_(base),
+            )
+
+        custom("mtls", "security.istio.io/v1", "PeerAuthentication", "default", {"mtls": {"mode": "STRICT"}})
+        custom("tracing", "telemetry.istio.io/v1", "Telemetry", "mesh-default", telemetry_spec(a))
+        if a.hosts or ui_hosts(a):
+            custom("gateway-customer", "networking.istio.io/v1", "Gateway", ep.GATEWAY_NAME, gateway_spec(a))
+        for ui_name, host in a.ui.hosts.items():
+            custom(f"ui-{ui_name}", "networking.istio.io/v1", "VirtualService", f"ui-{ui_name}",
+                   ui_virtual_service_spec(ui_name, host))
+
+        jaeger_deps = []
+        if a.mesh.jaeger_storage == "persistent":
+            claim_spec: dict[str, Any] = {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": a.mesh.jaeger_storage_size}},
+            }
+            if a.storage_class:
+                claim_spec["storageClassName"] = a.storage_class
+            jaeger_deps.append(
+                k8s.core.v1.PersistentVolumeClaim(
+                    f"{name}-jaeger-data",
+                    metadata={
+                        "name": JAEGER_DATA_CLAIM,
+                        "namespace": ep.ISTIO_NAMESPACE,
+                        "labels": standard_labels("jaeger"),
+                    },
+                    spec=claim_spec,
+                    opts=resource_opts(
+                        self, depends_on=[namespace], protect=a.production, retain_on_delete=a.production,
+                    ),
+                )
+            )
+        release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(a), *jaeger_deps)
+        release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(a), istiod)
+
+        self.crds = base
+        self.injector = istiod
+        self.urls = dict(MESH_URLS)
+        self.ui_urls = ui_urls(a)

@@ -1,0 +1,1 @@
+"""Prometheus, prometheus-adapter, Loki, Alloy and Grafana; alert rules and shared metric names."""

@@ -1,0 +1,448 @@
+"""Prometheus alerting and recording rules, built by plain functions.
+
+`rule_groups(a)` returns the groups of the platform's PrometheusRule from the
+Observability component's inputs; the tests write them to a file for `promtool check
+rules` / `promtool test rules` and load them into a real Prometheus. Thresholds come from
+`observability.alerts`; what depends on the stack (canary versions, node-group
+sizes, service endpoints) comes from the services and GPU groups it watches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference_platform import inputs
+from inference_platform.core.endpoints import in_cluster_host
+from inference_platform.core.node_contract import GROUP_LABEL
+from inference_platform.settings.schema import AlertingSettings, AlertReceiver, Service
+
+# kube-state-metrics turns the allow-listed label into label_<name with _>.
+NODE_GROUP_LABEL = "label_" + GROUP_LABEL.replace("/", "_").replace("-", "_").replace(".", "_")
+# Spare-capacity placeholder pods run at this PriorityClass (components/coldstart.py).
+PLACEHOLDER_PRIORITY_CLASS = "gpu-placeholder"
+# Extended GPU resources as kube-state-metrics names them (nvidia.com/gpu -> nvidia_com_gpu).
+GPU_RESOURCE_REGEX = "nvidia_com_.*"
+
+ERROR_RATIO_RECORD = "inference_platform:istio_request_error_ratio:rate5m"
+ENDPOINT_INFO_RECORD = "inference_platform:endpoint:info"
+# A canary must be this much (absolute ratio) worse than stable before it alerts,
+# so a single failed request on a quiet canary does not page anyone.
+CANARY_ERROR_MARGIN = 0.01
+# gRPC answers failures with HTTP 200 and a grpc-status; these codes are the server's fault
+# (the ones gRPC-to-HTTP mappings send as 5xx): UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED,
+# INTERNAL, UNAVAILABLE, DATA_LOSS. Client mistakes (INVALID_ARGUMENT, NOT_FOUND,
+# UNAUTHENTICATED, ...), CANCELLED and RESOURCE_EXHAUSTED (throttling) do not count.
+GRPC_SERVER_ERROR_CODES = (2, 4, 12, 13, 14, 15)
+# The ingress gateway proxies report the requests they send as reporter="source".
+GATEWAY_WORKLOAD = "istio-ingressgateway"
+# XIDs that mean the GPU itself is broken and needs a reset, a drain or a replacement (NVIDIA's
+# XID catalogue): 48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fallen off the bus,
+# 92 high single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP, 140 unrecovered ECC.
+# Others (13 graphics exception, 31 memory page fault, 43 stopped processing, 45 preemptive
+# cleanup, ...) are usually caused by the application and clear with its restart.
+GPU_FAULT_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140)
+# A new XID stays visible this long (DCGM_FI_DEV_XID_ERRORS holds the last code seen).
+XID_WINDOW = "15m"
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+def triton_queue_time_expr(threshold_ms: float) -> str:
+    """Average time a request waits in Triton's queue, per pod and model, above a threshold."""
+    by = "namespace, pod, model"
+    return (
+        f"(sum by ({by}) (rate(nv_inference_queue_duration_us[5m]))"
+        f" / clamp_min(sum by ({by}) (rate(nv_inference_request_success[5m])), 0.001))"
+        f" / 1000 > {threshold_ms:g}"
+    )
+
+
+def triton_failure_ratio_expr(ratio: float) -> str:
+    by = "namespace, model"
+    failed = f"sum by ({by}) (rate(nv_inference_request_failure[5m]))"
+    ok = f"sum by ({by}) (rate(nv_inference_request_success[5m]))"
+    return f"{failed} / ({ok} + {failed}) > {ratio:g}"
+
+
+def grpc_server_error_regex() -> str:
+    return "|".join(str(code) for code in GRPC_SERVER_ERROR_CODES)
+
+
+def error_ratio_record_expr() -> str:
+    """Share of the requests each service version receives that fail on the server side: HTTP 5xx,
+    or a gRPC status that is the server's fault (sent with HTTP 200), from the server-side proxy."""
+    by = "destination_workload_namespace, destination_service_name, destination_version"
+    sel = 'reporter="destination"'
+    # A gRPC call that fails with both (a 503 with UNAVAILABLE) is one series, counted once by `or`.
+    failed = (
+        f'rate(istio_requests_total{{{sel},response_code=~"5.."}}[5m])'
+        f' or rate(istio_requests_total{{{sel},grpc_response_status=~"{grpc_server_error_regex()}"}}[5m])'
+    )
+    total = f"sum by ({by}) (rate(istio_requests_total{{{sel}}}[5m]))"
+    # A version with no failure has no failing series: `or 0 * total` records its ratio as 0,
+    # so a canary can still be compared with a flawless stable.
+    return f"(sum by ({by}) ({failed}) or 0 * {total}) / {total}"
+
+
+def _version_selector(service: Service, version: str) -> str:
+    return (
+        f'destination_workload_namespace="{service.k8s_namespace}",'
+        f'destination_service_name="{service.name}",destination_version="{version}"'
+    )
+
+
+def canary_error_expr(service: Service, canary: str, stable: str) -> str:
+    return (
+        f"{ERROR_RATIO_RECORD}{{{_version_selector(service, canary)}}}"
+        f" > ignoring(destination_version)"
+        f" ({ERROR_RATIO_RECORD}{{{_version_selector(service, stable)}}} + {CANARY_ERROR_MARGIN:g})"
+    )
+
+
+def _requests_rate(selector: str) -> str:
+    return f"sum(rate(istio_requests_total{{{selector}}}[5m]))"
+
+
+def canary_not_serving_expr(service: Service, canary: str, stable: str) -> str:
+    """The service gets traffic (the gateway sends it requests, or its stable version serves some)
+    while the canary's own proxy reports no request at all. A canary with no ready pod never
+    reaches its proxy: the gateway answers 503 with response_flags="UH" and, no host having been
+    picked, destination_version="unknown", so only the absence on the destination side tells."""
+    fqdn = in_cluster_host(service.name, service.k8s_namespace)
+    from_gateway = _requests_rate(f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}"')
+    stable_serves = _requests_rate(f'reporter="destination",{_version_selector(service, stable)}')
+    canary_answers = _requests_rate(f'reporter="destination",{_version_selector(service, canary)}')
+    return f"(({from_gateway} > 0) or ({stable_serves} > 0)) unless on () ({canary_answers} > 0)"
+
+
+def _pods_of_versions(namespace: str, app: str, versions: list[str]) -> str:
+    """kube_pod_labels of the versions' pods, with namespace/pod renamed to the exported_* labels
+    that DCGM series carry (the GPU operator's ServiceMonitor does not honour the exporter's labels)."""
+    pods = f'kube_pod_labels{{namespace="{namespace}",label_app="{app}",label_version=~"{"|".join(versions)}"}}'
+    renamed = f'label_replace({pods}, "exported_namespace", "$1", "namespace", "(.*)")'
+    return f'label_replace({renamed}, "exported_pod", "$1", "pod", "(.*)")'
+
+
+def preallocating_pods(services: list[Service]) -> list[str]:
+    """Selectors of the pods whose engine reserves most GPU memory by design (TensorRT-LLM's KV
+    cache, vLLM's gpu_memory_utilization)."""
+    out = []
+    for svc in services:
+        versions = [v.name for v in svc.versions if v.llm_backend is not None]
+        if versions:
+            out.append(_pods_of_versions(svc.k8s_namespace, svc.name, versions))
+    return out
+
+
+def gpu_memory_expr(ratio: float, skip_pods: list[str] = ()) -> str:
+    expr = f"DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > {ratio:g}"
+    for pods in skip_pods:
+        expr = f"({expr}) unless on (exported_namespace, exported_pod) {pods}"
+    return expr
+
+
+def _xid_is(codes: tuple[int, ...]) -> str:
+    return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in codes)
+
+
+def new_xid_expr(fault: bool) -> str:
+    """A GPU that reported a new XID in the last XID_WINDOW. DCGM_FI_DEV_XID_ERRORS is a gauge with
+    the code of the last XID, so a change of value is a new error; the alert clears once the
+    window passes. fault: the XIDs of a broken GPU, else every other non-zero code."""
+    changed = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
+    faults = _xid_is(GPU_FAULT_XIDS)
+    which = f"({faults})" if fault else f"(DCGM_FI_DEV_XID_ERRORS > 0 unless ({faults}))"
+    return f"{which} and ({changed})"
+
+
+def triton_pod_not_ready_expr(services: list[Service]) -> str:
+    """A running Triton pod of the services that is not ready: its models did not load (the
+    readiness probe asks Triton's /v2/health/ready, which fails until every model is ready)."""
+    not_ready = 'kube_pod_status_ready{condition="true"} == 0'
+    running = 'kube_pod_status_phase{phase="Running"} == 1'
+    namespaces = "|".join(sorted({svc.k8s_namespace for svc in services}))
+    apps = "|".join(sorted({svc.name for svc in services}))
+    ours = f'kube_pod_labels{{namespace=~"{namespaces}",label_app=~"{apps}",label_version!=""}}'
+    return (
+        f"(({not_ready}) and on (namespace, pod) ({running}))"
+        f" * on (namespace, pod) group_left (label_app, label_version) {ours}"
+    )
+
+
+def hpa_at_max_expr(namespaces: list[str]) -> str:
+    """An HPA of the services' namespaces that runs as many replicas as it may."""
+    ns = f'namespace=~"{"|".join(sorted(set(namespaces)))}"'
+    return (
+        f"kube_horizontalpodautoscaler_status_current_replicas{{{ns}}}"
+        f" >= on (namespace, horizontalpodautoscaler) kube_horizontalpodautoscaler_spec_max_replicas{{{ns}}}"
+    )
+
+
+def pending_gpu_pods_expr() -> str:
+    """Pods waiting for a GPU (placeholders excluded: they are meant to be preempted)."""
+    pending = 'sum by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) > 0'
+    wants_gpu = (
+        f'sum by (namespace, pod) (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE_REGEX}"}}) > 0'
+    )
+    placeholder = f'kube_pod_info{{priority_class="{PLACEHOLDER_PRIORITY_CLASS}"}}'
+    return f"{pending} and on (namespace, pod) {wants_gpu} unless on (namespace, pod) {placeholder}"
+
+
+def node_group_nodes_expr(group: str) -> str:
+    return f'count(kube_node_labels{{{NODE_GROUP_LABEL}="{group}"}})'
+
+
+def node_group_at_max_expr(group: str, max_nodes: int) -> str:
+    return f"{node_group_nodes_expr(group)} >= {max_nodes}"
+
+
+# --------------------------------------------------------------------------- groups
+
+
+def _alert(name: str, expr: str, duration: str, severity: str, summary: str, **labels: str) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": duration,
+        "labels": {"severity": severity, **labels},
+        "annotations": {"summary": summary},
+    }
+
+
+def stable_and_canaries(service: Service) -> tuple[str, list[str]]:
+    """The version with the most traffic is stable; other versions with traffic are canaries."""
+    stable = max(service.versions, key=lambda v: v.weight).name
+    return stable, [v.name for v in service.versions if v.weight > 0 and v.name != stable]
+
+
+def endpoint_records(services: list[Service], tls: bool) -> list[dict[str, Any]]:
+    """One constant series per service URL, so dashboards list endpoints without hard-coding them."""
+    scheme = "https" if tls else "http"
+    return [
+        {
+            "record": ENDPOINT_INFO_RECORD,
+            "expr": "vector(1)",
+            "labels": {"namespace": svc.k8s_namespace, "service": svc.name, "url": f"{scheme}://{host}"},
+        }
+        for svc in services
+        for host in svc.hosts
+    ]
+
+
+def _canary_rules(services: list[Service]) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
+    for svc in services:
+        stable, canaries = stable_and_canaries(svc)
+        # ignoring(destination_version) and `on ()` drop the version from the result; name both.
+        labels = {"namespace": svc.k8s_namespace, "service": svc.name, "stable_version": stable}
+        for version in canaries:
+            rules.append(
+                _alert(
+                    "CanaryErrorRatioAboveStable",
+                    canary_error_expr(svc, version, stable),
+                    "10m",
+                    "warning",
+                    f"{svc.name} {version} fails (5xx or gRPC server error) more often than {stable}: "
+                    f"{{{{ $value | humanizePercentage }}}}",
+                    canary_version=version,
+                    **labels,
+                )
+            )
+            rules.append(
+                _alert(
+                    "CanaryNotServing",
+                    canary_not_serving_expr(svc, version, stable),
+                    "5m",
+                    "critical",
+                    # No weight in the text: a weight shift must change only the VirtualService.
+                    f"{svc.name} {version} gets traffic but answers none of it: no ready pod behind its subset "
+                    f"(clients see 503)",
+                    canary_version=version,
+                    **labels,
+                )
+            )
+    return rules
+
+
+def _service_rules(services: list[Service]) -> list[dict[str, Any]]:
+    if not services:
+        return []
+    # One rule for every version, so adding a version leaves the rules alone; it waits for the
+    # longest startup budget, since loading models may take that long before it means a failure.
+    budget = max(v.startup_budget_seconds for svc in services for v in svc.versions)
+    namespaces = [svc.k8s_namespace for svc in services]
+    return [
+        _alert(
+            "TritonPodNotReady",
+            triton_pod_not_ready_expr(services),
+            f"{budget}s",
+            "warning",
+            "Triton pod {{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.label_app }} {{ $labels.label_version }}) "
+            f"has not been ready for {budget}s: a model failed to load (see its log)",
+        ),
+        _alert(
+            "TritonHpaAtMax",
+            hpa_at_max_expr(namespaces),
+            "15m",
+            "warning",
+            "HPA {{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }} has run at maxReplicas "
+            "({{ $value }}) for 15 minutes; queue time may grow",
+        ),
+    ]
+
+
+def _gpu_rules(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
+    t = a.observability.alerts
+    gpu = [
+        _alert(
+            "GpuMemoryNearlyFull",
+            gpu_memory_expr(t.gpu_memory_ratio, preallocating_pods(a.services)),
+            "10m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} uses {{ $value | humanizePercentage }} of its memory",
+        ),
+        _alert(
+            "GpuXidFault",
+            new_xid_expr(fault=True),
+            "0m",
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}, a hardware fault: "
+            "drain the node and reset or replace the GPU",
+        ),
+        _alert(
+            "GpuXidError",
+            new_xid_expr(fault=False),
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }} (usually the application's; "
+            "see the pod's log)",
+        ),
+        _alert(
+            "GpuPodsPending",
+            pending_gpu_pods_expr(),
+            "10m",
+            "warning",
+            "Pod {{ $labels.namespace }}/{{ $labels.pod }} has waited 10 minutes for a GPU",
+        ),
+    ]
+    for group in a.gpu_groups:
+        gpu.append(
+            _alert(
+                "GpuNodeGroupAtMax",
+                node_group_at_max_expr(group.name, group.max_nodes),
+                "15m",
+                "warning",
+                f"GPU node group {group.name} has reached maxNodes ({group.max_nodes}); it cannot grow further",
+                node_group=group.name,
+            )
+        )
+    return gpu
+
+
+def rule_groups(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
+    t = a.observability.alerts
+    triton = [
+        _alert(
+            "TritonQueueTimeHigh",
+            triton_queue_time_expr(t.queue_time_ms),
+            "5m",
+            "warning",
+            f"Triton {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} model {{{{ $labels.model }}}}: "
+            f"requests wait {{{{ $value | humanize }}}} ms in the queue (threshold {t.queue_time_ms:g} ms)",
+        ),
+        _alert(
+            "TritonFailureRatioHigh",
+            triton_failure_ratio_expr(t.failure_ratio),
+            "5m",
+            "critical",
+            "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
+            "{{ $value | humanizePercentage }} of requests",
+        ),
+        *_service_rules(a.services),
+    ]
+    groups = [
+        {"name": "inference-platform.triton", "rules": triton},
+        {"name": "inference-platform.canary", "rules": _canary_rules(a.services)},
+        {"name": "inference-platform.gpu", "rules": _gpu_rules(a)},
+    ]
+    endpoints = endpoint_records(a.services, a.tls)
+    if endpoints:
+        groups.append({"name": "inference-platform.endpoints", "rules": endpoints})
+    return groups
+
+
+def alert_names(groups: list[dict[str, Any]]) -> set[str]:
+    return {r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+
+
+def recorded_names(groups: list[dict[str, Any]]) -> set[str]:
+    return {r["record"] for g in groups for r in g["rules"] if "record" in r}
+
+
+# --------------------------------------------------------------------------- Alertmanager
+
+NULL_RECEIVER = "null"
+# Labels that say what an alert is about: a critical alert silences the warnings about the same
+# thing (a namespace, a service, a GPU node), never about something else.
+INHIBIT_SCOPES = ("namespace", "service", "Hostname")
+
+
+def _receiver_config(receiver: AlertReceiver, secret: str) -> dict[str, Any]:
+    """One Alertmanager receiver; `secret` is the kind's credential (fields valid in 0.25 and 0.34)."""
+    kind = receiver.kind
+    spec = getattr(receiver, kind)
+    if kind == "webhook":
+        config = {"webhook_configs": [{"url": secret, "send_resolved": spec.send_resolved}]}
+    elif kind == "slack":
+        config = {"slack_configs": [{"api_url": secret, "channel": spec.channel, "send_resolved": spec.send_resolved,
+                                     "title": '{{ .CommonLabels.severity }}: {{ .CommonLabels.alertname }}',
+                                     "text": '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}'}]}
+    elif kind == "email":
+        config = {"email_configs": [{"to": spec.to, "from": spec.from_, "smarthost": spec.smarthost,
+                                     "auth_username": spec.auth_username, "auth_password": secret,
+                                     "require_tls": spec.require_tls}]}
+    else:
+        config = {"pagerduty_configs": [{"routing_key": secret, "send_resolved": spec.send_resolved}]}
+    return {"name": receiver.name, **config}
+
+
+def _severity_routes(severity: str, receivers: list[str]) -> list[dict[str, Any]]:
+    # Every receiver of a severity gets the alert: all routes but the last continue matching.
+    return [
+        {"receiver": name, "matchers": [f'severity="{severity}"'], "continue": i < len(receivers) - 1}
+        for i, name in enumerate(receivers)
+    ]
+
+
+def inhibit_rules() -> list[dict[str, Any]]:
+    """A critical alert silences warnings about the same namespace, service or GPU node. Each rule
+    needs the label on both sides: Alertmanager counts a label missing on both as equal."""
+    return [
+        {
+            "source_matchers": ['severity="critical"', f'{label}=~".+"'],
+            "target_matchers": ['severity="warning"', f'{label}=~".+"'],
+            "equal": [label],
+        }
+        for label in INHIBIT_SCOPES
+    ]
+
+
+def alertmanager_config(a: AlertingSettings, secrets: dict[str, str]) -> dict[str, Any]:
+    """The whole Alertmanager configuration; `secrets` maps receiver names to their credentials.
+    With no receivers every alert goes to `null` (kept in Alertmanager's UI, sent nowhere)."""
+    routes = [{"receiver": NULL_RECEIVER, "matchers": ['alertname="Watchdog"']}]
+    routes += _severity_routes("critical", a.critical) + _severity_routes("warning", a.warning)
+    return {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": NULL_RECEIVER,
+            "group_by": ["alertname", "namespace", "service"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": a.repeat_interval,
+            "routes": routes,
+        },
+        "inhibit_rules": inhibit_rules(),
+        "receivers": [{"name": NULL_RECEIVER}] + [_receiver_config(r, secrets[r.name]) for r in a.receivers],
+    }

@@ -1,0 +1,1 @@
+"""Serving: Triton services, inference graphs, inference namespaces and model configs."""

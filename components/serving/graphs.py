@@ -1,0 +1,385 @@
+"""InferenceGraph: a chain of Triton models declared in the stack file (`graphs`).
+
+- `placement: ensemble`: one TritonService serves the graph; its model repository holds
+  the steps' models and the platform writes the ensemble model's config.pbtxt beside it
+  (model_config.ensemble_config), so Triton runs the chain on one GPU share.
+- `placement: ray`: one KubeRay RayService. The head takes no work (`num-cpus: 0`); each
+  step has its own worker group (the step's image and GPU share) that advertises a custom
+  Ray resource `step-<name>`, and the step's Serve deployment asks for that resource, so
+  its replicas run only on its own workers. The Serve application is graph_app (shipped
+  with the platform, mounted from a ConfigMap): customers write no Ray code.
+
+Ray across the mesh follows Ray's Istio guide (doc/source/cluster/kubernetes/
+k8s-ecosystem/istio.md): every Ray port fixed and listed on a headless Service, a small
+worker-port range, `node-ip-address` set to the pod's name on that Service, and the
+operator's init-container injection off (ENABLE_INIT_CONTAINER_INJECTION=false), whose
+container would start before the sidecar and be refused under STRICT mTLS. The KubeRay
+operator runs inside the mesh, so its calls to the head's dashboard carry its identity.
+"""
+
+import json
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from inference_platform.args import InferenceGraphArgs
+from inference_platform.core import endpoints as ep
+from inference_platform.core import versions
+from inference_platform.core.common import SKIP_AWAIT, init_component, resource_opts, shipped_dir, standard_labels
+from inference_platform.core.grammar import quantity
+from inference_platform.gpu.profiles import gpu_scheduling
+from inference_platform.inputs import InferenceGraphInputs, WeightsRef, validated
+from inference_platform.serving.model_config import ensemble_config
+from inference_platform.serving.triton import (
+    ISTIO_METRICS_PORTS,
+    TritonService,
+    basic_auth,
+    container_resources,
+    container_security_context,
+    declare_mesh_security,
+    envoy_duration,
+    from_namespace,
+    ingress_source,
+    model_repository_url,
+    pod_monitor_spec,
+    unauthorized_route,
+)
+from inference_platform.settings.schema import Graph, GraphStep, NodeGroup, graph_workload
+
+SERVE_PORT = 8000
+DASHBOARD_PORT = 8265
+GCS_PORT = 6379
+# Ray's own ports, fixed so Istio knows them (names as `ray start` flags).
+RAY_PORTS = {
+    "node-manager-port": 6380,
+    "object-manager-port": 6381,
+    "runtime-env-agent-port": 6382,
+    "dashboard-agent-grpc-port": 6383,
+    "dashboard-agent-listen-port": 52365,
+    "metrics-export-port": 8080,
+}
+METRICS_PORT = RAY_PORTS["metrics-export-port"]
+# Ray's ports that speak HTTP (the rest are gRPC).
+HTTP_PORTS = frozenset({METRICS_PORT, DASHBOARD_PORT, SERVE_PORT, RAY_PORTS["dashboard-agent-listen-port"]})
+# Ports of a node's Ray worker processes (one per actor or task process): a step worker runs
+# its replica, Serve's proxy and a few tasks. Istio's guide: keep the range small.
+MIN_WORKER_PORT, MAX_WORKER_PORT = 10002, 10031
+GRAPH_LABEL = "inference-platform/graph"
+APP_DIR = "/opt/inference-platform"
+GRAPH_APP_SOURCE = shipped_dir("graph_app")
+KUBERAY_NAMESPACE = ep.RAY_NAMESPACE
+KUBERAY_PRINCIPAL = f"cluster.local/ns/{KUBERAY_NAMESPACE}/sa/kuberay-operator"
+RAY_UID = 1000
+
+
+def step_resource(step: GraphStep) -> str:
+    """The custom Ray resource a step's workers advertise and its replicas ask for."""
+    return f"step-{step.name}"
+
+
+def ray_resources_param(resources: dict[str, int]) -> str:
+    """`rayStartParams.resources` in the one form both of its parsers read: JSON in single
+    quotes. KubeRay 1.7.0 trims any quotes and unmarshals JSON (ray-operator/controllers/ray/
+    common/pod.go, getResourcesMap); Ray's autoscaler drops the first and last character and
+    every backslash before json.loads (ray/autoscaler/_private/kuberay/autoscaling_config.py,
+    _get_custom_resources). Unquoted JSON would lose its braces in the autoscaler."""
+    return "'" + json.dumps(resources, sort_keys=True) + "'"
+
+
+def headless_service_name(graph: Graph) -> str:
+    return f"{graph.name}-ray"
+
+
+def ray_start_params(graph: Graph, *, cpus: str, gpus: int, resources: Optional[dict[str, int]] = None) -> dict[str, str]:
+    fqdn = f"{headless_service_name(graph)}.{graph.k8s_namespace}.svc.cluster.local"
+    params = {
+        **{flag: str(port) for flag, port in RAY_PORTS.items()},
+        "min-worker-port": str(MIN_WORKER_PORT),
+        "max-worker-port": str(MAX_WORKER_PORT),
+        # The pod's DNS name on the headless Service (Istio's guide), evaluated by the pod's shell.
+        "node-ip-address": f"$(hostname -I | tr -d ' ' | sed 's/\\./-/g').{fqdn}",
+        "num-cpus": cpus,
+        # Explicit: KubeRay derives it only from resource names ending in "gpu", not from MIG slices.
+        "num-gpus": str(gpus),
+    }
+    if resources:
+        params["resources"] = ray_resources_param(resources)
+    return params
+
+
+def _replica_cpus(step: GraphStep) -> str:
+    # Ray counts whole CPUs for the node; a fractional request still gives the replica one.
+    return str(max(1, int(quantity(step.resources.cpu))))
+
+
+def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
+    """serveConfigV2: graph_app chaining the steps, one deployment per step pinned to its
+    workers by its custom resource and GPUs, autoscaled within its replica range."""
+    steps = [
+        {"name": s.name, "model": s.model, "model_repository": repositories[s.name],
+         "inputs": dict(s.inputs), "outputs": dict(s.outputs)}
+        for s in graph.steps
+    ]
+    deployments = [
+        {
+            # graph_app names each step's deployment as its resource.
+            "name": step_resource(s),
+            "autoscaling_config": {"min_replicas": s.replicas.min, "max_replicas": s.replicas.max,
+                                   "target_ongoing_requests": 2},
+            "ray_actor_options": {"num_cpus": 1, "num_gpus": s.gpu.count, "resources": {step_resource(s): 1}},
+        }
+        for s in graph.steps
+    ]
+    # The ingress only forwards tensors; any worker's spare CPU runs it (never the head: num-cpus 0).
+    deployments.append({"name": "graph", "num_replicas": 1, "ray_actor_options": {"num_cpus": 0.1}})
+    return {
+        "http_options": {"host": "0.0.0.0", "port": SERVE_PORT},
+        "applications": [{
+            "name": graph.name,
+            "route_prefix": "/",
+            "import_path": "graph_app.app:build",
+            "args": {"steps": steps, "outputs": [t.name for t in graph.outputs]},
+            "deployments": deployments,
+        }],
+    }
+
+
+def _pod_template(graph: Graph, container: dict, *, volumes: list[dict], scheduling: Optional[dict] = None) -> dict:
+    spec = {
+        "securityContext": {"runAsNonRoot": True, "runAsUser": RAY_UID, "fsGroup": RAY_UID,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+        "volumes": volumes,
+        **(scheduling or {}),
+    }
+    return {"metadata": {"labels": {GRAPH_LABEL: graph.name, "app": graph.name}}, "spec": spec}
+
+
+def _container(name: str, image: str, resources: dict, mounts: list[dict], env: list[dict],
+               env_from: Optional[list[dict]] = None) -> dict:
+    # Ray writes its session directory and spilled objects under /tmp of the image.
+    security = {**container_security_context(), "runAsUser": RAY_UID, "readOnlyRootFilesystem": False}
+    container = {
+        "name": name, "image": image, "resources": resources, "volumeMounts": mounts,
+        "env": [{"name": "PYTHONPATH", "value": APP_DIR}, *env], "securityContext": security,
+    }
+    if env_from:
+        container["envFrom"] = env_from
+    return container
+
+
+def _app_volume(config_map: pulumi.Input[str]) -> tuple[dict, dict]:
+    return ({"name": "graph-app", "configMap": {"name": config_map}},
+            {"name": "graph-app", "mountPath": f"{APP_DIR}/graph_app", "readOnly": True})
+
+
+def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: WeightsRef, app_config_map) -> dict:
+    sched = gpu_scheduling(group, step.gpu.count, step.gpu.mig_profile)
+    r = step.resources
+    resources = container_resources(r, step.gpu, group)
+    app_volume, app_mount = _app_volume(app_config_map)
+    volumes = [app_volume, {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": r.shm_size}}]
+    mounts = [app_mount, {"name": "dshm", "mountPath": "/dev/shm"}]
+    env_from = None
+    if step.model_repository.cache == "fileShare":
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": weights.claim_name, "readOnly": True}})
+        mounts.append({"name": "models", "mountPath": weights.mount_path, "readOnly": True})
+    else:
+        env_from = [{"secretRef": {"name": weights.s3_secret_name}}]
+    container = _container("ray-worker", step.image, resources, mounts, [], env_from)
+    scheduling = {"nodeSelector": sched.node_selector, "tolerations": sched.tolerations}
+    return {
+        "groupName": step.name,
+        "replicas": step.replicas.min,
+        "minReplicas": step.replicas.min,
+        "maxReplicas": step.replicas.max,
+        "rayStartParams": ray_start_params(graph, cpus=_replica_cpus(step), gpus=step.gpu.count,
+                                           resources={step_resource(step): 1}),
+        "template": _pod_template(graph, container, volumes=volumes, scheduling=scheduling),
+    }
+
+
+def head_group(graph: Graph, app_config_map) -> dict:
+    app_volume, app_mount = _app_volume(app_config_map)
+    resources = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+    ports = [{"name": n, "containerPort": p} for n, p in
+             (("gcs-server", GCS_PORT), ("dashboard", DASHBOARD_PORT), ("serve", SERVE_PORT), ("metrics", METRICS_PORT))]
+    # The head runs Ray's control processes and Serve's controller, no model: the first
+    # step's image, which carries the Ray and Python every node of the cluster must share.
+    container = {**_container("ray-head", graph.steps[0].image, resources, [app_mount], []), "ports": ports}
+    return {
+        "rayStartParams": {**ray_start_params(graph, cpus="0", gpus=0), "dashboard-host": "0.0.0.0"},
+        "template": _pod_template(graph, container, volumes=[app_volume]),
+    }
+
+
+def ray_service_spec(graph: Graph, groups: dict[str, NodeGroup], weights: WeightsRef,
+                     repositories: dict[str, str], app_config_map: pulumi.Input[str]) -> dict:
+    return {
+        # A changed cluster spec starts a whole new RayCluster and switches traffic once its
+        # Serve applications are healthy: no downtime, at the cost of twice the graph's GPUs
+        # during the switch (the capacity check counts them). In-place would restart the
+        # workers serving traffic; incremental upgrade needs the Gateway API.
+        "upgradeStrategy": {"type": "NewCluster"},
+        "serveConfigV2": yaml.safe_dump(serve_config(graph, repositories), sort_keys=False),
+        "rayClusterConfig": {
+            "rayVersion": versions.RAY_VERSION,
+            # Serve's replica demand scales the worker groups; pending worker pods scale the nodes.
+            "enableInTreeAutoscaling": True,
+            "autoscalerOptions": {
+                "upscalingMode": "Default",
+                "idleTimeoutSeconds": 300,
+                "resources": {"requests": {"cpu": "200m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+                "securityContext": {**container_security_context(), "runAsUser": RAY_UID},
+            },
+            "headGroupSpec": head_group(graph, app_config_map),
+            "workerGroupSpecs": [worker_group(graph, s, groups[s.gpu.group], weights, app_config_map) for s in graph.steps],
+        },
+    }
+
+
+def headless_service_spec(graph: Graph) -> dict:
+    """Every Ray port of the graph's pods, so Istio sees Ray's traffic as known services."""
+    ports = {**RAY_PORTS, "gcs": GCS_PORT, "dashboard": DASHBOARD_PORT, "serve": SERVE_PORT}
+    ports.update({f"worker-{p}": p for p in range(MIN_WORKER_PORT, MAX_WORKER_PORT + 1)})
+    return {
+        "clusterIP": "None",
+        "publishNotReadyAddresses": True,
+        "selector": {GRAPH_LABEL: graph.name},
+        "ports": [{"name": name, "port": port, "appProtocol": "http" if port in HTTP_PORTS else "grpc"}
+                  for name, port in sorted(ports.items(), key=lambda kv: kv[1])],
+    }
+
+
+def graph_app_files() -> dict[str, str]:
+    """The graph application's sources, as the ConfigMap that every Ray pod mounts holds them."""
+    return {p.name: p.read_text() for p in sorted(GRAPH_APP_SOURCE.glob("*.py"))}
+
+
+class InferenceGraph(pulumi.ComponentResource):
+    """A chain of Triton models: a Triton ensemble on one GPU share, or a RayService across nodes."""
+
+    urls: pulumi.Output[list[str]]
+    """URLs of the graph's hosts through the gateway."""
+    credentials: Optional[pulumi.Output[dict[str, str]]]
+    """Secret. Basic Auth `username` and `password` (auth mode `basic`)."""
+
+    def __init__(self, name: str, args: InferenceGraphArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(InferenceGraphInputs, args, "InferenceGraph")
+        init_component(self, "InferenceGraph", "inference-platform:graphs:InferenceGraph", name, opts)
+        graph = a.graph
+        if graph.placement == "ensemble":
+            service = TritonService(f"{name}-triton", {
+                "service": graph_workload(graph), "gpu_groups": a.gpu_groups, "weights": a.weights,
+                "gateway": a.gateway, "ingress_namespace": a.ingress_namespace, "ingress_principal": a.ingress_principal,
+                "monitoring_namespace": a.monitoring_namespace, "tls": a.tls,
+                "model_configs": {graph.name: ensemble_config(graph)},
+            }, opts=resource_opts(self))
+            self.urls, self.credentials = service.urls, service.credentials
+        else:
+            self.urls, self.credentials = self._ray(name, a)
+        self.register_outputs({"urls": self.urls, "credentials": self.credentials})
+
+    def _ray(self, name: str, a: InferenceGraphInputs):
+        graph = a.graph
+        ns = graph.k8s_namespace
+        labels = standard_labels(graph.name, app=graph.name)
+        meta = {"name": graph.name, "namespace": ns, "labels": labels}
+
+        def custom(role: str, api_version: str, kind: str, spec):
+            return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind,
+                                                    metadata=meta, spec=spec, opts=resource_opts(self))
+
+        # Auto-named: a new graph_app replaces the ConfigMap, and the RayService moves to a new cluster.
+        app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={"namespace": ns, "labels": labels},
+                                    data=graph_app_files(), opts=resource_opts(self))
+        # Only names Ray's ports and pods for Istio and DNS: its pods come from the RayService, on
+        # GPU nodes that may still be booting, so `pulumi up` must not wait for its endpoints.
+        k8s.core.v1.Service(f"{name}-headless",
+                            metadata={**meta, "name": headless_service_name(graph), "annotations": SKIP_AWAIT},
+                            spec=headless_service_spec(graph), opts=resource_opts(self))
+        repositories = {s.name: model_repository_url(a.weights, s.model_repository.cache, s.model_repository.path)
+                        for s in graph.steps}
+        groups = {g.name: g for g in a.gpu_groups}
+        spec = pulumi.Output.all(app.metadata["name"], pulumi.Output.all(**repositories)).apply(
+            lambda v: ray_service_spec(graph, groups, a.weights, v[1], v[0]))
+        custom("rayservice", "ray.io/v1", "RayService", spec)
+
+        authorization, credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth)
+        custom("virtualservice", "networking.istio.io/v1", "VirtualService",
+               virtual_service_spec(graph, a.gateway, authorization))
+        selector = {GRAPH_LABEL: graph.name}
+        declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.ingress_principal), graph.auth)
+        k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
+                                        spec=network_policy_spec(graph, a.ingress_namespace, a.monitoring_namespace),
+                                        opts=resource_opts(self))
+        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "metrics"))
+        scheme = "https" if a.tls else "http"
+        return [f"{scheme}://{h}" for h in graph.hosts], credentials
+
+
+def serve_service_host(graph: Graph) -> str:
+    # KubeRay's Service in front of the Serve proxies of the active cluster (<RayService>-serve-svc).
+    return f"{graph.name}-serve-svc.{graph.k8s_namespace}.svc.cluster.local"
+
+
+def virtual_service_spec(graph: Graph, gateway: str, authorization) -> dict:
+    auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
+    route = {"name": "graph", "route": [{"destination": {"host": serve_service_host(graph), "port": {"number": SERVE_PORT}}}],
+             "timeout": envoy_duration(graph.timeout_seconds)}
+    if auth:
+        route["match"] = [{"headers": auth}]
+    http = [route]
+    if authorization is not None:
+        http.append(unauthorized_route(graph.auth.realm or graph.name))
+    return {"hosts": list(graph.hosts), "gateways": [gateway], "http": http}
+
+
+def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
+    """The ingress gateway reaches Serve; the operator the dashboard; the graph's own pods
+    every Ray port; Prometheus the metrics port."""
+    return {
+        "selector": {"matchLabels": {GRAPH_LABEL: graph.name}},
+        "action": "ALLOW",
+        "rules": [
+            {"from": [{"source": ingress_source(graph.auth, ingress_principal)}], "to": [{"operation": {"ports": [str(SERVE_PORT)]}}]},
+            {"from": [{"source": {"principals": [KUBERAY_PRINCIPAL]}}],
+             "to": [{"operation": {"ports": [str(DASHBOARD_PORT), str(SERVE_PORT)]}}]},
+            # Ray's nodes call each other on every port; KubeRay names the head's ServiceAccount
+            # after the generated RayCluster, so the graph's namespace stands for its identities.
+            {"from": [{"source": {"namespaces": [graph.k8s_namespace]}}]},
+            {"to": [{"operation": {"ports": [str(METRICS_PORT)]}}]},
+        ],
+    }
+
+
+def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespace: str) -> dict:
+    return {
+        "podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
+            {"from": from_namespace(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
+            {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}]},
+            {"from": from_namespace(monitoring_namespace),
+             "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, *ISTIO_METRICS_PORTS)]},
+        ],
+    }
+
+
+def kuberay_operator_values() -> dict:
+    """The operator inside the mesh (its dashboard calls carry an identity under STRICT mTLS),
+    without the init container that would start before the sidecar (Ray's Istio guide)."""
+    return {"env": [{"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"}]}
+
+
+def kuberay_isolation(name: str, opts: pulumi.ResourceOptions) -> None:
+    """Nothing reaches the operator: it only calls out (the API server, the Ray heads)."""
+    meta = {"name": "kuberay-operator", "namespace": KUBERAY_NAMESPACE, "labels": standard_labels("kuberay-operator")}
+    k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
+                                    spec={"podSelector": {}, "policyTypes": ["Ingress"]}, opts=opts)
+    # An ALLOW policy without rules admits no request to the namespace's workloads.
+    k8s.apiextensions.CustomResource(f"{name}-authorizationpolicy", api_version="security.istio.io/v1",
+                                     kind="AuthorizationPolicy", metadata=meta, spec={}, opts=opts)

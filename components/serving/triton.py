@@ -1,0 +1,854 @@
+"""TritonService: one model service with its versions, canary weights, auth and autoscaling.
+
+Per service: ServiceAccount, Service (http 8000, grpc 8001, http-metrics 8002),
+DestinationRule (a subset per version), VirtualService (weights, mirror, auth),
+PeerAuthentication, AuthorizationPolicy, NetworkPolicy, PodMonitor.
+Per version: a Deployment named `<service>-<version>`, an HPA on Triton's queue time,
+a PDB when more than one replica must stay up.
+
+`pulumi up` waits for each Deployment as long as the cold-start model says its rollout
+may legitimately take (readiness.py), and the HPA names its target directly, so it
+never waits on that rollout.
+
+Dynamic batching and instance groups are model settings: they live in the model's
+`config.pbtxt`. A version picks a tuned variant from the model's `configs/` folder
+with `modelConfigName` (Triton's --model-config-name).
+
+Model configs the platform writes (`model_configs`, a graph's ensemble for example) are
+one ConfigMap per service, named after its content, and a second model repository in
+every version: a change is a new ConfigMap and a rollout onto it.
+"""
+
+import base64
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from inference_platform.args import TritonServiceArgs
+from inference_platform.core import hardening
+from inference_platform.core.common import init_component, resource_opts, restricted_security_context, standard_labels
+from inference_platform.core.endpoints import in_cluster_host
+from inference_platform.core.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
+from inference_platform.gpu.estimates import GroupEstimate, cold_start_estimate
+from inference_platform.gpu.profiles import gpu_scheduling
+from inference_platform.inputs import TritonServiceInputs, WeightsRef, validated
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
+from inference_platform.settings.schema import (
+    EXIT_TIMEOUT_FLAG,
+    AuthSettings,
+    Autoscaling,
+    ColdStartSettings,
+    GpuOperatorSettings,
+    GpuRequest,
+    JwtAuth,
+    NodeGroup,
+    Resources,
+    Service,
+    Version,
+)
+from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
+from inference_platform.weights.caches import triton_s3_url
+
+HTTP_PORT, GRPC_PORT = 8000, 8001
+# The tritonserver images run as the triton-server user (uid 1000).
+TRITON_UID = 1000
+PROBE_PERIOD_SECONDS = 10
+# A terminating pod keeps serving while its removal from the Service's endpoints reaches
+# every gateway's proxy (EndpointSlice -> istiod -> xDS push); Triton gets SIGTERM after it.
+ENDPOINT_REMOVAL_SECONDS = 10
+# Beyond Triton's exit timeout: stopping the endpoints, unloading models, the sidecar's exit.
+EXIT_SLACK_SECONDS = 15
+# The root filesystem is read-only; tritonserver and its backends write only here.
+# /tmp: where Triton copies an S3 model repository before loading it (triton core
+# filesystem kDefaultMountDirectory) and where Python-backend and TensorRT-LLM models
+# keep temporary files. The home's .cache: the Hugging Face tokenizer cache of the
+# TensorRT-LLM pre- and post-processing models (the image's home is not writable).
+SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
+# Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
+ISTIO_METRICS_PORTS = (15020, 15090)
+# The platform-written model configs: a model repository of their own beside the version's.
+# Triton takes --model-repository more than once (command_line_parser.cc keeps a set) and
+# finds each model in whichever repository holds it; serverArgs cannot add the flag
+# (config.py TRITON_SERVER_FLAGS leaves it out).
+MODEL_CONFIGS_PATH = "/model-configs"
+MODEL_CONFIGS_VOLUME = "model-configs"
+# Triton loads no model without a version directory, an ensemble neither, which has no files
+# (model_lifecycle.cc AsyncLoad: "at least one version must be available under the version
+# policy"). A ConfigMap holds no empty directory, so version 1 holds this note.
+VERSION_NOTE_KEY = "version-note"
+VERSION_NOTE = ("Version 1 of a model whose config.pbtxt the platform writes (an ensemble has no model files); "
+                "Triton loads a model only with a version directory.\n")
+
+
+# --------------------------------------------------------------------------- plain builders
+
+
+def model_repository_url(weights: WeightsRef, cache: str, path: str) -> pulumi.Input[str]:
+    """The `--model-repository` value for a version's repository in `cache`."""
+    if cache == "fileShare":
+        if weights.claim_name is None:
+            raise ValueError("weight cache 'fileShare' is not configured")
+        return f"{weights.mount_path}/{path.strip('/')}"
+    if cache == "s3":
+        if weights.s3_endpoint is None or weights.s3_bucket is None:
+            raise ValueError("weight cache 's3' is not configured")
+        if isinstance(weights.s3_endpoint, str) and isinstance(weights.s3_bucket, str):
+            return triton_s3_url(weights.s3_endpoint, weights.s3_bucket, path)
+        # Names handed over as outputs (another stack's bucket): the URL follows them.
+        return pulumi.Output.all(weights.s3_endpoint, weights.s3_bucket).apply(lambda eb: triton_s3_url(eb[0], eb[1], path))
+    raise ValueError(f"unknown weight cache {cache!r}; allowed: fileShare, s3")
+
+
+def rollout_estimates(gpu_groups: Sequence[NodeGroup], service: Service,
+                      given: Sequence[GroupEstimate]) -> dict[str, GroupEstimate]:
+    """Per GPU group, the cold-start estimate given, else one from the default stage times
+    (a service used alone, without the platform's estimate)."""
+    defaults = cold_start_estimate(gpu_groups, [service], ColdStartSettings(), GpuOperatorSettings().driver.mode)
+    return {e.group: e for e in [*defaults, *given]}
+
+
+def envoy_duration(seconds: float) -> str:
+    """A protobuf duration Istio accepts, exact to the millisecond (never `1e-05s`)."""
+    millis = round(seconds * 1000)
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
+
+def deployment_name(service: Service, version: Version) -> str:
+    """A version's Deployment name: a DNS label (service <= 40, version <= 20 characters)."""
+    return f"{service.name}-{version.name}"
+
+
+def deployment_name_clashes(services: list[Service]) -> list[tuple[tuple, str]]:
+    """(key path, problem) for versions whose Deployment name another service's version
+    already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""
+    seen: dict[tuple[str, str], str] = {}
+    problems = []
+    for i, svc in enumerate(services):
+        for j, version in enumerate(svc.versions):
+            key = (svc.k8s_namespace, deployment_name(svc, version))
+            if key in seen:
+                problems.append((("services", i, "versions", j, "name"),
+                                 f"Deployment name {key[1]!r} in namespace {key[0]!r} is already {seen[key]}'s; "
+                                 "allowed: service and version names whose `<service>-<version>` is unique per namespace"))
+            else:
+                seen[key] = f"{svc.name}/{version.name}"
+    return problems
+
+
+def pod_labels(service: Service, version: Version) -> dict[str, str]:
+    return standard_labels(service.name, app=service.name, version=version.name)
+
+
+def service_host(service: Service) -> str:
+    return in_cluster_host(service.name, service.k8s_namespace)
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """How a Triton replica stops (seconds from the pod's deletion).
+
+    0: the pod is marked terminating; its endpoint starts disappearing from the gateways,
+       and the native sidecar's preStop puts Envoy into a graceful drain of inbound
+       connections, where in-flight requests go on.
+    pre_stop: Triton gets SIGTERM. It refuses new HTTP connections, serves the open ones
+       until they close, then reports not ready, refuses new inferences and waits for the
+       in-flight ones; `--exit-timeout-secs` bounds both waits together.
+    pre_stop + exit_timeout: Triton exits; the native sidecar gets SIGTERM only then.
+    grace: the kubelet kills whatever is left.
+    """
+
+    pre_stop_seconds: int
+    exit_timeout_seconds: int
+    grace_seconds: int
+
+    @property
+    def sidecar_drain_seconds(self) -> int:
+        """How long the sidecar must keep serving: until Triton has exited."""
+        return self.pre_stop_seconds + self.exit_timeout_seconds
+
+
+def exit_timeout_seconds(service: Service, version: Version) -> int:
+    """Triton's --exit-timeout-secs: the route timeout (a request admitted just before
+    SIGTERM may legitimately run that long), or the version's larger value."""
+    chosen = version.server_args.get(EXIT_TIMEOUT_FLAG)
+    return max(service.route_timeout_whole_seconds, int(chosen) if isinstance(chosen, str) else 0)
+
+
+def shutdown(service: Service, version: Version) -> Shutdown:
+    exit_timeout = exit_timeout_seconds(service, version)
+    return Shutdown(
+        pre_stop_seconds=ENDPOINT_REMOVAL_SECONDS,
+        exit_timeout_seconds=exit_timeout,
+        grace_seconds=ENDPOINT_REMOVAL_SECONDS + exit_timeout + EXIT_SLACK_SECONDS,
+    )
+
+
+def sidecar_annotations(plan: Shutdown) -> dict[str, str]:
+    """Keep the Istio sidecar serving until Triton has drained.
+
+    A native sidecar (an init container with restartPolicy Always) is stopped by the
+    kubelet only after the Triton container has exited; Istio 1.30's injector picks it by
+    default only when every node's kubelet is 1.33 or newer, so it is asked for per pod.
+    terminationDrainDuration covers an injector that still injects a classic sidecar, which
+    gets SIGTERM with Triton and would otherwise exit after 5 s.
+    """
+    return {
+        "sidecar.istio.io/nativeSidecar": "true",
+        "proxy.istio.io/config": json.dumps({"terminationDrainDuration": f"{plan.sidecar_drain_seconds}s"}),
+    }
+
+
+def _flag_value(args: list[str], flag: str) -> Optional[str]:
+    values = [a.split("=", 1)[1] for a in args if a.startswith(f"--{flag}=")]
+    return values[-1] if values else None
+
+
+def _seconds(duration: str) -> float:
+    return int(duration[:-2]) / 1000 if duration.endswith("ms") else float(duration.removesuffix("s"))
+
+
+def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]:
+    """What in a rendered Triton pod template would cut a request still within the route
+    timeout on rollout or scale-down: Triton's exit timeout, the preStop pause, the
+    termination grace period and the sidecar's drain checked against each other."""
+    spec, annotations = template["spec"], template["metadata"].get("annotations", {})
+    triton = next(c for c in spec["containers"] if c["name"] == "triton")
+    exit_timeout = int(_flag_value(triton["args"], EXIT_TIMEOUT_FLAG) or 30)  # Triton's default
+    pre_stop = ((triton.get("lifecycle") or {}).get("preStop") or {}).get("sleep", {}).get("seconds", 0)
+    grace = spec.get("terminationGracePeriodSeconds", 30)  # the Kubernetes default
+    problems = []
+    if exit_timeout < route_timeout_seconds:
+        problems.append(f"Triton's exit timeout {exit_timeout}s is shorter than the route timeout {route_timeout_seconds:g}s")
+    if grace <= pre_stop + exit_timeout:
+        problems.append(f"grace period {grace}s does not outlast preStop {pre_stop}s + exit timeout {exit_timeout}s")
+    if annotations.get("sidecar.istio.io/nativeSidecar") != "true":
+        drain = _seconds(json.loads(annotations.get("proxy.istio.io/config", "{}")).get("terminationDrainDuration", "5s"))
+        if not pre_stop + exit_timeout <= drain < grace:
+            problems.append(f"a classic sidecar drains {drain:g}s: not from preStop + exit timeout "
+                            f"({pre_stop + exit_timeout}s) to the grace period ({grace}s)")
+    return problems
+
+
+def _listening_flags() -> list[str]:
+    """The ports a Triton server of the platform listens on, and its metrics."""
+    return [f"--http-port={HTTP_PORT}", f"--grpc-port={GRPC_PORT}", f"--metrics-port={TRITON_METRICS_PORT}",
+            "--allow-metrics=true", "--allow-gpu-metrics=true"]
+
+
+def _server_arg_flags(version: Version) -> list[str]:
+    """The version's serverArgs but the exit timeout (the caller sets that); a repeatable flag's
+    list gives one flag per item, in order."""
+    return [f"--{flag}={item}" for flag, value in sorted(version.server_args.items()) if flag != EXIT_TIMEOUT_FLAG
+            for item in (value if isinstance(value, list) else [value])]
+
+
+def _for_repository(repository: pulumi.Input[str], args: Callable[[str], list[str]]) -> pulumi.Input[list[str]]:
+    """`args` of the repository URL, waiting for it when it is an output (a bucket another stack names)."""
+    return args(repository) if isinstance(repository, str) else pulumi.Output.from_input(repository).apply(args)
+
+
+def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
+    """tritonserver command-line flags of a version. With `model_configs`, the platform's
+    configs are a second model repository."""
+    args = [
+        f"--model-repository={repository}",
+        *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
+        f"--model-control-mode={version.model_control.mode}",
+        *_listening_flags(),
+    ]
+    if version.model_control.mode == "poll":
+        args.append(f"--repository-poll-secs={version.model_control.poll_seconds}")
+    args += [f"--load-model={m}" for m in version.model_control.load]
+    if version.model_config_name:
+        args.append(f"--model-config-name={version.model_config_name}")
+    args.append(f"--{EXIT_TIMEOUT_FLAG}={exit_timeout}")
+    return args + _server_arg_flags(version)
+
+
+def probes(version: Version) -> dict[str, dict]:
+    """Startup probe covering the whole startup budget; readiness and liveness after it."""
+    failures = math.ceil(version.startup_budget_seconds / PROBE_PERIOD_SECONDS)
+    return {
+        "startupProbe": {
+            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "periodSeconds": PROBE_PERIOD_SECONDS,
+            "failureThreshold": failures,
+            "timeoutSeconds": 5,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+            "timeoutSeconds": 5,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/v2/health/live", "port": "http"},
+            "periodSeconds": PROBE_PERIOD_SECONDS,
+            "failureThreshold": 6,
+            "timeoutSeconds": 5,
+        },
+    }
+
+
+def container_security_context() -> dict:
+    """Pod Security "restricted": non-root, no privilege escalation, no capabilities; a
+    read-only root filesystem with writable scratch volumes (SCRATCH_DIRS, /dev/shm)."""
+    return restricted_security_context(runAsUser=TRITON_UID)
+
+
+def scratch_volumes() -> tuple[list[dict], list[dict]]:
+    """Writable emptyDirs (on the node's disk: an S3 repository copy can be large) and their mounts."""
+    volumes = [{"name": name, "emptyDir": {}} for name in SCRATCH_DIRS]
+    mounts = [{"name": name, "mountPath": path} for name, path in SCRATCH_DIRS.items()]
+    return volumes, mounts
+
+
+def model_configs_data(configs: Mapping[str, str]) -> dict[str, str]:
+    """The ConfigMap's data: each model's config.pbtxt as `<model>.pbtxt` (a key holds no '/';
+    the volume's items put it in place), and the version directories' note."""
+    return {**{f"{model}.pbtxt": text for model, text in sorted(configs.items())}, VERSION_NOTE_KEY: VERSION_NOTE}
+
+
+def model_configs_name(service: Service, data: Mapping[str, str]) -> str:
+    """`<service>-model-configs-<content hash>`. The Kubernetes provider replaces a ConfigMap
+    whose data changes (enableConfigMapMutable is off), and one that keeps its name it deletes
+    first: a pod starting meanwhile could not mount it, and nothing would roll the running
+    pods. Named after its content, a changed ConfigMap is created beside the old one; the pod
+    template names the new one, so the Deployments roll onto it (an update, never a
+    replacement), and the old one is deleted after them."""
+    digest = hashlib.sha256(json.dumps(dict(data), sort_keys=True).encode()).hexdigest()
+    return f"{service.name}-model-configs-{digest[:10]}"
+
+
+def model_configs_volume(models: Sequence[str], config_map: pulumi.Input[str]) -> tuple[dict, list[dict]]:
+    """The ConfigMap as a volume laid out as a model repository (`<model>/config.pbtxt`,
+    `<model>/1/`), and one read-only mount per model directory.
+
+    Each model directory is mounted by subPath under MODEL_CONFIGS_PATH rather than the whole
+    volume there: a ConfigMap volume's root also holds the kubelet's `..data` link and
+    timestamped directory, which Triton would take for models (its repository scan skips only
+    `.` and `..`: filesystem/implementations/local.h). A subPath mount never sees updates;
+    none are needed, since a change is a new ConfigMap (model_configs_name).
+    """
+    items = []
+    for model in sorted(models):
+        items += [{"key": f"{model}.pbtxt", "path": f"{model}/config.pbtxt"},
+                  {"key": VERSION_NOTE_KEY, "path": f"{model}/1/README"}]
+    volume = {"name": MODEL_CONFIGS_VOLUME, "configMap": {"name": config_map, "items": items}}
+    mounts = [{"name": MODEL_CONFIGS_VOLUME, "mountPath": f"{MODEL_CONFIGS_PATH}/{model}", "subPath": model,
+               "readOnly": True} for model in sorted(models)]
+    return volume, mounts
+
+
+def container_resources(r: Resources, gpu_request: GpuRequest, group: NodeGroup) -> dict:
+    """A Triton container's CPU, memory and GPU share: requests, and limits where set."""
+    gpu = gpu_scheduling(group, gpu_request.count, gpu_request.mig_profile).resources
+    limits = {"memory": r.memory_limit or r.memory, **gpu["limits"]}
+    if r.cpu_limit:
+        limits["cpu"] = r.cpu_limit
+    return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
+
+
+def server_volumes(version: Version, claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[list[dict], list[dict]]:
+    """A Triton server's volumes and mounts: /dev/shm, the scratch directories and, on the file
+    share, the weights claim read-only."""
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    scratch, scratch_mounts = scratch_volumes()
+    volumes += scratch
+    mounts += scratch_mounts
+    if claim:
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
+        mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
+    return volumes, mounts
+
+
+def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input[str], s3_secret: Optional[str],
+                    claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[dict, list[dict]]:
+    """The Triton server a tuning run measures, and its volumes: the version's image, GPU share,
+    resources, repository and server flags, with explicit model control and nothing loaded
+    (Model Analyzer loads each variant it tries)."""
+    volumes, mounts = server_volumes(version, claim, mount_path)
+
+    def args(repo: str) -> list[str]:
+        return [f"--model-repository={repo}", "--model-control-mode=explicit", *_listening_flags(),
+                *_server_arg_flags(version)]
+
+    container = {
+        "name": "triton",
+        "image": version.image,
+        "command": ["tritonserver"],
+        "args": _for_repository(repository, args),
+        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        "resources": container_resources(version.resources, version.gpu, group),
+        "volumeMounts": mounts,
+        "securityContext": container_security_context(),
+        # Ready as soon as the server is up: nothing is loaded until Model Analyzer asks. A
+        # native sidecar's readiness gates nothing; liveness restarts a hung server.
+        **probes(version),
+    }
+    if s3_secret:
+        container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
+    return container, volumes
+
+
+def deployment_spec(
+    service: Service,
+    version: Version,
+    group: NodeGroup,
+    service_account: pulumi.Input[str],
+    repository: pulumi.Input[str],
+    s3_secret: Optional[pulumi.Input[str]],
+    claim: Optional[pulumi.Input[str]],
+    autoscaled: bool,
+    mount_path: str,
+    progress_deadline_seconds: Optional[int] = None,
+    model_configs: Optional[tuple[dict, list[dict]]] = None,
+) -> dict:
+    """A version's Deployment spec; `model_configs` is the platform's configs' volume and
+    mounts (model_configs_volume)."""
+    labels = pod_labels(service, version)
+    selector = {"app": service.name, "version": version.name}
+    sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
+    stopping = shutdown(service, version)
+    volumes, mounts = server_volumes(version, claim, mount_path)
+    if model_configs is not None:
+        volumes.append(model_configs[0])
+        mounts += model_configs[1]
+    configs = model_configs is not None
+    container = {
+        "name": "triton",
+        "image": version.image,
+        "command": ["tritonserver"],
+        "args": _for_repository(repository, lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs)),
+        "ports": [
+            {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
+            {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
+            {"name": "http-metrics", "containerPort": TRITON_METRICS_PORT, "protocol": "TCP"},
+        ],
+        "resources": container_resources(version.resources, version.gpu, group),
+        "volumeMounts": mounts,
+        "securityContext": container_security_context(),
+        **probes(version),
+        # Until the endpoint removal has reached the gateways, requests still arrive.
+        "lifecycle": {"preStop": {"sleep": {"seconds": stopping.pre_stop_seconds}}},
+    }
+    if s3_secret:
+        container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
+    spec = {
+        "selector": {"matchLabels": selector},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+        "template": {
+            "metadata": {"labels": labels, "annotations": sidecar_annotations(stopping)},
+            "spec": {
+                "serviceAccountName": service_account,
+                # Triton never calls the Kubernetes API; the Istio sidecar brings its own
+                # projected token (istio-token), so no token is mounted.
+                "automountServiceAccountToken": False,
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": TRITON_UID,
+                    "fsGroup": TRITON_UID,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "nodeSelector": sched.node_selector,
+                "tolerations": sched.tolerations,
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "kubernetes.io/hostname",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {"matchLabels": selector},
+                    }
+                ],
+                "terminationGracePeriodSeconds": stopping.grace_seconds,
+                "containers": [container],
+                "volumes": volumes,
+            },
+        },
+    }
+    # An HPA owns the replica count; a replicas field would fight it on every update.
+    if not autoscaled:
+        spec["replicas"] = version.replicas
+    # A replica on a new GPU node makes no visible progress for a whole cold start; a
+    # shorter deadline would mark the rollout ProgressDeadlineExceeded while it is fine.
+    if progress_deadline_seconds is not None:
+        spec["progressDeadlineSeconds"] = progress_deadline_seconds
+    return spec
+
+
+def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
+    metric: dict = {"name": QUEUE_TIME_METRIC}
+    if scaling.queue_time_model:
+        # prometheus-adapter turns the selector into label matchers on Triton's series:
+        # the named model's queue time replaces the pod's worst model's.
+        metric["selector"] = {"matchLabels": {TRITON_MODEL_LABEL: scaling.queue_time_model}}
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
+        "minReplicas": scaling.min_replicas,
+        "maxReplicas": scaling.max_replicas,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": metric,
+                    "target": {"type": "AverageValue", "averageValue": str(scaling.queue_time_target_us)},
+                },
+            }
+        ],
+        "behavior": {
+            "scaleDown": {"stabilizationWindowSeconds": scaling.scale_down_stabilization_seconds},
+            "scaleUp": {"stabilizationWindowSeconds": 0},
+        },
+    }
+
+
+def destination_rule_spec(service: Service) -> dict:
+    return {
+        "host": service_host(service),
+        "trafficPolicy": {
+            "outlierDetection": {
+                "consecutive5xxErrors": 5,
+                "interval": "30s",
+                "baseEjectionTime": "60s",
+                "maxEjectionPercent": 50,
+            }
+        },
+        "subsets": [{"name": v.name, "labels": {"version": v.name}} for v in service.versions],
+    }
+
+
+def _destination(service: Service, version: str, port: int) -> dict:
+    return {"host": service_host(service), "subset": version, "port": {"number": port}}
+
+
+def retry_policy(service: Service) -> dict:
+    """A route's retries. `attempts: 0` makes Istio set no retry policy; without `retries`
+    Istio would apply its own default (2 retries including on `retriable-status-codes`).
+    A per-try timeout equal to the route timeout is left out: Envoy then bounds each try by
+    the route timeout, the same limit."""
+    retries = service.retries
+    if not retries.attempts:
+        return {"attempts": 0}
+    policy: dict = {"attempts": retries.attempts, "retryOn": retries.retry_on}
+    if service.per_try_timeout_seconds < service.timeout_seconds:
+        policy["perTryTimeout"] = envoy_duration(service.per_try_timeout_seconds)
+    return policy
+
+
+def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
+    """A route splitting traffic by weight; versions at weight 0 get no route entry."""
+    rule: dict = {"name": name}
+    if match:
+        rule["match"] = match
+    rule["route"] = [
+        {"destination": _destination(service, v.name, port), "weight": v.weight} for v in service.versions if v.weight > 0
+    ]
+    rule["timeout"] = envoy_duration(service.timeout_seconds)
+    rule["retries"] = retry_policy(service)
+    if service.mirror is not None:
+        rule["mirror"] = _destination(service, service.mirror.version, port)
+        rule["mirrorPercentage"] = {"value": service.mirror.percent}
+    return rule
+
+
+def virtual_service_spec(service: Service, gateway: str, authorization: Optional[pulumi.Input[str]]) -> dict:
+    """Routes for gRPC and HTTP; with Basic Auth only requests carrying the credentials are forwarded.
+
+    `authorization` (the expected Authorization header) stays a secret leaf inside the spec.
+    """
+    auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
+    grpc_match = [{"headers": {**auth, "content-type": {"prefix": "application/grpc"}}}]
+    http_match = [{"headers": auth}] if auth else []
+    http = [_forward(service, "grpc", GRPC_PORT, grpc_match), _forward(service, "http", HTTP_PORT, http_match)]
+    if authorization is not None:
+        http.append(unauthorized_route(service.auth.realm or service.name))
+    return {"hosts": list(service.hosts), "gateways": [gateway], "http": http}
+
+
+def unauthorized_route(realm: str) -> dict:
+    """The route after the credentialed ones: 401 with the Basic Auth challenge."""
+    return {
+        "name": "unauthorized",
+        "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
+        "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}},
+    }
+
+
+def basic_authorization(username: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str, labels: dict, auth: AuthSettings):
+    """With auth mode `basic`: generated credentials, a Secret with them for clients in
+    `namespace`, and the Authorization header they make (secret). Nothing otherwise."""
+    if auth.mode != "basic":
+        return None, None, None
+    password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=pulumi.ResourceOptions(parent=parent))
+    secret_name = f"{username}-basic-auth"
+    k8s.core.v1.Secret(
+        f"{name}-basic-auth",
+        metadata={"name": secret_name, "namespace": namespace, "labels": labels},
+        type="kubernetes.io/basic-auth",
+        string_data={"username": username, "password": password.result},
+        opts=resource_opts(parent),
+    )
+    authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
+    credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
+    return authorization, credentials, secret_name
+
+
+def ingress_source(auth: AuthSettings, ingress_principal: str) -> dict:
+    """The ingress gateway as an AuthorizationPolicy source; with JWT auth, only requests
+    that carry a token the RequestAuthentication accepted."""
+    source: dict = {"principals": [ingress_principal]}
+    if auth.mode == "jwt":
+        source["requestPrincipals"] = ["*"]
+    return source
+
+
+def peer_authentication_spec(selector: dict[str, str], metrics_port: int) -> dict:
+    """STRICT mTLS for the selected pods, but for the port Prometheus scrapes without a mesh identity."""
+    return {"selector": {"matchLabels": selector}, "mtls": {"mode": "STRICT"},
+            "portLevelMtls": {str(metrics_port): {"mode": "PERMISSIVE"}}}
+
+
+def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
+    rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
+    if jwt.audiences:
+        rule["audiences"] = list(jwt.audiences)
+    return {"selector": {"matchLabels": selector}, "jwtRules": [rule]}
+
+
+def declare_mesh_security(custom: Callable[[str, str, str, dict], object], selector: dict[str, str],
+                          metrics_port: int, authorization: dict, auth: AuthSettings) -> None:
+    """A workload's mesh security through `custom(role, apiVersion, kind, spec)`: STRICT mTLS
+    (PeerAuthentication), the AuthorizationPolicy `authorization`, and with jwt auth the
+    RequestAuthentication that checks tokens."""
+    custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication", peer_authentication_spec(selector, metrics_port))
+    custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy", authorization)
+    if auth.mode == "jwt":
+        custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
+               request_authentication_spec(selector, auth.jwt))
+
+
+def pod_monitor_spec(selector: dict[str, str], port: str) -> dict:
+    return {"selector": {"matchLabels": selector},
+            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"}]}
+
+
+def from_namespace(namespace: str) -> list[dict]:
+    """A NetworkPolicy peer: every pod of `namespace`."""
+    return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]
+
+
+def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
+    """Only the ingress gateway may call Triton; metrics stay reachable for Prometheus."""
+    return {
+        "selector": {"matchLabels": {"app": service.name}},
+        "action": "ALLOW",
+        "rules": [
+            {"from": [{"source": ingress_source(service.auth, ingress_principal)}],
+             "to": [{"operation": {"ports": [str(HTTP_PORT), str(GRPC_PORT)]}}]},
+            {"to": [{"operation": {"ports": [str(TRITON_METRICS_PORT)]}}]},
+        ],
+    }
+
+
+def network_policy_spec(service: Service, ingress_namespace: str, monitoring_namespace: str) -> dict:
+    return {
+        "podSelector": {"matchLabels": {"app": service.name}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]},
+            {
+                "from": from_namespace(monitoring_namespace),
+                "ports": [{"protocol": "TCP", "port": p} for p in (TRITON_METRICS_PORT, *ISTIO_METRICS_PORTS)],
+            },
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- component
+
+
+class TritonService(pulumi.ComponentResource):
+    """One Triton inference service: its versions, traffic split, auth and autoscaling."""
+
+    urls: pulumi.Output[list[str]]
+    """URLs of the service's hosts through the gateway."""
+    weights: pulumi.Output[dict[str, int]]
+    """Traffic weight per version (percent)."""
+    auth_secret: Optional[pulumi.Output[str]]
+    """Secret in the service's namespace with the Basic Auth credentials (auth mode `basic`)."""
+    credentials: Optional[pulumi.Output[dict[str, str]]]
+    """Secret. Basic Auth `username` and `password` (auth mode `basic`)."""
+
+    def __init__(self, name: str, args: TritonServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(TritonServiceInputs, args, "TritonService")
+        init_component(self, "TritonService", "inference-platform:triton:TritonService", name, opts)
+        service = a.service
+        ns = service.k8s_namespace
+        labels = standard_labels(service.name, app=service.name)
+
+        sa = k8s.core.v1.ServiceAccount(
+            f"{name}-sa", metadata={"name": service.name, "namespace": ns, "labels": labels}, opts=resource_opts(self)
+        )
+        # The Service's await lasts until no selected pod is unready: as long as a replica's startup.
+        endpoints = pulumi.ResourceOptions.merge(
+            resource_opts(self), pulumi.ResourceOptions(custom_timeouts=custom_timeouts(service_endpoints_budget(service)))
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata={"name": service.name, "namespace": ns, "labels": labels},
+            spec={
+                "selector": {"app": service.name},
+                "ports": [
+                    {"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"},
+                    {"name": "grpc", "port": GRPC_PORT, "targetPort": "grpc", "protocol": "TCP"},
+                    {"name": "http-metrics", "port": TRITON_METRICS_PORT, "targetPort": "http-metrics", "protocol": "TCP"},
+                ],
+            },
+            opts=endpoints,
+        )
+
+        configs_volume = None
+        if a.model_configs:
+            data = model_configs_data(a.model_configs)
+            config_map = k8s.core.v1.ConfigMap(
+                f"{name}-model-configs",
+                metadata={"name": model_configs_name(service, data), "namespace": ns, "labels": labels},
+                data=data,
+                opts=resource_opts(self),
+            )
+            # The name as an output: each Deployment waits for the ConfigMap it mounts.
+            configs_volume = model_configs_volume(list(a.model_configs), config_map.metadata["name"])
+
+        groups = {g.name: g for g in a.gpu_groups}
+        estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
+        for version in service.versions:
+            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
+                                  configs_volume)
+
+        authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
+
+        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict]):
+            return k8s.apiextensions.CustomResource(
+                f"{name}-{role}",
+                api_version=api_version,
+                kind=kind,
+                metadata={"name": service.name, "namespace": ns, "labels": labels},
+                spec=spec,
+                opts=resource_opts(self),
+            )
+
+        custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
+        custom("virtualservice", "networking.istio.io/v1", "VirtualService",
+               virtual_service_spec(service, a.gateway, authorization))
+        selector = {"app": service.name}
+        declare_mesh_security(custom, selector, TRITON_METRICS_PORT, authorization_policy_spec(service, a.ingress_principal),
+                              service.auth)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-networkpolicy",
+            metadata={"name": service.name, "namespace": ns, "labels": labels},
+            spec=network_policy_spec(service, a.ingress_namespace, a.monitoring_namespace),
+            opts=resource_opts(self),
+        )
+        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "http-metrics"))
+        tuned = [v for v in service.versions if v.tuning is not None]
+        if tuned:
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-tuning-networkpolicy",
+                metadata={"name": f"{service.name}-tuning", "namespace": ns, "labels": labels},
+                spec=tuning_network_policy_spec(service, tuned),
+                opts=resource_opts(self),
+            )
+
+        scheme = "https" if a.tls else "http"
+        self.urls = [f"{scheme}://{h}" for h in service.hosts]
+        self.weights = {v.name: v.weight for v in service.versions}
+        self.auth_secret = secret_name
+        self.credentials = credentials
+        self.register_outputs(
+            {"urls": self.urls, "weights": self.weights, "authSecret": secret_name, "credentials": credentials}
+        )
+
+    def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
+                         estimate: GroupEstimate, sa, model_configs: Optional[tuple[dict, list[dict]]]):
+        service, weights = a.service, a.weights
+        scaling = version.autoscaling or service.autoscaling
+        repo = version.model_repository
+        repository = model_repository_url(weights, repo.cache, repo.path)
+        budget = version_rollout_budget(estimate, service, version, shutdown(service, version).grace_seconds)
+        target = deployment_name(service, version)
+        # A fixed name lets the HPA refer to the Deployment without waiting for its rollout.
+        # A replacement (only a new selector, which app/version never changes) must then
+        # delete the old object first: creating the new one under the same name would fail.
+        rollout = pulumi.ResourceOptions(
+            delete_before_replace=True, custom_timeouts=custom_timeouts(budget) if budget.seconds else None
+        )
+        k8s.apps.v1.Deployment(
+            f"{name}-{version.name}",
+            metadata={
+                "name": target,
+                "namespace": service.k8s_namespace,
+                "labels": pod_labels(service, version),
+                "annotations": hardening.skip_annotations(
+                    *hardening.triton_workloads(cpu_limit=bool(version.resources.cpu_limit), s3=repo.cache == "s3")
+                ),
+            },
+            spec=deployment_spec(
+                service,
+                version,
+                group,
+                sa.metadata["name"],
+                repository,
+                s3_secret=weights.s3_secret_name if repo.cache == "s3" else None,
+                claim=weights.claim_name if repo.cache == "fileShare" else None,
+                autoscaled=scaling.enabled,
+                mount_path=weights.mount_path,
+                progress_deadline_seconds=wait_seconds(budget.create_seconds) if budget.create_seconds else None,
+                model_configs=model_configs,
+            ),
+            # The weights' claim or Secret, the GPU operator: among what the component waits for.
+            opts=pulumi.ResourceOptions.merge(resource_opts(self), rollout),
+        )
+        if version.tuning is not None:
+            self._declare_tuning(name, a, version, group, repository)
+        selector = {"app": service.name, "version": version.name}
+        if scaling.enabled:
+            k8s.autoscaling.v2.HorizontalPodAutoscaler(
+                f"{name}-{version.name}-hpa",
+                metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+                spec=hpa_spec(target, scaling),
+                opts=resource_opts(self),
+            )
+        min_replicas = scaling.min_replicas if scaling.enabled else version.replicas
+        if min_replicas > 1:
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{name}-{version.name}-pdb",
+                metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
+                spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
+                opts=resource_opts(self),
+            )
+
+    def _declare_tuning(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup, repository):
+        """The version's Model Analyzer run (tuning.py): its server, and where it publishes."""
+        weights, repo = a.weights, version.model_repository
+        claim = weights.claim_name if repo.cache == "fileShare" else None
+        s3_secret = weights.s3_secret_name if repo.cache == "s3" else None
+        server, volumes = analysis_server(version, group, repository, s3_secret, claim, weights.mount_path)
+        if claim:
+            # One volume of the claim: the server mounts it read-only, only the publish step writable.
+            models = next(v for v in volumes if v["name"] == "models")
+            models["persistentVolumeClaim"] = {"claimName": claim}
+            cache_mount, upload = {"name": "models", "mountPath": weights.mount_path}, None
+        else:
+            cache_mount, upload = None, upload_container(weights.s3_bucket, repo.path, weights.s3_endpoint, s3_secret)
+        declare_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, a.tuning_priority_class)

@@ -1,0 +1,80 @@
+"""Loading a stack's settings: the stack file's keys validated by the schema (config.py),
+its cross checks, and the GPU and node-contract checks built on it.
+
+Validation imports no module that builds resources (tests/test_imports.py checks it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from inference_platform.gpu.node_labels import contract_problems
+from inference_platform.gpu.profiles import check_gpu_settings
+from inference_platform.serving.model_config import broken_repository_configs
+from inference_platform.settings.schema import NAMESPACE, SECRET_KEYS, ConfigError, Path, Settings, cross_checks, pydantic_problems
+from inference_platform.tuning.presets import upload_preset_problems
+
+
+def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset()) -> Settings:
+    """Validate a dict of config keys (without the namespace prefix) into Settings, or raise ConfigError."""
+    problems: list[tuple[Path, str]] = []
+    for key in SECRET_KEYS:
+        if key in raw and key not in secret_keys:
+            problems.append(((key,), f"must be a secret; set it with `pulumi config set --secret {key} ...`"))
+    if problems:
+        raise ConfigError(stack_file, problems)
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(stack_file, pydantic_problems(err)) from None
+    problems = cross_checks(settings)
+    if not problems:
+        problems = check_gpu_settings(settings) + contract_problems(settings) + upload_config_problems(settings)
+    if problems:
+        raise ConfigError(stack_file, problems)
+    return settings
+
+
+def _decode(value: Any) -> Any:
+    # Structured values arrive from the engine as JSON text; scalars as plain strings.
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def load_settings() -> Settings:
+    """Read this stack's `inference-platform:*` config from the Pulumi runtime."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    secret = set(runtime_config._SECRET_KEYS.get()) | set(runtime_config.get_config_secret_keys_env())
+    return settings_from_config(merged, secret, f"stacks/Pulumi.{pulumi.get_stack()}.yaml")
+
+
+def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], stack_file: str) -> Settings:
+    """Settings from config as the engine passes it (`inference-platform:<key>` -> text or JSON
+    text; other namespaces ignored), or ConfigError naming stack_file."""
+    prefix = NAMESPACE + ":"
+    raw = {k[len(prefix):]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    secrets = frozenset(k[len(prefix):] for k in secret_keys if k.startswith(prefix))
+    return parse_settings(raw, stack_file, secrets)
+
+
+def upload_config_problems(settings: Settings) -> list[tuple[Path, str]]:
+    """Weight uploads whose model repository holds a config.pbtxt Triton would refuse, or that
+    name a tuning preset that cannot apply to one of its models: refused before anything is
+    uploaded (the upload itself checks the configs again when it runs)."""
+    s3 = settings.weight_caches.s3
+    if s3 is None:
+        return []
+    broken = [(("weightCaches", "s3", "uploads", i, "source"), f"{problem}; fix it before it is uploaded")
+              for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
+    # Presets apply to the configs, so they are checked once every config parses.
+    return broken or [(("weightCaches", *path), why) for path, why in upload_preset_problems(s3, settings.tuning_presets)]

@@ -1,0 +1,1 @@
+"""Tuning: Model Analyzer runs, batching presets and the model pipeline on Argo Workflows."""
