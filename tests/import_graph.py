@@ -11,7 +11,7 @@ import ast
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Mapping, Optional
 
 # Importing one of these means the module declares cloud or cluster resources.
 RESOURCE_PACKAGES = frozenset({"pulumi_kubernetes", "pulumi_openstack", "pulumi_random"})
@@ -40,12 +40,12 @@ class Module:
         return self.file.name == "__init__.py"
 
 
-def load_modules(root: Path, packages: Iterable[str]) -> dict[str, Module]:
-    """Every module of the packages (directories under root) that exist, by dotted name."""
+def load_modules(root: Path, packages: Mapping[str, str]) -> dict[str, Module]:
+    """Every module of the packages (import name -> directory under root), by dotted name."""
     modules = {}
-    for package in packages:
-        for file in sorted((root / package).rglob("*.py")):
-            parts = file.relative_to(root).with_suffix("").parts
+    for package, folder in packages.items():
+        for file in sorted((root / folder).rglob("*.py")):
+            parts = (package, *file.relative_to(root / folder).with_suffix("").parts)
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             modules[name] = Module(name, file, ast.parse(file.read_text(), filename=str(file)))
     return modules

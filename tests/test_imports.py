@@ -11,10 +11,12 @@ import pytest
 from tests.conftest import ROOT
 from tests.import_graph import Edge, builds_resources, cycles, format_cycle, import_chain, import_edges, load_modules, reachable
 
-PACKAGES = [p for p in ("components", "platformctl", "policies", "graph_app", "examples") if (ROOT / p).is_dir()]
+# Import name -> folder: the library's import name differs from its folder.
+PACKAGES = {"inference_platform": "components", "platformctl": "platformctl", "policies": "policies",
+            "graph_app": "graph_app", "examples": "examples"}
 # Settings validation: the module that loads a stack file, and everything it imports.
-VALIDATION_ROOT = "components.validation"
-LEAF = "components.node_contract"
+VALIDATION_ROOT = "inference_platform.settings.loader"
+LEAF = "inference_platform.core.node_contract"
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +28,11 @@ def graph():
 def test_the_graph_holds_every_kind_of_import(graph):
     modules, edges = graph
     pairs = {(e.source, e.target) for e in edges}
-    assert ("components.platform", "components.cluster") in pairs  # from .cluster import Cluster
-    assert ("components.mesh", "components.endpoints") in pairs  # from . import endpoints as ep
-    assert ("platformctl.engine", "components.platform") in pairs  # inside render_settings
-    assert ("components.config", "policies.catalog") in pairs  # inside a validator
+    assert ("inference_platform.platform", "inference_platform.cluster.cluster") in pairs  # from x.cluster import Cluster
+    assert ("inference_platform.mesh.mesh", "inference_platform.core.endpoints") in pairs  # from x.core import endpoints as ep
+    assert ("platformctl.engine", "inference_platform.platform") in pairs  # inside render_settings
     assert ("policies.rules", "policies.catalog") in pairs  # from ..catalog import
-    assert "components.triton" in modules and "policies.rules.kube" in modules
+    assert "inference_platform.serving.triton" in modules and "policies.rules.kube" in modules
 
 
 def test_no_import_cycles(graph):
@@ -43,9 +44,9 @@ def test_no_import_cycles(graph):
 def test_validation_builds_no_resources(graph):
     modules, edges = graph
     builders = {name for name, m in modules.items() if builds_resources(m)}
-    assert {"components.node_rules", "components.coldstart", "components.triton"} <= builders
+    assert {"inference_platform.gpu.node_rules", "inference_platform.gpu.coldstart", "inference_platform.serving.triton"} <= builders
     validation = reachable(edges, VALIDATION_ROOT)
-    assert {"components.config", "components.gpu_profiles", "components.node_labels"} <= validation
+    assert {"inference_platform.settings.schema", "inference_platform.gpu.profiles", "inference_platform.gpu.node_labels"} <= validation
     bad = sorted(validation & builders)
     assert not bad, "settings validation imports resource-building modules:\n" + "\n".join(
         " -> ".join([VALIDATION_ROOT, *(e.target for e in import_chain(edges, VALIDATION_ROOT, m))]) + "\n"
@@ -76,7 +77,7 @@ def test_the_checker_finds_cycles_hidden_in_functions(tmp_path):
         "pkg/d.py": "from .d import x\n",
         "pkg/e.py": "from . import a\n",
     })
-    modules = load_modules(tmp_path, ["pkg"])
+    modules = load_modules(tmp_path, {"pkg": "pkg"})
     found = cycles(import_edges(modules, tmp_path))
     loops = sorted(tuple(e.source for e in c) for c in found)
     # a -> b -> c -> a (each import in the loop once, whichever edge starts it); d imports itself.
@@ -95,7 +96,7 @@ def test_the_checker_sees_resource_builders(tmp_path):
         "pkg/comp.py": "import pulumi\n\nclass C(pulumi.ComponentResource):\n    pass\n",
         "pkg/pure.py": "import pulumi\n",
     })
-    modules = load_modules(tmp_path, ["pkg"])
+    modules = load_modules(tmp_path, {"pkg": "pkg"})
     assert {n for n, m in modules.items() if builds_resources(m)} == {"pkg.shapes", "pkg.comp"}
     edges = import_edges(modules, tmp_path)
     assert import_chain(edges, "pkg.check", "pkg.shapes") == [Edge("pkg.check", "pkg.shapes", "pkg/check.py", 1, "from .shapes import Box")]

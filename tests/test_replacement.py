@@ -4,7 +4,7 @@ versions, and re-derivable from the installed SDKs and our dynamic providers' di
 from __future__ import annotations
 
 import importlib.metadata
-import re
+import tomllib
 
 import pytest
 
@@ -50,8 +50,9 @@ def test_weight_uploads_have_rules_although_no_example_stack_declares_one():
 
 
 def _requirement(package: str) -> str:
-    text = (ROOT / "requirements.txt").read_text()
-    return re.search(rf"^{re.escape(package)}==(\S+)$", text, re.M).group(1)
+    """The version pyproject.toml pins (the program's dependencies)."""
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return next(p.split("==")[1] for p in pins if p.split("==")[0] == package)
 
 
 @pytest.mark.parametrize("source", [s for s in SOURCES.values() if s.package], ids=lambda s: s.package)
