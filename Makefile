@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 MODEL_ANALYZER_VENV := .venv-model-analyzer
 STACK ?= demo-dev
 
-.PHONY: venv tools helm checkov model-analyzer plan test lint bench docs clean
+.PHONY: venv tools helm checkov model-analyzer plan test test-fast bench-smoke lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,15 +59,30 @@ plan: venv
 	$(PY) -m platformctl plan $(STACK)
 	$(PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
+# Test tiers (tests/<tier>/): unit (pure functions), plan (the mock runtime), conformance (schemas,
+# real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer),
+# properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
+# smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
 test: venv tools helm checkov model-analyzer
 	$(PY) -m pytest
+	$(MAKE) bench-smoke
+
+test-fast: venv
+	$(PY) -m pytest tests/unit tests/plan
+
+# The plan bench: one size or more (services per synthetic stack); the upload bench: MiB of weights.
+BENCH_SIZES ?= 10 50 200 1000
+BENCH_MIB ?= 512
 
 lint: venv
 	$(VENV)/bin/ruff check .
 
 bench: venv tools
-	$(PY) -m platformctl bench
-	$(PY) -m platformctl.bench_upload
+	$(PY) -m platformctl bench $(BENCH_SIZES)
+	$(PY) -m platformctl.bench_upload --mib $(BENCH_MIB)
+
+bench-smoke:
+	$(MAKE) bench BENCH_SIZES=10 BENCH_MIB=8
 
 docs: venv
 	$(PY) -m platformctl docs

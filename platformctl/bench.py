@@ -24,6 +24,10 @@ def synthetic_config(services: int) -> dict:
          "gpu": {"model": "L4-24GB", "perNode": 2, "sharing": {"mode": "time-slicing", "replicas": 4}}},
         {"name": "gpu-full", "minNodes": 1, "maxNodes": 1000, "gpu": {"model": "H100-80GB"}},
     ]
+    for g in groups:  # an existing cluster: each group's nodes singled out by a pool label, GPU nodes' OS declared
+        g["selector"] = {"pool": g["name"]}
+        if "gpu" in g:
+            g["os"] = "ubuntu-24.04"
     gpu_groups = [g["name"] for g in groups if "gpu" in g]
     svcs = []
     for i in range(services):

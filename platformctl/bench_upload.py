@@ -124,7 +124,7 @@ def reference(server, source: Path, tmp: Path) -> Timing:
 
 def run(total_mib: int) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.s3server import running_seaweedfs
+    from tests.support.s3server import running_seaweedfs
 
     if shutil.which("rclone") is None:
         raise SystemExit("rclone is not installed; `make tools` installs Debian's rclone")

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from platformctl.engine import Plan, render_config, render_stack  # noqa: E402
-from tests.conformance import reference_dir  # noqa: E402
+from tests.support.conformance import reference_dir  # noqa: E402
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 

@@ -1,0 +1,91 @@
+"""Every Helm release of the example stacks rendered by a real `helm template` of the vendored
+chart (../shared/reference/helm): it renders, and every object it makes validates (core kinds
+with kubernetes-validate, custom resources against the reference CRDs or the chart's own). The
+model pipeline's Argo release is also checked for what pipeline.py says its values do."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from inference_platform.core import versions
+from platformctl.plan import HELM_RELEASE
+from tests.conftest import ROOT, STACKS, stack_plan
+from tests.support import conformance
+
+HELM = ROOT / ".tools" / "helm"
+# What a Kubernetes 1.34 API server serves that `helm template` does not assume: charts choose
+# apiVersions by it (prometheus-adapter's APIService would otherwise come out as the removed v1beta1).
+API_VERSIONS = ("apiregistration.k8s.io/v1",)
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader plus the `=` scalar the charts' CRD descriptions hold (YAML 1.1's
+    value key type, which PyYAML has no constructor for)."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
+def _releases() -> dict[str, dict]:
+    """Each distinct release (chart, version, namespace, name, values) of the example stacks, by an id."""
+    found: dict[str, dict] = {}
+    for stack in STACKS:
+        for r in stack_plan(stack).of_type(HELM_RELEASE):
+            inputs = {k: r.inputs[k] for k in ("name", "chart", "version", "namespace", "values")}
+            if inputs not in found.values():
+                found[f"{stack}:{r.inputs['name']}"] = inputs
+    return found
+
+
+RELEASES = _releases()
+
+
+@functools.cache
+def helm_template(release_id: str) -> list[dict]:
+    """The objects `helm template` makes of a planned Helm release, CRDs included."""
+    if not HELM.exists():
+        pytest.skip("helm is not installed: run `make helm`")
+    r = RELEASES[release_id]
+    chart = conformance.reference_dir() / "helm" / r["chart"] / r["version"]
+    run = subprocess.run([str(HELM), "template", r["name"], str(chart), "--namespace", r["namespace"],
+                          "--kube-version", versions.KUBERNETES_VERSION, "--include-crds", "--values", "-",
+                          *(f"--api-versions={v}" for v in API_VERSIONS)],
+                         input=json.dumps(r["values"]), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return [doc for doc in yaml.load_all(run.stdout, Loader=_Loader) if doc]
+
+
+@pytest.mark.parametrize("release_id", sorted(RELEASES))
+def test_release_renders_and_every_object_validates(release_id, reference):
+    docs = helm_template(release_id)
+    assert docs
+    own = conformance.schemas_of(docs)
+    for doc in docs:
+        try:
+            conformance.validate(doc, own)
+        except Exception as err:
+            raise AssertionError(f"{doc['kind']} {doc['metadata'].get('name')}: {err}") from err
+
+
+def test_the_argo_values_reach_the_controller(reference):
+    (release_id,) = [i for i, r in RELEASES.items() if r["chart"] == versions.ARGO_WORKFLOWS.name]
+    docs = helm_template(release_id)
+    assert sorted({doc["kind"] for doc in docs}) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap",
+                                                    "CustomResourceDefinition", "Deployment", "ServiceAccount"]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    # The controller alone: no Argo Server.
+    assert deployment["metadata"]["name"].endswith("workflow-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    (controller,) = pod["containers"]
+    args = controller["args"]
+    assert args[args.index("--executor-image") + 1] == f"quay.io/argoproj/argoexec:{versions.ARGO_WORKFLOWS_VERSION}-nonroot"
+    (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    config = yaml.safe_load(config_map["data"]["config"])
+    assert config["workflowRestrictions"] == {"templateReferencing": "Strict"}
+    assert config["executor"]["securityContext"]["runAsNonRoot"] is True

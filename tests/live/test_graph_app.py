@@ -1,0 +1,306 @@
+"""graph_app, the Serve application every RayService graph runs: its `args`, its tensors, and
+the application itself on a real local Ray cluster of one node per worker group, deployed
+the way KubeRay deploys serveConfigV2 (a PUT of the config to the dashboard's
+/api/serve/applications/), with stand-in backends (tests/support/graph_stubs.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import ray
+import yaml
+from ray import serve
+from ray._common.test_utils import wait_for_condition
+from ray._private import ray_constants
+from ray.autoscaler.v2.sdk import get_cluster_status
+from ray.cluster_utils import Cluster
+from ray.serve.schema import ServeDeploySchema
+
+from graph_app import tensors
+from graph_app.app import INGRESS, build, load_backend
+from graph_app.spec import DEFAULT_BACKEND, SpecError, parse
+from graph_app.triton import TritonBackend
+from inference_platform.core import versions
+from platformctl.plan import is_k8s_object, manifest
+from tests.conftest import ROOT, RUN_SUMMARY, stack_plan
+from tests.support.netutil import free_port
+
+STUBS = "tests.support.graph_stubs:ArithmeticBackend"
+
+
+def step(name: str, model: str, inputs: dict, outputs: dict) -> dict:
+    return {"name": name, "model": model, "model_repository": f"/models/{model}", "inputs": inputs, "outputs": outputs}
+
+
+# number -> add_one -> incremented -> double -> result, each model under tensor names of its own.
+CHAIN_ARGS = {
+    "steps": [step("add", "add_one", {"X": "number"}, {"X_PLUS_ONE": "incremented"}),
+              step("double", "double", {"VALUE": "incremented"}, {"TWICE": "result"})],
+    "outputs": ["result", "incremented"],
+}
+
+
+# --------------------------------------------------------------------------- the pin
+
+
+def test_the_installed_ray_is_the_pinned_ray():
+    pins = re.findall(r"^ray\[serve\]==(\S+)$", (ROOT / "requirements-dev.txt").read_text(), re.M)
+    assert pins == [versions.RAY_VERSION]
+    assert ray.__version__ == versions.RAY_VERSION
+
+
+# --------------------------------------------------------------------------- args and tensors
+
+
+def test_args_declare_the_graph_and_its_caller_tensors():
+    spec = parse(CHAIN_ARGS)
+    assert [s.deployment for s in spec.steps] == ["step-add", "step-double"]
+    assert spec.inputs == ("number",)  # `incremented` is made inside the graph
+    assert spec.backend == DEFAULT_BACKEND
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda a: a["steps"][1].pop("model"), "args.steps[1]: unknown keys [], missing keys ['model']"),
+    (lambda a: a["steps"][0]["inputs"].update(X="incremented"), "['incremented'] read before the step that makes them"),
+    (lambda a: a["steps"][1]["outputs"].update(TWICE="incremented"), "args.steps[1].outputs: ['incremented'] already made"),
+    (lambda a: a["outputs"].append("nowhere"), "args.outputs: ['nowhere'] made by no step"),
+    (lambda a: a["steps"][1].update(name="add"), "step names must be unique"),
+    (lambda a: a["steps"][0].update(outputs={}), "args.steps[0].outputs: expected a non-empty mapping"),
+    (lambda a: a.update(backend="tests.support.graph_stubs.ArithmeticBackend"), "args.backend: expected an import path 'module:callable'"),
+    (lambda a: a.update(extra=1), "args: unknown keys ['extra']"),
+])
+def test_bad_args_name_the_key_at_fault(edit, message):
+    args = json.loads(json.dumps(CHAIN_ARGS))
+    edit(args)
+    with pytest.raises(SpecError, match=re.escape(message)):
+        parse(args)
+
+
+def test_the_default_backend_is_triton_and_resolves_without_tritonserver():
+    # The in-process API exists only in the step images: importing the module must not need it.
+    assert load_backend(DEFAULT_BACKEND) is TritonBackend
+    assert isinstance(build(CHAIN_ARGS), serve.Application)
+    with pytest.raises(SpecError, match="cannot import 'graph_app.triton:Nope'"):
+        load_backend("graph_app.triton:Nope")
+
+
+def test_tensors_cross_json_both_ways():
+    assert tensors.from_json("t", [[1, 2], [3, 4]]).shape == (2, 2)
+    assert tensors.from_json("t", ["a cat"]).dtype.kind == "U"
+    assert tensors.to_json(np.array([b"a cat", b"a dog"], dtype=object)) == ["a cat", "a dog"]
+    assert tensors.to_json(np.arange(4, dtype=np.uint8).reshape(2, 2)) == [[0, 1], [2, 3]]
+    with pytest.raises(tensors.TensorError, match="'t' is not a rectangular array"):
+        tensors.from_json("t", [[1, 2], [3]])
+    with pytest.raises(tensors.TensorError, match="'t' must hold numbers, booleans or strings"):
+        tensors.from_json("t", [{"a": 1}])
+
+
+def test_the_rendered_serve_config_is_one_serve_and_graph_app_accept():
+    """What components/graphs.py renders for the example stack: Serve's own schema takes it,
+    graph_app reads its args, and its deployment entries name graph_app's deployments."""
+    (service,) = [manifest(r) for r in stack_plan("studio-dev").resources
+                  if is_k8s_object(r) and r.inputs.get("kind") == "RayService"]
+    config = ServeDeploySchema.model_validate(yaml.safe_load(service["spec"]["serveConfigV2"]))
+    (app,) = config.applications
+    assert app.import_path == "graph_app.app:build"
+    spec = parse(app.args)
+    options = {d.name: d.ray_actor_options for d in app.deployments}
+    assert set(options) == {s.deployment for s in spec.steps} | {INGRESS}
+    for s in spec.steps:
+        assert options[s.deployment].resources == {s.deployment: 1}
+    assert not options[INGRESS].resources
+    # The Ray pods import the package from the ConfigMap the platform renders.
+    (source,) = [manifest(r) for r in stack_plan("studio-dev").resources
+                 if is_k8s_object(r) and r.inputs.get("kind") == "ConfigMap" and "app.py" in (r.inputs.get("data") or {})]
+    assert source["data"] == {p.name: p.read_text() for p in sorted((ROOT / "graph_app").glob("*.py"))}
+
+
+# --------------------------------------------------------------------------- on a real Ray cluster
+
+# One node per worker group, each advertising its step's resource as a RayService worker
+# does (2: room for the step's two replicas, as two workers of the group would give), with
+# CPUs to spare so that only the resource keeps other steps off it. The head takes no work
+# (num_cpus 0), as in the RayService.
+NODES = {"step-add": 2, "step-double": 2}
+NODE_CPUS = 4
+APP, ORPHAN = "chain", "orphan"
+
+
+def step_deployment(name: str, replicas: int) -> dict:
+    """A step's entry as serveConfigV2 has it (components/graphs.py), without GPUs."""
+    return {"name": name,
+            "autoscaling_config": {"min_replicas": replicas, "max_replicas": replicas, "target_ongoing_requests": 2},
+            "ray_actor_options": {"num_cpus": 1, "num_gpus": 0, "resources": {name: 1}}}
+
+
+def serve_config(http_port: int) -> dict:
+    # Every Serve proxy of this one machine would bind the same port: one proxy, on the head.
+    return {
+        "proxy_location": "HeadOnly",
+        "http_options": {"host": "127.0.0.1", "port": http_port},
+        "applications": [
+            {"name": APP, "route_prefix": "/", "import_path": "graph_app.app:build",
+             "args": {**CHAIN_ARGS, "backend": STUBS},
+             "deployments": [step_deployment("step-add", 2), step_deployment("step-double", 2),
+                             {"name": INGRESS, "num_replicas": 1, "ray_actor_options": {"num_cpus": 0.1}}]},
+            # A step whose resource no node advertises.
+            {"name": ORPHAN, "route_prefix": "/orphan", "import_path": "graph_app.app:build",
+             "args": {"steps": [step("lost", "add_one", {"X": "number"}, {"X_PLUS_ONE": "incremented"})],
+                      "outputs": ["incremented"], "backend": STUBS},
+             "deployments": [step_deployment("step-lost", 1)]},
+        ],
+    }
+
+
+class RayGraph:
+    def __init__(self, cluster: Cluster, dashboard: str, http: str, node_of: dict[str, str]):
+        self.cluster, self.dashboard, self.http, self.node_of = cluster, dashboard, http, node_of
+
+    def details(self) -> dict:
+        with urllib.request.urlopen(f"{self.dashboard}/api/serve/applications/", timeout=10) as r:
+            return json.load(r)
+
+    def post(self, body: dict) -> tuple[int, dict]:
+        request = urllib.request.Request(self.http, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
+
+def deploy(dashboard: str, config: dict) -> None:
+    """What KubeRay does with serveConfigV2: YAML to JSON, PUT to the dashboard
+    (ray-operator v1.7.0, rayservice_controller.go updateServeDeployment and
+    utils/dashboardclient/dashboard_httpclient.go UpdateDeployments)."""
+    body = json.dumps(yaml.safe_load(yaml.safe_dump(config, sort_keys=False))).encode()
+    request = urllib.request.Request(f"{dashboard}/api/serve/applications/", data=body, method="PUT",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=60).close()
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"the dashboard refused the config: {e.code} {e.read().decode()}") from None
+
+
+@contextlib.contextmanager
+def local_cluster() -> Iterator[Cluster]:
+    """A head and one node per worker group on 127.0.0.1, in a Ray directory of its own."""
+    temp = tempfile.mkdtemp(prefix="ray-")  # short: Ray's socket paths must fit 107 bytes
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_TMPDIR", temp)  # sessions, logs and the address file: this run's own
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        # Connecting to 127.0.0.1, Ray substitutes the host's routable address, where nothing
+        # listens, unless the machine is no cluster (ray/_private/services.py,
+        # get_node_ip_address): the switch in this process (read at import) and in Ray's own.
+        env.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
+        env.setenv(ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, "0")
+        # Every Ray process imports graph_app (and the stubs) as a RayService pod does: PYTHONPATH.
+        env.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": True,
+            "dashboard_host": "127.0.0.1", "dashboard_port": free_port(), "dashboard_agent_listen_port": free_port()})
+        try:
+            for resource, count in NODES.items():
+                cluster.add_node(num_cpus=NODE_CPUS, resources={resource: count}, node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            ray.init(address=cluster.address, log_to_driver=False)
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_graph(request):
+    started = time.monotonic()
+    with local_cluster() as cluster:
+        up = time.monotonic()
+        node_of = {r: n["NodeID"] for n in ray.nodes() for r in n["Resources"] if r in NODES}
+        http_port = free_port()
+        graph = RayGraph(cluster, f"http://{cluster.webui_url}", f"http://127.0.0.1:{http_port}/", node_of)
+        deploy(graph.dashboard, serve_config(http_port))
+
+        def settled() -> bool:
+            app = graph.details()["applications"].get(APP)
+            return app is not None and app["status"] in ("RUNNING", "DEPLOY_FAILED")
+
+        wait_for_condition(settled, timeout=60, retry_interval_ms=200)
+        app = graph.details()["applications"][APP]
+        assert app["status"] == "RUNNING", app["message"]
+        deployed = time.monotonic()
+        yield graph
+    request.config.stash.setdefault(RUN_SUMMARY, []).append(
+        f"graph_app on Ray {ray.__version__}: cluster up {up - started:.1f} s, applications running "
+        f"{deployed - up:.1f} s, all with the tests and shutdown {time.monotonic() - started:.1f} s")
+
+
+def test_the_chain_runs_each_step_with_its_tensor_names(ray_graph):
+    for number in ([[1, 2], [3, 4]], [0.5], [[[-1]]]):
+        status, body = ray_graph.post({"inputs": {"number": number}})
+        assert status == 200, body
+        x = np.asarray(number)
+        assert body == {"outputs": {"result": ((x + 1) * 2).tolist(), "incremented": (x + 1).tolist()}}
+
+
+def test_each_step_runs_only_on_the_node_with_its_resource(ray_graph):
+    deployments = ray_graph.details()["applications"][APP]["deployments"]
+    for name in NODES:
+        replicas = deployments[name]["replicas"]
+        assert len(replicas) == 2 and {r["state"] for r in replicas} == {"RUNNING"}
+        assert {r["node_id"] for r in replicas} == {ray_graph.node_of[name]}
+        # And the replicas themselves, asked through Serve's router, agree.
+        handle = serve.get_deployment_handle(name, app_name=APP)
+        try:
+            nodes = {handle.where.remote().result(timeout_s=30) for _ in range(8)}
+        finally:
+            # Its router keeps calling Ray: left running, it would start a Ray of its own
+            # once this cluster is gone.
+            handle.shutdown()
+        assert nodes == {ray_graph.node_of[name]}
+    # The ingress asks for no step resource; the head (num_cpus 0) takes no work.
+    (ingress,) = deployments[INGRESS]["replicas"]
+    assert ingress["node_id"] in {ray_graph.node_of[n] for n in NODES}
+
+
+@pytest.mark.parametrize("body, error", [
+    ({"inputs": {}}, "missing input tensors ['number']; the graph takes ['number']"),
+    ({"inputs": {"incremented": [1]}},
+     "missing input tensors ['number'], unknown input tensors ['incremented']; the graph takes ['number']"),
+    ({"number": [1]}, 'the body must be JSON: {"inputs": {tensor: nested list}}'),
+    ({"inputs": {"number": [[1], [2, 3]]}}, "input tensor 'number' is not a rectangular array"),
+])
+def test_a_bad_request_gets_400_and_one_line(ray_graph, body, error):
+    status, answer = ray_graph.post(body)
+    assert status == 400
+    assert answer["error"].startswith(error) and "\n" not in answer["error"]
+
+
+def test_a_step_whose_resource_no_node_has_stays_pending(ray_graph):
+    """Ray reports the replica as demand for its resource (what the autoscaler turns into a
+    worker of that group) and places it nowhere, though the other nodes have CPUs to spare."""
+
+    def demands() -> list[dict]:
+        status = get_cluster_status(ray_graph.cluster.address)
+        return [b.bundle for d in status.resource_demands.ray_task_actor_demand for b in d.bundles_by_count]
+
+    wait_for_condition(lambda: {"CPU": 1.0, "step-lost": 1.0} in demands(), timeout=30, retry_interval_ms=200)
+    status = get_cluster_status(ray_graph.cluster.address)
+    spare = [n.available_resources().get("CPU", 0) for n in status.active_nodes + status.idle_nodes]
+    assert max(spare) >= 1  # CPU alone would have placed it
+    orphan = ray_graph.details()["applications"][ORPHAN]
+    (replica,) = orphan["deployments"]["step-lost"]["replicas"]
+    assert replica["state"] == "STARTING" and "node_id" not in replica
+    assert orphan["status"] == "DEPLOYING"

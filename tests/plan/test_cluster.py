@@ -1,0 +1,109 @@
+"""The Magnum cluster under each driver: the labels it reads, the autoscaling it offers, the
+API server reachable from where `pulumi up` runs, and a node subnet the file share agrees with."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
+from platformctl.diff import diff_plans
+from platformctl.engine import MOCK_SUBNET_CIDR, render_stack
+from tests.conftest import ROOT, as_magnum, base_config, on_heat, render_raw, stack_plan
+from tests.support.variants import heat_plan
+
+CLUSTER = "openstack:containerinfra/cluster:Cluster"
+TEMPLATE = "openstack:containerinfra/clusterTemplate:ClusterTemplate"
+NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
+SHARE_ACCESS = "openstack:sharedfilesystem/shareAccess:ShareAccess"
+AUTOSCALER = "inference-platform:autoscaler:NodeGroupAutoscaler"
+
+
+def one(plan, typ):
+    (r,) = plan.of_type(typ)
+    return r
+
+
+def magnum(**magnum) -> dict:
+    raw = as_magnum(base_config())
+    if magnum.get("driver") == "heat":
+        on_heat(raw, **magnum)
+    else:
+        raw["cluster"]["magnum"] = magnum
+    raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
+    raw["weightCaches"] = {"fileShare": {"mode": "manila", "sizeGb": 100}}
+    return raw
+
+
+@pytest.mark.parametrize("plan,driver", [(lambda: stack_plan("acme-prod"), "clusterApi"), (heat_plan, "heat")])
+def test_every_group_autoscales_and_nothing_rides_in_kubelet_options(plan, driver):
+    plan = plan()
+    cluster, template = one(plan, CLUSTER), one(plan, TEMPLATE)
+    labels = cluster.inputs["labels"]
+    assert labels["auto_scaling_enabled"] == "true"
+    assert (labels["min_node_count"], labels["max_node_count"]) == ("3", "6")
+    assert labels["master_lb_floating_ip_enabled"] == "true"
+    assert labels["fixed_subnet_cidr"] == "10.20.0.0/22"
+    groups = {g.inputs["role"]: (g.inputs["minNodeCount"], g.inputs["maxNodeCount"]) for g in plan.of_type(NODE_GROUP)}
+    assert groups == {"gpu-h100": (1, 8), "gpu-l4": (1, 4)}
+    for r in [cluster, template, *plan.of_type(NODE_GROUP)]:
+        assert "kubelet_options" not in r.inputs.get("labels", {}), r.name
+    # Heat's default runtime is host-docker, gone since Kubernetes 1.24; Cluster API runs containerd.
+    assert template.inputs["labels"].get("container_runtime") == ("containerd" if driver == "heat" else None)
+    # Only Heat needs the platform's own autoscaler for the extra groups.
+    assert bool(plan.of_type(AUTOSCALER)) == (driver == "heat")
+
+
+def test_a_changed_template_is_a_new_template_and_the_cluster_moves_to_it(tmp_path):
+    # Magnum refuses to update a template a cluster uses; a new one, then a cluster upgrade.
+    before = stack_plan("acme-prod")
+    assert one(before, TEMPLATE).replace_on_changes == ["*"]
+    edited = tmp_path / "Pulumi.acme-prod.yaml"
+    edited.write_text((ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text().replace("kubernetesVersion: v1.34.1", "kubernetesVersion: v1.34.2"))
+    d = diff_plans(before.to_json(), render_stack("acme-prod", edited).to_json())
+    actions = {(c.action, c.key.rsplit("::", 1)[-1]) for c in d["changes"]}
+    assert {("replace", "acme-prod-cluster-template"), ("update", "acme-prod-cluster-magnum")} <= actions
+    (template,) = [c for c in d["changes"] if c.key.endswith("acme-prod-cluster-template")]
+    assert not template.delete_first and "replaceOnChanges *" in template.reason
+    assert d["errors"] == []
+
+
+@pytest.mark.parametrize("driver,key", [
+    ({"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}, "master_lb_allowed_cidrs"),
+    ({"clusterApiDriver": "magnum-capi-helm"}, "api_master_lb_allowed_cidrs"),
+])
+def test_api_allow_list_goes_where_the_driver_reads_it(driver, key):
+    plan = render_raw(magnum(**driver, apiAllowedCidrs=["203.0.113.0/24", "198.51.100.7/32"]))
+    labels = one(plan, CLUSTER).inputs["labels"]
+    assert labels[key] == "203.0.113.0/24,198.51.100.7/32"
+    assert {"master_lb_allowed_cidrs", "api_master_lb_allowed_cidrs"} - {key} - set(labels) == {
+        "master_lb_allowed_cidrs", "api_master_lb_allowed_cidrs"} - {key}
+
+
+def test_no_floating_ip_only_when_asked():
+    assert one(render_raw(magnum(apiFloatingIp=False)), CLUSTER).inputs["labels"]["master_lb_floating_ip_enabled"] == "false"
+
+
+def test_share_access_follows_the_node_subnet():
+    created = render_raw(magnum(subnetCidr="10.30.0.0/24"))
+    assert [a.inputs["accessTo"] for a in created.of_type(SHARE_ACCESS)] == ["10.30.0.0/24"]
+    assert one(created, CLUSTER).inputs["labels"]["fixed_subnet_cidr"] == "10.30.0.0/24"
+    # An existing subnet: its CIDR as Neutron reports it, and Magnum is told the subnet, not a CIDR.
+    existing = render_raw(magnum(fixedNetwork="acme-net", fixedSubnet="acme-nodes"))
+    (access,) = existing.of_type(SHARE_ACCESS)
+    assert access.inputs["accessTo"] == MOCK_SUBNET_CIDR and access.name.endswith("-share-access-nodes")
+    cluster = one(existing, CLUSTER)
+    assert (cluster.inputs["fixedNetwork"], cluster.inputs["fixedSubnet"]) == ("acme-net", "acme-nodes")
+    assert "fixed_subnet_cidr" not in cluster.inputs["labels"]
+
+
+@pytest.mark.parametrize("labeller,settings", [
+    ("magnum-cluster-api", {}),
+    ("magnum-capi-helm", {"clusterApiDriver": "magnum-capi-helm"}),
+    ("heat", {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}),
+])
+def test_groups_are_selected_by_the_label_their_driver_gives_nodes(labeller, settings):
+    from inference_platform.settings.loader import parse_settings
+
+    s = parse_settings(magnum(**settings), "stacks/Pulumi.test-dev.yaml")
+    key = MAGNUM_GROUP_LABELS[labeller]
+    assert [g.selector for g in s.cluster.node_groups] == [{key: "default-worker"}, {key: "gpu"}]

@@ -1,0 +1,204 @@
+"""The Grafana dashboards: shape, variables, datasources, real metric names, no stack details."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from inference_platform.observability import alerts
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC
+from inference_platform.observability.observability import LLM_DASHBOARD, alloy_config, dashboard_files, provisioned_dashboards
+from platformctl.engine import stack_settings
+from tests.conftest import STACKS, observability_inputs, stack_plan
+from tests.support import dashboards
+from tests.support.metric_catalogue import LLM_CATALOGUES, catalogue, known_metrics, metric_names
+
+DASHBOARDS = dashboards.dashboards()
+RECORDED = set().union(*(alerts.recorded_names(alerts.rule_groups(observability_inputs(stack_settings(s)))) for s in STACKS))
+
+
+def test_at_least_six_dashboards_with_unique_uids():
+    assert len(DASHBOARDS) >= 6
+    assert {"triton-overview", "triton-latency", "gpu", "traffic", "logs", "capacity", "autoscaling", "llm"} <= set(DASHBOARDS)
+    uids = [d["uid"] for d in DASHBOARDS.values()]
+    assert len(set(uids)) == len(uids)
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_template_variables_and_datasources(name):
+    dash = DASHBOARDS[name]
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    assert {"datasource", "namespace", "service", "version"} <= set(variables)
+    assert variables["datasource"]["type"] == "datasource"
+    ids = [p["id"] for p in dashboards.panels(dash)]
+    assert len(set(ids)) == len(ids)
+    for panel in dashboards.panels(dash):
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"]["uid"].startswith("${"), f"{panel['title']}: datasource not chosen by variable"
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"].startswith("${")
+    for var in variables.values():
+        if var["type"] == "query":
+            assert var["datasource"]["uid"] == "${datasource}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_nothing_stack_specific_is_hard_coded(stack):
+    settings = stack_settings(stack)
+    text = "\n".join(p.read_text() for p in dashboard_files())
+    words = {settings.customer, *(g.name for g in settings.cluster.node_groups)}
+    words |= {h for s in settings.services for h in s.hosts} | {s.name for s in settings.services}
+    for word in words:
+        assert not re.search(rf'(?<![\w-]){re.escape(word)}(?![\w-])', text), f"{word!r} is hard-coded in a dashboard"
+
+
+def test_dashboards_query_only_real_metrics():
+    known = known_metrics() | RECORDED
+    for dash, panel, expr in dashboards.targets("prometheus"):
+        unknown = metric_names(expr) - known - {"vector"}
+        assert not unknown, f"{dash}/{panel}: {unknown}"
+    for dash, variable, selector, _ in dashboards.variable_queries():
+        assert not metric_names(selector) - known, f"{dash}/{variable}"
+
+
+def test_the_name_check_catches_an_unknown_metric():
+    assert metric_names('sum(rate(nv_inference_queue_time_us{namespace="a"}[5m]))') - known_metrics()
+
+
+def _streams(expr: str) -> list[str]:
+    """A LogQL query's stream selectors (line filters' regexes can hold braces too)."""
+    return re.findall(r"\{([^}]*)\}", re.sub(r'[|!][~=]\s*"(?:[^"\\]|\\.)*"', "", expr))
+
+
+def test_log_queries_use_the_labels_alloy_attaches():
+    labels = set(re.findall(r'target_label\s*=\s*"(\w+)"', alloy_config())) - {"__path__"}
+    assert labels == {"namespace", "pod", "container", "app", "version"}
+    loki = dashboards.targets("loki")
+    assert loki
+    for dash, panel, expr in loki:
+        for stream in _streams(expr):
+            used = set(re.findall(r"(\w+)\s*[=!]~?", stream))
+            assert used and used <= labels, f"{dash}/{panel}: {used - labels}"
+
+
+def test_dashboards_are_valid_compact_json():
+    for path in dashboard_files():
+        assert len(json.dumps(json.loads(path.read_text()), separators=(",", ":"))) < 256 * 1024
+
+
+# --------------------------------------------------------------------------- logs
+
+# Lines as Triton writes them (triton-inference-server/common r25.01 src/logging.cc
+# LogPreamble): level letter + MMDD by default, an ISO 8601 timestamp then the letter
+# with --log-format ISO8601; then the pid and file:line.
+TRITON_LINES = {
+    "E0213 12:00:00.123456 1 model_lifecycle.cc:654] failed to load 'resnet50' version 1": "E",
+    "2025-02-13T12:00:00Z E 1 model_lifecycle.cc:654] failed to load 'resnet50' version 1": "E",
+    "W0213 12:00:01.000001 1 pinned_memory_manager.cc:273] Unable to allocate pinned system memory": "W",
+    "2025-02-13T12:00:01Z W 1 pinned_memory_manager.cc:273] Unable to allocate pinned system memory": "W",
+    "I0213 12:00:02.000000 1 model.py:10] error rate of the client is 0; no Error here": "I",
+    "2025-02-13T12:00:02Z I 1 server.cc:307] Waiting for in-flight requests to complete.": "I",
+    # Not Triton's preamble: a Python traceback line and an Envoy access log line.
+    "Error: something in a traceback": "",
+    '[2025-02-13T12:00:03.000Z] "POST /v2/models/x/infer HTTP/1.1" 503 UF error': "",
+}
+
+
+def _loki(dashboard: str) -> list[tuple[str, str]]:
+    return [(panel, expr) for dash, panel, expr in dashboards.targets("loki") if dash == dashboard]
+
+
+def _line_filters(expr: str) -> list[str]:
+    return [re.sub(r'\\(.)', r"\1", f) for f in re.findall(r'\|~\s*"((?:[^"\\]|\\.)*)"', expr)]
+
+
+def test_log_panels_show_the_triton_container_only():
+    """Alloy ships every container's lines, the istio-proxy sidecar's included."""
+    for dash, panel, expr in dashboards.targets("loki"):
+        for stream in _streams(expr):
+            assert 'container="triton"' in stream, f"{dash}/{panel}: {stream}"
+
+
+def _levels_matched(expr: str) -> set[str]:
+    filters = [f for f in _line_filters(expr) if f != "$search"]
+    assert filters, expr
+    return {level for line, level in TRITON_LINES.items() if all(re.search(f, line) for f in filters)}
+
+
+def test_error_and_warning_panels_match_tritons_log_levels():
+    exprs = {t["legendFormat"]: t["expr"] for t in next(
+        p for p in dashboards.panels(DASHBOARDS["logs"]) if p["title"] == "Errors and warnings per pod")["targets"]}
+    assert _levels_matched(exprs["{{pod}} errors"]) == {"E"}
+    assert _levels_matched(exprs["{{pod}} warnings"]) == {"W"}
+    lines = next(p for p in dashboards.panels(DASHBOARDS["logs"]) if p["title"] == "Triton errors and warnings")
+    assert _levels_matched(lines["targets"][0]["expr"]) == {"E", "W"}
+
+
+def test_the_level_check_catches_a_case_insensitive_error_match():
+    assert _levels_matched('{container="triton"} |~ "(?i)error"') != {"E"}
+
+
+# --------------------------------------------------------------------------- autoscaling
+
+
+def _exprs(name: str) -> dict[str, list[str]]:
+    return {p["title"]: [t["expr"] for t in p["targets"]] for p in dashboards.panels(DASHBOARDS[name]) if p["type"] != "row"}
+
+
+def test_hpa_panels_repeat_per_service_and_compare_metric_with_target_and_replicas_with_bounds():
+    panels = {p["title"]: p for p in dashboards.panels(DASHBOARDS["autoscaling"])}
+    metric = panels["Queue time: HPA metric vs target ($service)"]
+    replicas = panels["Replicas: current and desired vs min and max ($service)"]
+    for panel in (metric, replicas):
+        assert panel["repeat"] == "service"
+        # Joined to the HPA's target Deployment, named <service>-<version> (triton.deployment_name).
+        assert all('scaletargetref_name=~"($service)-($version)"' in t["expr"] for t in panel["targets"])
+    used = [metric_names(t["expr"]) for t in metric["targets"]]
+    assert {"kube_horizontalpodautoscaler_status_target_metric", "kube_horizontalpodautoscaler_spec_target_metric"} <= set().union(*used)
+    assert all(f'metric_name="{QUEUE_TIME_METRIC}"' in t["expr"] for t in metric["targets"])
+    series = set().union(*(metric_names(t["expr"]) for t in replicas["targets"]))
+    assert {f"kube_horizontalpodautoscaler_{s}" for s in (
+        "status_current_replicas", "status_desired_replicas", "spec_min_replicas", "spec_max_replicas")} <= series
+
+
+def test_the_adapter_panel_computes_what_the_adapter_serves():
+    from inference_platform.observability.observability import adapter_rules
+
+    rule = adapter_rules()[0]["metricsQuery"]
+    [panel] = _exprs("autoscaling")["Queue time per pod (worst model, as the adapter serves it)"]
+    # Same shape: per (pod, model) ratio, then the max per pod.
+    assert rule.startswith("max by (<<.GroupBy>>) (sum by (<<.GroupBy>>,model)")
+    assert panel.startswith("max by (label_app, label_version, pod) (sum by (namespace, pod, model)")
+
+
+# --------------------------------------------------------------------------- LLM
+
+
+def test_llm_dashboard_covers_both_backends():
+    panels = _exprs(LLM_DASHBOARD)
+    used = {title: set().union(*(metric_names(e) for e in exprs)) for title, exprs in panels.items()}
+    names = catalogue()
+    vllm, trt, triton = set(names["vllm"]), set(names["tensorrtllm"]), set(names["triton-histograms"])
+    assert used["Time to first token (p50, p95)"] & vllm and used["Time to first token (p50, p95)"] & triton
+    assert used["Inter-token latency (vLLM)"] <= vllm | {"kube_pod_labels"}
+    assert used["Output tokens / s"] & vllm and used["Output tokens / s"] & trt
+    assert "nv_trt_llm_kv_cache_block_metrics" in used["KV cache blocks in use"]
+    # Every LLM catalogue contributes; no other dashboard needs them.
+    everywhere_else = set().union(*(metric_names(e) for d, _, e in dashboards.targets("prometheus") if d != LLM_DASHBOARD))
+    assert not everywhere_else & (vllm | trt | triton)
+    assert set(LLM_CATALOGUES) == {"triton-histograms", "tensorrtllm", "vllm"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_llm_dashboard_is_provisioned_only_where_a_version_runs_an_llm_backend(stack):
+    settings = stack_settings(stack)
+    backends = {v.llm_backend for s in settings.services for v in s.versions} - {None}
+    names = {p.stem for p in provisioned_dashboards(settings.services)}
+    assert (LLM_DASHBOARD in names) == bool(backends)
+    assert names | {LLM_DASHBOARD} == set(DASHBOARDS)
+    maps = {r.inputs["metadata"].get("name") for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}
+    assert (f"dashboard-{LLM_DASHBOARD}" in maps) == bool(backends)

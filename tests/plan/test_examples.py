@@ -1,0 +1,265 @@
+"""The programs in examples/ that use one component alone: each is planned offline with its
+Pulumi.example.yaml, its objects validate, and they refer to what the program names."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from platformctl.engine import SECRET, Plan, render_program, render_program_stack, stack_config
+from platformctl.plan import is_k8s_object, manifest
+from tests.conftest import ROOT, stack_plan
+from tests.support import conformance
+
+EXAMPLES = ROOT / "examples"
+PLATFORM_REF = "organization/inference-platform/demo-dev"
+# The example each test below plans, and the platform stacks a StackReference of it reads.
+PLANNED = {
+    "triton-on-existing-mesh": {},
+    "gpu-operator-existing-cluster": {},
+    "weight-caches": {},
+    "team-service-stackref": {PLATFORM_REF: "demo-dev"},
+}
+
+
+@functools.cache
+def example_plan(name: str) -> Plan:
+    directory = EXAMPLES / name
+    outputs = {ref: stack_plan(stack).outputs for ref, stack in PLANNED[name].items()}
+    return render_program_stack(directory, directory / "Pulumi.example.yaml", outputs)
+
+
+def objects(plan: Plan, kind: str) -> list[dict]:
+    return [manifest(r) for r in plan.resources if is_k8s_object(r) and r.inputs["kind"] == kind]
+
+
+def one(plan: Plan, kind: str, name: str) -> dict:
+    found = [doc for doc in objects(plan, kind) if doc["metadata"]["name"] == name]
+    assert len(found) == 1, f"{len(found)} {kind} named {name}"
+    return found[0]
+
+
+def admitted_namespaces(policy: dict) -> list[str]:
+    return [peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            for rule in policy["spec"]["ingress"] for peer in rule["from"]]
+
+
+def test_every_example_is_planned_by_the_suite():
+    assert sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir() and not p.name.startswith(".")) == sorted(PLANNED)
+
+
+@pytest.mark.parametrize("name", sorted(PLANNED))
+def test_example_is_a_pip_project_on_this_repository(name):
+    directory = EXAMPLES / name
+    project = yaml.safe_load((directory / "Pulumi.yaml").read_text())
+    assert project["name"] == name and project["description"]
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
+    assert (directory / "requirements.txt").read_text().split() == ["-e", "../.."]
+    # Secure values stay placeholders, never a secret in clear.
+    _, secret_keys = stack_config(directory / "Pulumi.example.yaml", name)
+    plan_text = json.dumps(example_plan(name).to_json())
+    assert all(key.startswith(f"{name}:") for key in secret_keys)
+    assert "[secure-placeholder]" not in plan_text
+
+
+@pytest.mark.parametrize("doc", [p for name in sorted(PLANNED) for p in conformance.object_params(name, example_plan(name))])
+def test_example_object_validates(doc, reference):
+    conformance.validate(doc)
+
+
+@pytest.mark.parametrize("name", sorted(PLANNED))
+def test_kubernetes_objects_use_the_programs_provider(name):
+    plan = example_plan(name)
+    providers = {r.urn for r in plan.of_type("pulumi:providers:kubernetes")}
+    assert len(providers) == 1
+    for r in plan.resources:
+        if r.custom and r.type.startswith("kubernetes:"):
+            assert r.provider in providers, r.urn
+
+
+# --------------------------------------------------------------------------- triton-on-existing-mesh
+
+
+def test_triton_on_existing_mesh_refers_to_the_clusters_mesh_and_prometheus():
+    plan = example_plan("triton-on-existing-mesh")
+    namespace = one(plan, "Namespace", "vision")
+    assert namespace["metadata"]["labels"]["istio-injection"] == "enabled"
+    assert one(plan, "VirtualService", "detector")["spec"]["gateways"] == ["istio-system/my-gateway"]
+    assert admitted_namespaces(one(plan, "NetworkPolicy", "detector")) == ["istio-ingress", "prometheus"]
+    rules = one(plan, "AuthorizationPolicy", "detector")["spec"]["rules"]
+    assert rules[0]["from"][0]["source"]["principals"] == ["cluster.local/ns/istio-ingress/sa/istio-ingressgateway"]
+
+
+def test_triton_on_existing_mesh_reads_the_given_bucket_with_the_existing_secret():
+    plan = example_plan("triton-on-existing-mesh")
+    deployments = {d["metadata"]["name"]: d for d in objects(plan, "Deployment")}
+    assert sorted(deployments) == ["detector-v1", "detector-v2"]
+    # The credentials Secret is the cluster's own: the program names it, never writes it.
+    assert "vision-models-s3" not in {s["metadata"]["name"] for s in objects(plan, "Secret")}
+    for version, doc in deployments.items():
+        assert doc["metadata"]["namespace"] == "vision"
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        assert container["envFrom"] == [{"secretRef": {"name": "vision-models-s3"}}]
+        path = version.removeprefix("detector-")
+        assert f"--model-repository=s3://https://s3.eu.example.cloud:443/vision-models/detector/{path}" in container["args"]
+        assert doc["spec"]["template"]["spec"]["nodeSelector"] == {"node.example.com/pool": "gpu-l4"}
+
+
+def test_triton_on_existing_mesh_waits_for_the_namespace_it_creates():
+    plan = example_plan("triton-on-existing-mesh")
+    namespace = plan.get("kubernetes:core/v1:Namespace", "namespace")
+    for r in plan.resources:
+        if r.custom and r.type.startswith("kubernetes:") and r is not namespace:
+            assert namespace.urn in r.depends_on, r.urn
+
+
+# --------------------------------------------------------------------------- gpu-operator-existing-cluster
+
+
+def test_gpu_operator_configures_the_mig_group_and_the_time_slicing_group():
+    plan = example_plan("gpu-operator-existing-cluster")
+    mig = yaml.safe_load(one(plan, "ConfigMap", "mig-parted-config")["data"]["config.yaml"])
+    assert mig["mig-configs"]["custom-gpu-a100"] == [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 4, "3g.40gb": 1}}]
+    plugin = one(plan, "ConfigMap", "device-plugin-config")["data"]
+    assert list(plugin) == ["time-slicing-4"]
+    sharing = yaml.safe_load(plugin["time-slicing-4"])["sharing"]["timeSlicing"]
+    assert sharing["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    values = plan.get("kubernetes:helm.sh/v3:Release", "gpu-release").inputs["values"]
+    assert values["migManager"]["config"]["name"] == "mig-parted-config"
+    assert values["devicePlugin"]["config"]["name"] == "device-plugin-config"
+    assert values["mig"]["strategy"] == "mixed"
+
+
+def test_gpu_operator_finds_each_group_by_its_selector():
+    plan = example_plan("gpu-operator-existing-cluster")
+    # A marker DaemonSet per group runs on the nodes the group's selector picks; NFD then gives
+    # those nodes the group's labels, its sharing config among them, and taints.
+    markers = {d["metadata"]["labels"]["app.kubernetes.io/name"]: d["spec"]["template"]["spec"]["nodeSelector"]
+               for d in objects(plan, "DaemonSet")}
+    assert markers == {f"node-marker-{pool}": {"pool.lab.example.com/name": pool} for pool in ("cpu", "gpu-a100", "gpu-l4")}
+    labels = {rule["labels"]["inference-platform/node-group"]: rule["labels"]
+              for doc in objects(plan, "NodeFeatureRule") for rule in doc["spec"]["rules"]}
+    assert labels["gpu-a100"]["nvidia.com/mig.config"] == "custom-gpu-a100"
+    assert labels["gpu-l4"]["nvidia.com/device-plugin.config"] == "time-slicing-4"
+    values = plan.get("kubernetes:helm.sh/v3:Release", "gpu-release").inputs["values"]
+    assert "lab.example.com/team" in {t["key"] for t in values["daemonsets"]["tolerations"]}
+
+
+# --------------------------------------------------------------------------- weight-caches
+
+
+def test_weight_caches_give_each_namespace_its_claim_on_the_existing_share():
+    plan = example_plan("weight-caches")
+    assert sorted(n["metadata"]["name"] for n in objects(plan, "Namespace")) == ["speech", "vision"]
+    volumes = objects(plan, "PersistentVolume")
+    assert sorted(v["spec"]["claimRef"]["namespace"] for v in volumes) == ["speech", "vision"]
+    for volume in volumes:
+        assert volume["spec"]["nfs"] == {"server": "nfs.lab.example.com", "path": "/exports/models"}
+        claim = [c for c in objects(plan, "PersistentVolumeClaim")
+                 if c["metadata"]["namespace"] == volume["spec"]["claimRef"]["namespace"]]
+        assert len(claim) == 1
+        assert claim[0]["metadata"]["name"] == volume["spec"]["claimRef"]["name"] == "model-weights"
+        assert claim[0]["spec"]["volumeName"] == volume["metadata"]["name"]
+
+
+def test_weight_caches_give_s3_readers_the_credentials_secret_and_create_the_bucket():
+    plan = example_plan("weight-caches")
+    secrets = objects(plan, "Secret")
+    assert [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in secrets] == [("speech", "model-weights-s3")]
+    assert secrets[0]["stringData"] == SECRET
+    buckets = [r for r in plan.resources if r.inputs.get("bucket") == "lab-model-weights" and r.custom]
+    assert len(buckets) == 1
+    assert buckets[0].inputs["endpoint"] == "https://s3.lab.example.cloud"
+    namespaces = {r.urn for r in plan.of_type("kubernetes:core/v1:Namespace")}
+    for r in plan.resources:
+        if r.type in ("kubernetes:core/v1:Secret", "kubernetes:core/v1:PersistentVolumeClaim"):
+            assert namespaces & set(r.depends_on), r.urn
+
+
+# --------------------------------------------------------------------------- team-service-stackref
+
+
+def test_team_service_uses_the_platforms_gateway_and_weights():
+    platform = stack_plan("demo-dev").outputs["serving"]
+    plan = example_plan("team-service-stackref")
+    reference = plan.get("pulumi:pulumi:StackReference", "platform")
+    assert reference.inputs["name"] == PLATFORM_REF
+    assert one(plan, "VirtualService", "resnet-int8")["spec"]["gateways"] == [platform["gateway"]]
+    assert admitted_namespaces(one(plan, "NetworkPolicy", "resnet-int8")) == [
+        platform["ingressNamespace"], platform["monitoringNamespace"]]
+    rules = one(plan, "AuthorizationPolicy", "resnet-int8")["spec"]["rules"]
+    assert rules[0]["from"][0]["source"]["principals"] == [platform["ingressPrincipal"]]
+    weights = platform["weights"]["resnet"]
+    deployment = one(plan, "Deployment", "resnet-int8-v1")
+    assert deployment["metadata"]["namespace"] == "resnet"
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "models", "persistentVolumeClaim": {"claimName": weights["claimName"], "readOnly": True}} in pod["volumes"]
+    assert f"--model-repository={weights['mountPath']}/resnet-int8/v1" in pod["containers"][0]["args"]
+
+
+def test_team_service_reaches_the_cluster_with_the_platforms_secret_kubeconfig():
+    outputs = stack_plan("demo-dev").outputs | {"kubeconfig": SECRET}
+    directory = EXAMPLES / "team-service-stackref"
+    config, secret_keys = stack_config(directory / "Pulumi.example.yaml", "team-service-stackref")
+    plan = render_program(directory, "example", config, secret_keys, {PLATFORM_REF: outputs})
+    provider = plan.get("pulumi:providers:kubernetes", "platform")
+    assert provider.inputs["kubeconfig"] == SECRET
+    assert reference_urn(plan) in provider.depends_on
+    # demo-dev reaches its existing cluster through the ambient kubeconfig and exports none.
+    assert "kubeconfig" not in example_plan("team-service-stackref").get("pulumi:providers:kubernetes", "platform").inputs
+
+
+def reference_urn(plan: Plan) -> str:
+    return plan.get("pulumi:pulumi:StackReference", "platform").urn
+
+
+# --------------------------------------------------------------------------- the engine and the CLI
+
+
+def _program(directory: Path, body: str) -> None:
+    """A Python Pulumi project `reader` whose program is `body` (pulumi imported)."""
+    (directory / "Pulumi.yaml").write_text("name: reader\nruntime: python\n")
+    (directory / "__main__.py").write_text("import pulumi\n" + body)
+
+
+def test_a_stack_reference_keeps_secret_outputs_secret(tmp_path: Path):
+    _program(tmp_path,
+             "ref = pulumi.StackReference('platform', pulumi.Config().require('platform'))\n"
+             "for key in ('token', 'nested', 'plain'):\n"
+             "    pulumi.export(key, ref.require_output(key).apply(lambda v: f'{v}+derived'))\n")
+    outputs = {"token": SECRET, "nested": {"inner": SECRET}, "plain": "visible"}
+    plan = render_program(tmp_path, "dev", {"platform": "org/p/dev"}, stack_outputs={"org/p/dev": outputs})
+    # A secret output, or one holding a secret, stays secret through what is derived from it.
+    assert plan.outputs == {"token": SECRET, "nested": SECRET, "plain": "visible+derived"}
+    assert plan.get("pulumi:pulumi:StackReference", "platform").inputs["name"] == "org/p/dev"
+
+
+def test_a_program_sees_its_own_project_and_config_namespace(tmp_path: Path):
+    _program(tmp_path,
+             "pulumi.export('project', pulumi.get_project())\n"
+             "pulumi.export('setting', pulumi.Config().require('setting'))\n"
+             "pulumi.export('context', pulumi.Config('kubernetes').require('context'))\n")
+    plan = render_program(tmp_path, "dev", {"setting": {"a": 1}, "kubernetes:context": "lab"})
+    assert plan.outputs == {"project": "reader", "setting": '{"a": 1}', "context": "lab"}
+
+
+def test_cli_plans_an_example_and_names_a_missing_reference():
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "platformctl", "plan-example", *args],
+                              cwd=ROOT, capture_output=True, text=True)
+
+    result = run("examples/gpu-operator-existing-cluster")
+    assert result.returncode == 0, result.stderr
+    assert "resources in stack example" in result.stdout
+    result = run("examples/team-service-stackref")
+    assert result.returncode == 2
+    assert f"the program references stack '{PLATFORM_REF}', whose outputs were not given" in result.stderr
+    result = run("examples/team-service-stackref", "--reference", f"{PLATFORM_REF}=demo-dev")
+    assert result.returncode == 0, result.stderr

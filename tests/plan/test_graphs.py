@@ -1,0 +1,267 @@
+"""Inference graphs (`graphs`): the stack-file checks, the RayService of a graph placed on Ray
+(one worker group per step, pinned by a custom resource), its route through the mesh, and
+the capacity its upgrades need."""
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from inference_platform.core import versions
+from inference_platform.serving import graphs, model_config
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.schema import ConfigError
+from platformctl.plan import is_k8s_object, manifest
+from tests.conftest import ROOT, stack_plan
+from tests.support import conformance
+
+STACK = "studio-dev"
+STACK_FILE = ROOT / "stacks" / f"Pulumi.{STACK}.yaml"
+
+
+def raw_config() -> dict:
+    return {k.split(":", 1)[1]: v for k, v in yaml.safe_load(STACK_FILE.read_text())["config"].items()}
+
+
+def parse(raw: dict):
+    return parse_settings(raw, "stacks/Pulumi.test.yaml")
+
+
+def problems_of(edit) -> str:
+    raw = copy.deepcopy(raw_config())
+    edit(raw)
+    with pytest.raises(ConfigError) as info:
+        parse(raw)
+    return info.value.one_line()
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return stack_plan(STACK)
+
+
+def objects(plan, kind: str) -> list[dict]:
+    return [manifest(r) for r in plan.resources if is_k8s_object(r) and r.inputs.get("kind") == kind]
+
+
+@pytest.fixture(scope="module")
+def ray_service(plan) -> dict:
+    (service,) = [o for o in objects(plan, "RayService") if o["metadata"]["name"] == "speech-to-image"]
+    return service
+
+
+# --------------------------------------------------------------------------- the RayService
+
+
+def test_ray_service_validates_against_the_kuberay_crd(ray_service, reference):
+    conformance.validate_custom(ray_service)
+
+
+def test_each_step_has_its_own_worker_group_pinned_by_its_resource(ray_service):
+    cluster = ray_service["spec"]["rayClusterConfig"]
+    assert cluster["rayVersion"] == versions.RAY_VERSION
+    assert cluster["enableInTreeAutoscaling"] is True
+    head = cluster["headGroupSpec"]
+    assert head["rayStartParams"]["num-cpus"] == "0"
+    assert "resources" not in head["rayStartParams"]
+    by_group = {g["groupName"]: g for g in cluster["workerGroupSpecs"]}
+    assert set(by_group) == {"transcribe", "draw"}
+    images = {"transcribe": "registry.studio.example.com/triton-ray:25.01-whisper",
+              "draw": "registry.studio.example.com/triton-ray:25.01-diffusion"}
+    for name, group in by_group.items():
+        params = group["rayStartParams"]
+        assert params["num-gpus"] == "1"
+        # JSON in single quotes: what both KubeRay and Ray's autoscaler parse.
+        assert json.loads(params["resources"].strip("'")) == {f"step-{name}": 1}
+        assert params["resources"][0] == params["resources"][-1] == "'"
+        (container,) = group["template"]["spec"]["containers"]
+        assert container["image"] == images[name]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+        assert group["template"]["spec"]["nodeSelector"] == {"pool.studio.example.com/name": "gpu-t4"}
+        assert (group["minReplicas"], group["maxReplicas"]) == (1, 2)
+
+
+def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service):
+    config = yaml.safe_load(ray_service["spec"]["serveConfigV2"])
+    (app,) = config["applications"]
+    assert app["import_path"] == "graph_app.app:build"
+    assert [s["model"] for s in app["args"]["steps"]] == ["whisper", "stable_diffusion"]
+    assert app["args"]["steps"][1]["inputs"] == {"PROMPT": "TEXT"}
+    assert app["args"]["outputs"] == ["IMAGE"]
+    deployments = {d["name"]: d for d in app["deployments"]}
+    for step in ("transcribe", "draw"):
+        d = deployments[f"step-{step}"]
+        assert d["ray_actor_options"]["resources"] == {f"step-{step}": 1}
+        assert d["ray_actor_options"]["num_gpus"] == 1
+        assert (d["autoscaling_config"]["min_replicas"], d["autoscaling_config"]["max_replicas"]) == (1, 2)
+    # The ingress asks for no step resource and no GPU: it never takes a step's place.
+    assert "resources" not in deployments["graph"]["ray_actor_options"]
+    assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image/whisper"
+
+
+def test_ray_ports_are_fixed_and_listed_for_the_mesh(ray_service, plan):
+    (headless,) = [o for o in objects(plan, "Service") if o["metadata"]["name"] == "speech-to-image-ray"]
+    # Its pods come later, from the RayService: `pulumi up` does not wait for its endpoints.
+    assert headless["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    listed = {p["port"] for p in headless["spec"]["ports"]}
+    cluster = ray_service["spec"]["rayClusterConfig"]
+    for params in [cluster["headGroupSpec"]["rayStartParams"], *(g["rayStartParams"] for g in cluster["workerGroupSpecs"])]:
+        fixed = {int(params[flag]) for flag in graphs.RAY_PORTS}
+        assert fixed <= listed
+        assert set(range(int(params["min-worker-port"]), int(params["max-worker-port"]) + 1)) <= listed
+        assert params["node-ip-address"].endswith(".speech-to-image-ray.speech-to-image.svc.cluster.local")
+
+
+def test_graph_route_reaches_serve_with_basic_auth(plan):
+    (vs,) = [o for o in objects(plan, "VirtualService") if o["metadata"]["name"] == "speech-to-image"]
+    route, unauthorized = vs["spec"]["http"]
+    assert route["route"][0]["destination"] == {"host": "speech-to-image-serve-svc.speech-to-image.svc.cluster.local",
+                                                "port": {"number": 8000}}
+    assert route["timeout"] == "120s"
+    assert "authorization" in route["match"][0]["headers"]
+    assert unauthorized["directResponse"]["status"] == 401
+    (policy,) = [o for o in objects(plan, "AuthorizationPolicy") if o["metadata"]["name"] == "speech-to-image"]
+    first = policy["spec"]["rules"][0]
+    assert first["to"] == [{"operation": {"ports": ["8000"]}}]
+
+
+def test_kuberay_operator_comes_first_and_runs_in_the_mesh(plan):
+    release = plan.get("kubernetes:helm.sh/v3:Release", "studio-dev-kuberay")
+    assert release.inputs["chart"] == "kuberay-operator" and release.inputs["version"] == versions.KUBERAY_OPERATOR.version
+    assert {"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"} in release.inputs["values"]["env"]
+    graph = plan.get("inference-platform:index:InferenceGraph", "speech-to-image")
+    assert release.urn in graph.depends_on
+    (ns,) = [o for o in objects(plan, "Namespace") if o["metadata"]["name"] == "ray-system"]
+    assert ns["metadata"]["labels"]["istio-injection"] == "enabled"
+
+
+def test_kuberay_values_exist_in_the_pinned_chart(reference):
+    defaults = conformance.vendored_chart_values("kuberay-operator", versions.KUBERAY_OPERATOR.version)
+    assert conformance.unknown_values_keys(graphs.kuberay_operator_values(), defaults) == []
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _graph(raw: dict, i: int = 0) -> dict:
+    return raw["graphs"][i]
+
+
+@pytest.mark.parametrize("case,edit,path,words", [
+    ("unknown source tensor", lambda r: _graph(r)["steps"][1]["inputs"].update(PROMPT="WORDS"),
+     "graphs[0].steps[1].inputs.PROMPT", ["'WORDS' is neither a graph input nor an earlier step's output", "AUDIO, TEXT"]),
+    ("output nobody makes", lambda r: _graph(r)["outputs"][0].update(name="PICTURE"),
+     "graphs[0].outputs[0].name", ["no step outputs graph tensor 'PICTURE'"]),
+    ("tensor defined twice", lambda r: _graph(r)["steps"][1]["outputs"].update(IMAGE="TEXT"),
+     "graphs[0].steps[1].outputs.IMAGE", ["'TEXT' is already an output of step 'transcribe'"]),
+    ("no such group", lambda r: _graph(r)["steps"][0]["gpu"].update(group="gpu-h100"),
+     "graphs[0].steps[0].gpu.group", ["no GPU node group named 'gpu-h100'"]),
+    ("duplicate step", lambda r: _graph(r)["steps"][1].update(name="transcribe"),
+     "graphs[0].steps[1].name", ["duplicate step name 'transcribe'"]),
+    ("ensemble steps differ", lambda r: _graph(r, 1)["steps"][1].update(image="nvcr.io/nvidia/tritonserver:25.02-py3"),
+     "graphs[1].steps[1].image", ["placement 'ensemble' runs every step in one Triton server"]),
+    ("host of another graph", lambda r: _graph(r, 1).update(hosts=["speech-to-image.studio.example.com"]),
+     "graphs[1].hosts[0]", ["already served by graphs[0]"]),
+    ("name of a graph", lambda r: _graph(r, 1).update(name="speech-to-image"),
+     "graphs[1].name", ["already used by graphs[0]"]),
+    ("cache not configured", lambda r: _graph(r)["steps"][0]["modelRepository"].update(cache="s3"),
+     "graphs[0].steps[0].modelRepository.cache", ["weight cache 's3' is not configured"]),
+    ("zero dimension", lambda r: _graph(r)["inputs"][0].update(dims=[0]),
+     "graphs[0].inputs[0].dims", ["a dimension of 0 holds nothing"]),
+    ("hostile tensor name", lambda r: _graph(r)["inputs"][0].update(name='AUDIO"; rm -rf /'),
+     "graphs[0].inputs[0].name", ["should match pattern"]),
+    ("model name leaving its repository", lambda r: _graph(r)["steps"][0].update(model="../whisper"),
+     "graphs[0].steps[0].model", ["should match pattern"]),
+    ("newline in a tensor map key", lambda r: _graph(r)["steps"][0]["inputs"].update({"X\n": "AUDIO"}),
+     'graphs[0].steps[0].inputs["X\\n"]', ["should match pattern"]),
+    # Each step holds its minimum twice while a new RayCluster replaces the old one.
+    ("upgrade surge", lambda r: [s["replicas"].update(min=2, max=2) for s in _graph(r)["steps"]],
+     "cluster.nodeGroups[1].maxNodes", ["need 8 x nvidia.com/gpu", "maxNodes 6 offers 6"]),
+], ids=lambda v: v if isinstance(v, str) and " " in v else None)
+def test_bad_graph_names_path_and_problem(case, edit, path, words):
+    line = problems_of(edit)
+    assert f"inference-platform:{path}:" in line, line
+    for w in words:
+        assert w in line, f"{case}: {w!r} not in {line}"
+
+
+def test_the_example_stack_is_valid_and_both_placements_are_used():
+    settings = parse(raw_config())
+    assert {g.placement for g in settings.graphs} == {"ensemble", "ray"}
+
+
+# --------------------------------------------------------------------------- Ray's own reading
+
+
+def test_rays_autoscaler_reads_each_worker_group_with_exactly_its_steps_resource(ray_service):
+    """Ray's KubeRay autoscaling config code, at the pinned Ray, reads the rendered cluster
+    spec: each worker group advertises its step's resource and one GPU; the head nothing."""
+    import ray
+    from ray.autoscaler._private.kuberay.autoscaling_config import _HEAD_GROUP_NAME, _derive_autoscaling_config_from_ray_cr
+
+    assert ray.__version__ == versions.RAY_VERSION
+    ray_cr = {"metadata": {"name": "speech-to-image-raycluster", "namespace": "speech-to-image"},
+              "spec": ray_service["spec"]["rayClusterConfig"]}
+    node_types = _derive_autoscaling_config_from_ray_cr(ray_cr)["available_node_types"]
+    steps = {"transcribe", "draw"}
+    assert set(node_types) == {_HEAD_GROUP_NAME, *steps}
+    head = node_types[_HEAD_GROUP_NAME]["resources"]
+    assert head["CPU"] == 0 and not any(k.startswith("step-") for k in head)
+    for step in steps:
+        node = node_types[step]
+        advertised = {k: v for k, v in node["resources"].items() if k.startswith("step-")}
+        assert advertised == {f"step-{step}": 1}
+        assert node["resources"]["GPU"] == 1 and node["resources"]["CPU"] == 4
+        assert (node["min_workers"], node["max_workers"]) == (1, 2)
+
+
+# --------------------------------------------------------------------------- the ensemble
+
+
+def test_ensemble_config_is_triton_model_config_with_the_steps_in_order():
+    from inference_platform.serving.model_config import parse_model_config
+
+    graph = parse(raw_config()).graphs[1]
+    config = parse_model_config(model_config.ensemble_config(graph), "test")
+    assert (config.name, config.platform, config.max_batch_size) == ("speech-to-image-l4", "ensemble", 0)
+    assert [(t.name, t.data_type, list(t.dims)) for t in config.input] == [("AUDIO", model_config.model_config_pb2.TYPE_FP32, [-1])]
+    assert [list(t.dims) for t in config.output] == [[512, 512, 3]]
+    steps = config.ensemble_scheduling.step
+    assert [(s.model_name, s.model_version) for s in steps] == [("whisper", -1), ("stable_diffusion", -1)]
+    assert dict(steps[0].output_map) == {"TRANSCRIPT": "TEXT"} and dict(steps[1].input_map) == {"PROMPT": "TEXT"}
+
+
+def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_path):
+    from platformctl.diff import diff_plans
+    from platformctl.engine import render_stack
+
+    (deployment,) = [o for o in objects(plan, "Deployment") if o["metadata"]["name"] == "speech-to-image-l4-v1"]
+    pod = deployment["spec"]["template"]
+    args = pod["spec"]["containers"][0]["args"]
+    assert args[:2] == ["--model-repository=/models/speech-to-image", "--model-repository=/model-configs"]
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "model-configs"]
+    assert {i["path"] for i in volume["configMap"]["items"]} == {"speech-to-image-l4/config.pbtxt", "speech-to-image-l4/1/README"}
+    for o in [deployment, *objects(plan, "ConfigMap")]:
+        conformance.validate_core(o)
+    # A new tensor map makes a new (auto-named) ConfigMap; the Deployment rolls onto it, nothing else changes.
+    raw = yaml.safe_load(STACK_FILE.read_text())
+    raw["config"]["inference-platform:graphs"][1]["steps"][1]["inputs"] = {"TEXT_IN": "TEXT"}
+    edited = tmp_path / f"Pulumi.{STACK}.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    d = diff_plans(plan.to_json(), render_stack(STACK, edited).to_json())
+    assert {(c.action, c.key.rsplit("::", 1)[1]) for c in d["changes"]} == {
+        ("replace", "speech-to-image-l4-triton-model-configs"), ("update", "speech-to-image-l4-triton-v1")}
+
+
+def test_a_steps_cpu_limit_reaches_its_workers(tmp_path):
+    from platformctl.engine import render_stack
+
+    raw = yaml.safe_load(STACK_FILE.read_text())
+    raw["config"]["inference-platform:graphs"][0]["steps"][0]["resources"]["cpuLimit"] = "6"
+    edited = tmp_path / f"Pulumi.{STACK}.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    (service,) = [o for o in objects(render_stack(STACK, edited), "RayService") if o["metadata"]["name"] == "speech-to-image"]
+    limits = {g["groupName"]: g["template"]["spec"]["containers"][0]["resources"]["limits"]
+              for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]}
+    assert limits["transcribe"]["cpu"] == "6" and "cpu" not in limits["draw"]

@@ -1,0 +1,104 @@
+"""The offline plan: every example stack renders, bad stacks exit 2 with one line,
+secrets never reach resources.json, every rendered object validates."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from platformctl.engine import SECURE_PLACEHOLDER
+from platformctl.plan import HELM_RELEASE, is_k8s_object
+from tests.conftest import ROOT, STACKS, as_magnum, base_config, render_raw, stack_plan
+from tests.support import conformance
+
+
+def run_ctl(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "platformctl", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_plans(stack, tmp_path):
+    out = tmp_path / stack
+    result = run_ctl("plan", stack, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert f"resources in stack {stack}" in result.stdout
+    data = json.loads((out / "resources.json").read_text())
+    assert data["stack"] == stack
+    for r in data["resources"]:
+        assert set(r) >= {"type", "name", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "inputs"}
+    # Every Kubernetes object and Helm release has its own manifest file.
+    expected = sum(1 for r in stack_plan(stack).resources if is_k8s_object(r) or r.type == HELM_RELEASE)
+    assert len(list((out / "manifests").glob("*.yaml"))) == expected
+
+
+def test_invalid_stack_exits_2_with_one_line(tmp_path):
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text().replace("perNode: 1", "perNodes: 1")
+    (ROOT / "stacks" / "Pulumi.zz-broken.yaml").write_text(text)
+    try:
+        result = run_ctl("plan", "zz-broken", "--out", str(tmp_path / "out"))
+    finally:
+        (ROOT / "stacks" / "Pulumi.zz-broken.yaml").unlink()
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("stacks/Pulumi.zz-broken.yaml: ")
+    assert "inference-platform:cluster.nodeGroups[1].gpu.perNodes: unknown key" in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_stack_exits_2():
+    result = run_ctl("plan", "no-such-stack")
+    assert result.returncode == 2
+    assert "no stack file stacks/Pulumi.no-such-stack.yaml" in result.stderr
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_secret_in_resources_json(stack):
+    text = json.dumps(stack_plan(stack).to_json())
+    assert SECURE_PLACEHOLDER not in text
+
+
+def test_secret_config_is_redacted_and_marked():
+    secret = "kubeconfig-with-token-s3cr3t-value"
+    raw = base_config() | {"kubeconfig": secret}
+    plan = render_raw(raw, secret_keys=("kubeconfig",))
+    text = json.dumps(plan.to_json())
+    assert secret not in text
+    provider = plan.of_type("pulumi:providers:kubernetes")[0]
+    assert provider.inputs["kubeconfig"] == "[secret]"
+
+
+def test_production_protects_the_cluster():
+    plan = stack_plan("acme-prod")
+    for r in plan.of_type("openstack:containerinfra/cluster:Cluster") + plan.of_type("openstack:containerinfra/nodeGroup:NodeGroup"):
+        assert r.protect, r.name
+    raw = as_magnum(base_config())
+    raw["cluster"]["nodeGroups"][1]["flavor"] = "g1.a100"
+    dev = render_raw(raw)
+    assert not any(r.protect for r in dev.resources)
+
+
+@pytest.mark.parametrize("doc", [p for stack in STACKS for p in conformance.object_params(stack, stack_plan(stack))])
+def test_rendered_object_validates(doc, reference):
+    conformance.validate(doc)
+
+
+def test_children_are_parented_to_components():
+    plan = stack_plan("demo-dev")
+    urns = {r.urn for r in plan.resources}
+    for r in plan.resources:
+        assert r.parent in urns or r.type == "inference-platform:index:InferencePlatform", r.urn
+
+
+def test_readme_configuration_reference_is_current_and_complete():
+    from platformctl import docs
+
+    assert docs.undocumented() == []
+    result = run_ctl("docs", "--check")
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,1 @@
+"""Helpers the test tiers share: real servers, corpora, schema checks, import graph."""

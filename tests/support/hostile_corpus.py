@@ -1,0 +1,476 @@
+"""A corpus of hostile stack files generated from the example stacks, and unusual valid ones.
+
+Each hostile case is (id, file bytes, what the one error line must name): a key path
+(`inference-platform:services[0].versions[1].weight`) or, for files that are not a
+well-formed mapping, a `file:line:col` location (`LOCATION`).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "inference-platform"
+LOCATION = object()
+
+
+def example(stack: str) -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+
+
+def dump(doc: Any) -> bytes:
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode()
+
+
+def key_path(path: tuple) -> str:
+    """("services", 0, "hosts", 1) -> inference-platform:services[0].hosts[1]."""
+    text = f"{NS}:"
+    for i, part in enumerate(path):
+        text += f"[{part}]" if isinstance(part, int) else ("." if i else "") + part
+    return text
+
+
+def _set(doc: dict, path: tuple, value: Any) -> dict:
+    doc = copy.deepcopy(doc)
+    node = doc["config"]
+    keys = (f"{NS}:{path[0]}",) + path[1:]
+    for k in keys[:-1]:
+        node = node[k]
+    node[keys[-1]] = value
+    return doc
+
+
+def _leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, path + (i,))
+    else:
+        yield path, value
+
+
+def _config_leaves(doc: dict) -> Iterator[tuple[tuple, Any]]:
+    for key, value in doc["config"].items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            continue
+        # Secure values nested in a map (alertReceiverSecrets.<name>) are opaque as well.
+        yield from (leaf for leaf in _leaves(value, (key.split(":", 1)[1],)) if leaf[0][-1] != "secure")
+
+
+def _wrong_types(value: Any, path: tuple) -> list[Any]:
+    """Values of a type the field does not take: strict typing must refuse each at this path."""
+    if isinstance(value, bool):
+        # Nested booleans arrive typed; only a top-level one comes as the text Pulumi writes.
+        return ["yes", "on", 1, "off", "True"] if len(path) == 1 else ["yes", "true", 1, "off"]
+    if isinstance(value, int):
+        return [str(value), True, [value], {"v": value}]
+    if isinstance(value, float):
+        return [True, "fast", [value]]
+    if isinstance(value, str):
+        if len(path) == 1:  # top-level values reach the program as text either way
+            return [["x"], {"a": "b"}]
+        return [123, True, ["x"], {"a": "b"}, 1.5]
+    return []
+
+
+def type_cases() -> Iterator[tuple[str, bytes, Any]]:
+    """Every leaf of both example stacks with values of the wrong type."""
+    for stack in ("demo-dev", "acme-prod"):
+        doc = example(stack)
+        for path, value in _config_leaves(doc):
+            if path[-1] == "migProfile":
+                continue  # a name or a mix: both types are allowed
+            for i, bad in enumerate(_wrong_types(value, path)):
+                if "serverArgs" in path and type(bad) is int:
+                    continue  # `pulumi config set --path` writes flag values as integers: taken as text
+                yield f"{stack}:type:{key_path(path)}:{i}", dump(_set(doc, path, bad)), key_path(path)
+
+
+V = ("services", 0, "versions", 0)
+HOSTILE_VALUES: list[tuple[str, tuple, Any]] = [
+    # lax coercion
+    ("weight-string", V + ("weight",), "90"),
+    ("weight-bool", V + ("weight",), True),
+    ("minnodes-string", ("cluster", "nodeGroups", 0, "minNodes"), "2"),
+    ("production-yes", ("production",), "yes"),
+    ("mesh-enabled-off", ("mesh",), {"enabled": "off"}),
+    # non-finite and absurd numbers
+    ("timeout-inf", ("services", 0, "timeoutSeconds"), float("inf")),
+    ("timeout-nan", ("services", 0, "timeoutSeconds"), float("nan")),
+    ("timeout-tiny", ("services", 0, "timeoutSeconds"), 0.00001),
+    ("timeout-huge", ("services", 0, "timeoutSeconds"), 1e300),
+    ("sampling-over-100", ("mesh",), {"tracingSamplingPercent": 1000}),
+    ("queue-target-huge", ("services", 0, "autoscaling", "queueTimeTargetUs"), 10**15),
+    # the queue-time model becomes a label selector, then a PromQL matcher
+    ("queue-model-empty", ("services", 0, "autoscaling", "queueTimeModel"), ""),
+    ("queue-model-newline", ("services", 0, "autoscaling", "queueTimeModel"), "bottleneck\n"),
+    ("queue-model-64", ("services", 0, "autoscaling", "queueTimeModel"), "m" * 64),
+    ("queue-model-matcher-injection", ("services", 0, "autoscaling", "queueTimeModel"), 'a",pod=~".*'),
+    ("queue-model-trailing-dot", ("services", 0, "autoscaling", "queueTimeModel"), "bottleneck."),
+    ("queue-model-list", ("services", 0, "autoscaling", "queueTimeModel"), ["a", "b"]),
+    ("alert-ratio-negative", ("observability",), {"alerts": {"failureRatio": -0.5}}),
+    ("stage-seconds-huge", ("coldStart",), {"stageSeconds": {"nodeBoot": 10**9}}),
+    ("percent-string-inf", ("mesh",), {"tracingSamplingPercent": "inf"}),
+    # strings copied into manifests
+    ("realm-crlf", ("services", 0, "auth"), {"mode": "basic", "realm": "x\r\nSet-Cookie: a=b"}),
+    ("realm-quote", ("services", 0, "auth"), {"mode": "basic", "realm": 'a"b'}),
+    ("host-trailing-newline", ("services", 0, "hosts", 0), "resnet.demo.example.com\n"),
+    ("host-64-label", ("services", 0, "hosts", 0), "a" * 64 + ".example.com"),
+    ("host-uppercase", ("services", 0, "hosts", 0), "Resnet.Example.com"),
+    ("host-empty", ("services", 0, "hosts", 0), ""),
+    ("host-ip", ("services", 0, "hosts", 0), "10.0.0.1"),
+    ("image-no-tag", V + ("image",), "nvcr.io/nvidia/tritonserver"),
+    ("image-double-slash", V + ("image",), "nvcr.io//nvidia/tritonserver:25.01-py3"),
+    ("image-uppercase", V + ("image",), "nvcr.io/NVIDIA/tritonserver:25.01-py3"),
+    ("image-space", V + ("image",), "nvcr.io/nvidia/tritonserver:25.01 py3"),
+    ("image-bad-digest", V + ("image",), "nvcr.io/nvidia/tritonserver@sha256:xyz"),
+    ("image-newline", V + ("image",), "nvcr.io/nvidia/tritonserver:25.01-py3\n"),
+    ("model-path-dotdot", V + ("modelRepository", "path"), "resnet/../../etc"),
+    ("model-path-absolute", V + ("modelRepository", "path"), "/etc/passwd"),
+    ("model-path-double-slash", V + ("modelRepository", "path"), "resnet//v1"),
+    ("model-path-empty", V + ("modelRepository", "path"), ""),
+    ("version-name-upper", V + ("name",), "V1"),
+    ("version-name-long", V + ("name",), "v" * 21),
+    ("service-name-underscore", ("services", 0, "name"), "res_net"),
+    ("service-name-64", ("services", 0, "name"), "s" * 64),
+    ("customer-newline", ("customer",), "demo\n"),
+    ("customer-empty", ("customer",), ""),
+    ("environment-dots", ("environment",), "dev.1"),
+    ("retry-on-bad", ("services", 0, "retries"), {"retryOn": "5xx,everything"}),
+    ("retry-on-space", ("services", 0, "retries"), {"retryOn": "5xx, reset"}),
+    ("retry-on-empty", ("services", 0, "retries"), {"retryOn": ""}),
+    ("flag-unknown", V + ("serverArgs",), {"model-repository": "/etc"}),
+    ("flag-int-bad", V + ("serverArgs",), {"log-verbose": "lots"}),
+    ("flag-bool-bad", V + ("serverArgs",), {"strict-readiness": "yes"}),
+    ("flag-space", V + ("serverArgs",), {"backend-config": "python,shm-default-byte-size=1 --model-repository=/"}),
+    ("flag-dash", V + ("serverArgs",), {"host-policy": "--x"}),
+    ("flag-choice", V + ("serverArgs",), {"log-format": "json"}),
+    ("flag-list-on-single", V + ("serverArgs",), {"log-verbose": ["1", "2"]}),
+    ("flag-list-empty", V + ("serverArgs",), {"backend-config": []}),
+    ("flag-list-hostile-item", V + ("serverArgs",), {"backend-config": ["python,a=1", "x --model-repository=/"]}),
+    ("exit-timeout-below-route", V + ("serverArgs",), {"exit-timeout-secs": "1"}),
+    ("per-try-over-route", ("services", 0, "retries"), {"perTryTimeoutSeconds": 3600}),
+    ("memory-bad-unit", V + ("resources",), {"memory": "16GB"}),
+    ("memory-zero", V + ("resources",), {"memory": "0"}),
+    ("cpu-negative", V + ("resources",), {"cpu": "-1"}),
+    ("cpu-limit-below-request", V + ("resources",), {"cpu": "4", "cpuLimit": "2"}),
+    ("memory-limit-below-request", V + ("resources",), {"memory": "16Gi", "memoryLimit": "8Gi"}),
+    ("shm-text", V + ("resources",), {"shmSize": "lots"}),
+    ("model-name-empty", V + ("modelControl",), {"mode": "explicit", "load": [""]}),
+    ("model-name-dotdot", V + ("modelControl",), {"mode": "explicit", "load": ["../x"]}),
+    ("config-name-slash", V + ("modelConfigName",), "a/b"),
+    ("gpu-count-over-node", V + ("gpu", "count"), 16),
+    ("gpu-group-upper", V + ("gpu", "group"), "GPU"),
+    ("reserved-ns-monitoring", ("services", 0, "name"), "monitoring"),
+    ("reserved-ns-default", ("services", 0, "name"), "default"),
+    ("reserved-ns-kube", ("services", 0, "namespace"), "kube-public"),
+    ("reserved-ns-istio", ("services", 0, "namespace"), "istio-system"),
+    ("reserved-ns-gpu-operator", ("services", 0, "namespace"), "gpu-operator"),
+    ("reserved-ns-csi", ("services", 0, "namespace"), "csi-s3"),
+    ("reserved-ns-coldstart", ("services", 0, "namespace"), "gpu-coldstart"),
+    ("node-label-key-space", ("cluster", "nodeGroups", 0, "labels"), {"bad key": "x"}),
+    ("node-label-value-long", ("cluster", "nodeGroups", 0, "labels"), {"team": "x" * 64}),
+    ("taint-key-bad", ("cluster", "nodeGroups", 0, "taints"), [{"key": "a b", "value": "x"}]),
+    ("storage-class-empty", ("observability",), {"storageClass": ""}),
+    ("storage-class-upper", ("observability",), {"storageClass": "Fast"}),
+    ("retention-zero", ("observability",), {"prometheusRetention": "0d"}),
+    ("annotation-key-space", ("mesh",), {"gatewayAnnotations": {"bad key": "x"}}),
+    ("annotation-value-newline", ("mesh",), {"gatewayAnnotations": {"a.b/c": "x\ny"}}),
+    ("tls-secret-upper", ("mesh",), {"tls": {"enabled": True, "secretName": "TLS"}}),
+    ("kiali-issuer-userinfo", ("mesh",), {"kialiAuth": "openid", "kialiOpenid": {"issuerUri": "https://u:p@id.example.com", "clientId": "kiali"}}),
+    ("kiali-issuer-http", ("mesh",), {"kialiAuth": "openid", "kialiOpenid": {"issuerUri": "http://id.example.com", "clientId": "kiali"}}),
+    ("jwks-query", ("services", 0, "auth"), {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https://id.example.com/jwks?x=1"}}),
+    ("jwks-no-host", ("services", 0, "auth"), {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https:///jwks"}}),
+    ("jwks-fragment", ("services", 0, "auth"), {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https://id.example.com/jwks#k"}}),
+    ("nfs-server-bad", ("weightCaches", "fileShare", "server"), "nfs server"),
+    ("nfs-path-relative", ("weightCaches", "fileShare", "path"), "exports/models"),
+    ("nfs-path-dotdot", ("weightCaches", "fileShare", "path"), "/exports/../etc"),
+    ("nfs-server-newline", ("weightCaches", "fileShare", "server"), "10.0.0.20\n"),
+    ("spare-slots-string", ("coldStart", "spareSlots", "gpu-a100"), "1"),
+    ("spare-slots-huge", ("coldStart", "spareSlots", "gpu-a100"), 1000),
+    # closed lists: a node OS outside it, or inside it but with no driver for the stack's mode
+    ("os-unknown", ("cluster", "nodeGroups", 1, "os"), "windows-2022"),
+    ("os-uppercase", ("cluster", "nodeGroups", 1, "os"), "Ubuntu-24.04"),
+    ("os-trailing-newline", ("cluster", "nodeGroups", 1, "os"), "ubuntu-24.04\n"),
+    ("os-version-only", ("cluster", "nodeGroups", 1, "os"), "24.04"),
+    ("os-without-precompiled-driver", ("cluster", "nodeGroups", 1, "os"), "rhel-9"),
+    ("selector-key-space", ("cluster", "nodeGroups", 0, "selector"), {"bad key": "x"}),
+    ("selector-not-a-map", ("cluster", "nodeGroups", 0, "selector"), "pool=cpu"),
+    ("context-newline", ("cluster", "existing", "context"), "demo\nx"),
+    ("context-empty", ("cluster", "existing", "context"), ""),
+    ("mirror-percent-zero", ("services", 0), "MIRROR0"),
+]
+
+S3 = ("weightCaches", "s3")
+MAGNUM = ("cluster", "magnum")
+MAGNUM_VALUES: list[tuple[str, tuple, Any]] = [
+    ("magnum-driver-unknown", MAGNUM + ("driver",), "openshift"),
+    ("magnum-driver-case", MAGNUM + ("driver",), "ClusterApi"),
+    ("magnum-capi-driver-unknown", MAGNUM + ("clusterApiDriver",), "capi"),
+    ("magnum-floating-ip-text", MAGNUM + ("apiFloatingIp",), "true"),
+    ("magnum-allowed-cidr-bad", MAGNUM + ("apiAllowedCidrs",), ["10.0.0.0/33"]),
+    ("magnum-allowed-cidr-not-list", MAGNUM + ("apiAllowedCidrs",), "0.0.0.0/0"),
+    ("magnum-kube-tag-rancher", MAGNUM + ("kubernetesVersion",), "v1.34.1-rancher1"),
+    ("magnum-kube-tag-suffix", MAGNUM + ("kubernetesVersion",), "v1.34.1-eks"),
+    ("magnum-group-selector", ("cluster", "nodeGroups", 1, "selector"), {"pool": "gpu"}),
+]
+ALERTING = ("observability", "alerting")
+ALERTING_VALUES: list[tuple[str, tuple, Any]] = [
+    ("slack-channel-bare", ALERTING + ("receivers", 1, "slack", "channel"), "acme-alerts"),
+    ("slack-channel-newline", ALERTING + ("receivers", 1, "slack", "channel"), "#alerts\n"),
+    ("receiver-two-kinds", ALERTING + ("receivers", 0), {"name": "oncall-pagerduty", "pagerduty": {}, "slack": {"channel": "#a"}}),
+    ("receiver-no-kind", ALERTING + ("receivers", 0), {"name": "oncall-pagerduty"}),
+    ("receiver-unknown-kind", ALERTING + ("receivers", 0), {"name": "oncall-pagerduty", "opsgenie": {}}),
+    ("receiver-name-upper", ALERTING + ("receivers", 0, "name"), "OnCall"),
+    ("receiver-name-null", ALERTING + ("receivers", 0, "name"), "null"),
+    ("critical-to-nobody", ALERTING + ("critical", 0), "nobody"),
+    ("email-to-not-address", ALERTING + ("receivers", 1), {"name": "inference-slack", "email": {
+        "to": "ops at acme", "from": "am@acme.example", "smarthost": "smtp.acme.example:587", "authUsername": "am"}}),
+    ("email-smarthost-no-port", ALERTING + ("receivers", 1), {"name": "inference-slack", "email": {
+        "to": "ops@acme.example", "from": "am@acme.example", "smarthost": "smtp.acme.example", "authUsername": "am"}}),
+    ("repeat-interval-zero", ALERTING + ("repeatInterval",), "0h"),
+    ("secret-for-no-receiver", ("alertReceiverSecrets", "ghost"), {"secure": "AAABAMockGhost"}),
+    ("alert-secrets-plain", ("alertReceiverSecrets",), {"oncall-pagerduty": "plain-routing-key"}),
+]
+S3_VALUES: list[tuple[str, tuple, Any]] = [
+    ("endpoint-port-99999", S3 + ("endpoint",), "https://s3.example.com:99999"),
+    ("endpoint-port-0", S3 + ("endpoint",), "https://s3.example.com:0"),
+    ("endpoint-port-text", S3 + ("endpoint",), "https://s3.example.com:http"),
+    ("endpoint-userinfo", S3 + ("endpoint",), "https://key:secret@s3.example.com"),
+    ("endpoint-query", S3 + ("endpoint",), "https://s3.example.com?x=1"),
+    ("endpoint-fragment", S3 + ("endpoint",), "https://s3.example.com#x"),
+    ("endpoint-no-host", S3 + ("endpoint",), "https://"),
+    ("endpoint-ftp", S3 + ("endpoint",), "ftp://s3.example.com"),
+    ("endpoint-path", S3 + ("endpoint",), "https://s3.example.com/bucket"),
+    ("endpoint-newline", S3 + ("endpoint",), "https://s3.example.com\n"),
+    ("endpoint-bad-host", S3 + ("endpoint",), "https://s3_example!.com"),
+    ("bucket-upper", S3 + ("bucket",), "Weights"),
+    ("bucket-short", S3 + ("bucket",), "ab"),
+    ("bucket-ip", S3 + ("bucket",), "192.168.1.10"),
+    ("bucket-dotdot", S3 + ("bucket",), "my..weights"),
+    ("bucket-xn", S3 + ("bucket",), "xn--weights"),
+    ("bucket-alias", S3 + ("bucket",), "weights-s3alias"),
+    ("bucket-underscore", S3 + ("bucket",), "my_weights"),
+    ("bucket-long", S3 + ("bucket",), "w" * 64),
+    ("region-space", S3 + ("region",), "eu 1"),
+    ("upload-root", S3 + ("uploads",), [{"source": "/", "prefix": "m"}]),
+    ("upload-etc", S3 + ("uploads",), [{"source": "/etc", "prefix": "m"}]),
+    ("upload-proc", S3 + ("uploads",), [{"source": "/proc/self", "prefix": "m"}]),
+    ("upload-missing", S3 + ("uploads",), [{"source": "no/such/dir", "prefix": "m"}]),
+    ("upload-file", S3 + ("uploads",), [{"source": "README.md", "prefix": "m"}]),
+    ("upload-prefix-dotdot", S3 + ("uploads",), [{"source": "tests", "prefix": "../x"}]),
+    ("mount-prefix-dotdot", S3 + ("mount",), {"enabled": True, "prefix": "a/../b"}),
+    ("noncurrent-days-string", S3 + ("noncurrentDays",), "30"),
+    ("versioning-string", S3 + ("versioning",), "true"),
+    ("adopt-string", S3 + ("adopt",), "true"),
+    ("adopt-int", S3 + ("adopt",), 1),
+]
+
+UI = ("ui",)
+# acme-prod serves Grafana (OIDC) and Kiali on hosts of their own.
+UI_VALUES: list[tuple[str, tuple, Any]] = [
+    ("ui-host-wildcard", UI + ("grafana", "host"), "*.acme.example.com"),
+    ("ui-host-newline", UI + ("kiali", "host"), "kiali.acme.example.com\n"),
+    ("ui-host-service-clash", UI + ("kiali", "host"), "chat.acme.example.com"),
+    ("ui-host-twice", UI + ("kiali", "host"), "grafana.acme.example.com"),
+    ("ui-plain-http-in-prod", UI + ("allowPlainHttp",), True),
+    ("ui-tls-off-in-prod", ("mesh", "tls"), {"enabled": False}),
+    ("ui-grafana-auth-unknown", UI + ("grafana", "auth"), "anonymous"),
+    ("ui-oidc-auth-url-http", UI + ("grafana", "oidc", "authUrl"), "http://sso.acme.example.com/auth"),
+    ("ui-oidc-token-url-userinfo", UI + ("grafana", "oidc", "tokenUrl"), "https://u:p@sso.acme.example.com/token"),
+    ("ui-oidc-scope-space", UI + ("grafana", "oidc", "scopes"), ["openid email"]),
+    ("ui-oidc-role-path-newline", UI + ("grafana", "oidc", "roleAttributePath"), "'Admin'\nx"),
+    ("ui-jaeger-host", UI + ("jaeger",), {"host": "jaeger.acme.example.com"}),
+]
+
+
+def _expected_path(path: tuple, value: Any) -> str:
+    """Where the error must point: the key itself, or the deepest key of a mapping value."""
+    while isinstance(value, dict) and len(value) == 1:
+        (k, value), = value.items()
+        path = path + (k,)
+    return key_path(path)
+
+
+# Cases whose error lands on a key other than the one mutated (a cross-field rule).
+_REDIRECTED = {
+    "magnum-allowed-cidr-bad": MAGNUM + ("apiAllowedCidrs", 0),
+    "magnum-group-selector": ("cluster", "nodeGroups", 1, "selector"),
+    "selector-key-space": ("cluster", "nodeGroups", 0, "selector"),
+    "mesh-enabled-off": ("mesh", "enabled"),
+    "cpu-limit-below-request": V + ("resources",),
+    "memory-limit-below-request": V + ("resources",),
+    "retry-on-bad": ("services", 0, "retries", "retryOn"),
+    "kiali-issuer-userinfo": ("mesh", "kialiOpenid", "issuerUri"),
+    "kiali-issuer-http": ("mesh", "kialiOpenid", "issuerUri"),
+    "jwks-query": ("services", 0, "auth", "jwt", "jwksUri"),
+    "jwks-no-host": ("services", 0, "auth", "jwt", "jwksUri"),
+    "jwks-fragment": ("services", 0, "auth", "jwt", "jwksUri"),
+    "flag-unknown": V + ("serverArgs",),
+    "flag-int-bad": V + ("serverArgs",),
+    "flag-bool-bad": V + ("serverArgs",),
+    "flag-space": V + ("serverArgs",),
+    "flag-dash": V + ("serverArgs",),
+    "flag-choice": V + ("serverArgs",),
+    "flag-list-on-single": V + ("serverArgs",),
+    "flag-list-empty": V + ("serverArgs",),
+    "flag-list-hostile-item": V + ("serverArgs",),
+    "model-name-empty": V + ("modelControl", "load", 0),
+    "model-name-dotdot": V + ("modelControl", "load", 0),
+    "node-label-key-space": ("cluster", "nodeGroups", 0, "labels"),
+    "node-label-value-long": ("cluster", "nodeGroups", 0, "labels"),
+    "taint-key-bad": ("cluster", "nodeGroups", 0, "taints", 0, "key"),
+    "annotation-key-space": ("mesh", "gatewayAnnotations"),
+    "annotation-value-newline": ("mesh", "gatewayAnnotations", "a.b/c"),
+    "tls-secret-upper": ("mesh", "tls", "secretName"),
+    "upload-root": S3 + ("uploads", 0, "source"),
+    "upload-etc": S3 + ("uploads", 0, "source"),
+    "upload-proc": S3 + ("uploads", 0, "source"),
+    "upload-missing": S3 + ("uploads", 0, "source"),
+    "upload-file": S3 + ("uploads", 0, "source"),
+    "upload-prefix-dotdot": S3 + ("uploads", 0, "prefix"),
+    "mount-prefix-dotdot": S3 + ("mount", "prefix"),
+    "gpu-count-over-node": V + ("gpu", "count"),
+    "reserved-ns-monitoring": ("services", 0, "name"),
+    "mirror-percent-zero": ("services", 0, "mirror", "percent"),
+    "ui-plain-http-in-prod": UI + ("allowPlainHttp",),
+    "ui-tls-off-in-prod": UI + ("grafana", "host"),
+    "ui-oidc-scope-space": UI + ("grafana", "oidc", "scopes", 0),
+    "ui-jaeger-host": UI + ("jaeger",),
+    "receiver-two-kinds": ALERTING + ("receivers", 0),
+    "receiver-no-kind": ALERTING + ("receivers", 0),
+    "receiver-unknown-kind": ALERTING + ("receivers", 0, "opsgenie"),
+    "email-to-not-address": ALERTING + ("receivers", 1, "email", "to"),
+    "email-smarthost-no-port": ALERTING + ("receivers", 1, "email", "smarthost"),
+    "secret-for-no-receiver": ("alertReceiverSecrets", "ghost"),
+    "alert-secrets-plain": ("alertReceiverSecrets",),
+}
+
+
+def value_cases() -> Iterator[tuple[str, bytes, Any]]:
+    demo = example("demo-dev")
+    prod = example("acme-prod")
+    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES)):
+        for case, path, value in values:
+            if value == "MIRROR0":
+                doc = _set(base, path + ("mirror",), {"version": "v2", "percent": 0})
+            else:
+                doc = _set(base, path, value)
+            where = _REDIRECTED.get(case)
+            expected = key_path(where) if where else _expected_path(path, value)
+            yield f"{base_name}:{case}", dump(doc), expected
+
+
+def _text_case(base: str, old: str, new: str) -> bytes:
+    text = (ROOT / "stacks" / f"Pulumi.{base}.yaml").read_text()
+    assert old in text, old
+    return text.replace(old, new, 1).encode()
+
+
+def loader_cases() -> Iterator[tuple[str, bytes, Any]]:
+    """Files that are not a well-formed, bounded YAML mapping: the error is a file:line:col."""
+    demo = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_bytes()
+    bomb = b"config:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, 9):
+        bomb += f"  {chr(97 + i)}: &{chr(97 + i)} [{', '.join(['*' + chr(96 + i)] * 10)}]\n".encode()
+    cases = {
+        "syntax-unclosed-flow": demo.replace(b"[resnet.demo.example.com]", b"[resnet.demo.example.com"),
+        "syntax-bad-indent": demo.replace(b"    mode: existing", b"      mode: existing\n   x: 1", 1),
+        "syntax-tab-indent": demo.replace(b"    mode: existing", b"\tmode: existing", 1),
+        "syntax-unclosed-quote": demo.replace(b"customer: demo", b'customer: "demo'),
+        "document-list": b"- config: {}\n",
+        "document-scalar": b"just text\n",
+        "document-int": b"42\n",
+        "two-documents": demo + b"---\nconfig: {}\n",
+        "bad-utf8": demo.replace(b"customer: demo", b"customer: d\xffmo"),
+        "nul-byte": demo.replace(b"customer: demo", b"customer: de\x00mo"),
+        "escape-byte": demo.replace(b"customer: demo", b"customer: de\x1bmo"),
+        "python-object-tag": demo.replace(b"customer: demo", b"customer: !!python/object/apply:os.system ['true']"),
+        "binary-tag": demo.replace(b"customer: demo", b"customer: !!binary ZGVtbw=="),
+        "local-tag": demo.replace(b"customer: demo", b"customer: !shell demo"),
+        "str-tag": demo.replace(b"customer: demo", b"customer: !!str demo"),
+        "set-tag": demo.replace(b"    mode: existing", b"    mode: !!set {existing}", 1),
+        "timestamp-tag": demo.replace(b"customer: demo", b"customer: !!timestamp 2024-01-01"),
+        "int-key": demo.replace(b"    mode: existing", b"    mode: existing\n    1: x", 1),
+        "bool-key": demo.replace(b"    mode: existing", b"    mode: existing\n    true: x", 1),
+        "null-key": demo.replace(b"    mode: existing", b"    mode: existing\n    ~: x", 1),
+        "float-key": demo.replace(b"    mode: existing", b"    mode: existing\n    1.5: x", 1),
+        "sequence-key": demo.replace(b"    mode: existing", b"    mode: existing\n    ? [a, b]\n    : x", 1),
+        "deep-nesting": demo + b"  inference-platform:x: " + b"[" * 2000 + b"]" * 2000 + b"\n",
+        "deep-block-nesting": demo + b"  inference-platform:x:\n" + b"".join(
+            b"  " * (i + 2) + b"k:\n" for i in range(40)) + b"  " * 42 + b"v: 1\n",
+        "alias-bomb": bomb,
+        "recursive-alias": b"config: &a\n  inference-platform:x: *a\n",
+        "duplicate-top-level": demo.replace(b"  inference-platform:production: false",
+                                            b"  inference-platform:production: true\n  inference-platform:production: false"),
+        "duplicate-nested": demo.replace(b"      context: demo", b"      context: demo\n      context: prod"),
+        "duplicate-in-list-item": demo.replace(b"          weight: 90", b"          weight: 90\n          weight: 10"),
+        "duplicate-document-key": demo + b"config: {}\n",
+        "null-top-level": demo.replace(b"customer: demo", b"customer: null"),
+        "null-tilde": demo.replace(b"customer: demo", b"customer: ~"),
+        "null-empty": demo.replace(b"customer: demo", b"customer:"),
+        "null-nested": demo.replace(b"      context: demo", b"      context: null"),
+        "null-in-list": demo.replace(b"[resnet.demo.example.com]", b"[resnet.demo.example.com, null]"),
+        "unknown-top-level-key": demo + b"configs: {}\n",
+        "config-not-mapping": b"config: [a, b]\n",
+        "config-key-two-colons": demo.replace(b"inference-platform:customer", b"inference-platform:x:customer"),
+        "config-key-space": demo.replace(b"inference-platform:customer", b"inference platform:customer"),
+        "oversized": b"config:\n  inference-platform:customer: demo\n# " + b"x" * (1 << 20) + b"\n",
+    }
+    for case, data in cases.items():
+        yield f"loader:{case}", data, LOCATION
+    # The same defects at other depths of the schema.
+    for depth_case, old, new in (
+        ("duplicate-gpu-key", "          perNode: 1", "          perNode: 1\n          perNode: 2"),
+        ("null-mig-profile", "migProfile: all-1g.10gb", "migProfile: null"),
+        ("tag-in-version", "          weight: 10", "          weight: !!int 10"),
+        ("octal-looking-weight", "          weight: 10", "          weight: 010"),
+        ("int-key-in-resources", "resources: {cpu: \"2\", memory: 8Gi}", "resources: {cpu: \"2\", 8: 8Gi}"),
+    ):
+        yield f"loader:{depth_case}", _text_case("demo-dev", old, new), LOCATION
+
+
+def hostile_cases() -> list[tuple[str, bytes, Any]]:
+    return [*loader_cases(), *value_cases(), *type_cases()]
+
+
+def valid_cases() -> list[tuple[str, bytes]]:
+    """Unusual but valid stack files (each must plan)."""
+    demo = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    doc = example("demo-dev")
+
+    def edit(path: tuple, value: Any) -> bytes:
+        return dump(_set(doc, path, value))
+
+    flow = yaml.safe_dump(doc, default_flow_style=True, width=100000).encode()
+    return [
+        ("comments-everywhere", "\n".join(f"{line}  # note" if line.strip() and not line.lstrip().startswith("#") and
+                                          not line.rstrip().endswith(":") else line for line in demo.splitlines()).encode()),
+        ("flow-style", flow),
+        ("byte-order-mark", b"\xef\xbb\xbf" + demo.encode()),
+        ("crlf-line-endings", demo.replace("\n", "\r\n").encode()),
+        ("document-markers", ("---\n" + demo + "...\n").encode()),
+        ("quoted-keys", demo.replace("inference-platform:customer:", '"inference-platform:customer":').encode()),
+        ("small-aliases", demo.replace("resources: {cpu: \"2\", memory: 8Gi}", "resources: &r {cpu: \"2\", memory: 8Gi}", 1)
+         .replace("resources: {cpu: \"2\", memory: 8Gi}", "resources: *r").encode()),
+        ("production-as-written-by-pulumi", demo.replace("production: false", 'production: "false"').encode()),
+        ("bare-keys-without-namespace", demo.replace("inference-platform:environment", "environment").encode()),
+        ("yes-is-a-string", edit(("services", 0, "auth"), {"mode": "basic", "realm": "yes"})),
+        ("hex-integer", demo.replace("weight: 90", "weight: 0x5a").encode()),
+        ("path-float-string", edit(("services", 0, "timeoutSeconds"), "0.5")),
+        ("path-int-flag-value", edit(("services", 0, "versions", 0, "serverArgs"), {"log-verbose": 1})),
+        ("provider-config-keys", (demo + "  kubernetes:context: demo\n  openstack:region: RegionOne\n").encode()),
+        ("unicode-realm-free-text", edit(("cluster", "existing", "context"), "démo-kontext")),
+        ("digest-pinned-image", edit(("services", 0, "versions", 0, "image"),
+                                     "nvcr.io/nvidia/tritonserver@sha256:" + "a" * 64)),
+        ("registry-with-port", edit(("services", 0, "versions", 0, "image"), "registry.local:5000/triton/server:25.01-py3")),
+        ("date-like-text", edit(("services", 0, "auth"), {"mode": "basic", "realm": "2024-01-01"})),
+        ("ipv6-nfs-server", edit(("weightCaches", "fileShare", "server"), "fd00::20")),
+        ("float-timeout-ms", edit(("services", 0, "timeoutSeconds"), 0.25)),
+    ]
