@@ -36,8 +36,6 @@ from inference_platform.settings.schema import SECRET_KEYS, ConfigError, Setting
 from inference_platform.tuning.pipeline import ModelPipeline
 from inference_platform.weights.caches import WeightCaches, namespaces_using
 
-LEGACY_TYPE = "inference-platform:platform:InferencePlatform"
-
 
 def _given(model: type[inputs.M], **values) -> inputs.M:
     """`model` of the values the stack sets: an unset one (None) keeps the model's default,
@@ -160,7 +158,7 @@ class InferencePlatform(pulumi.ComponentResource):
         clashes = deployment_name_clashes(settings.services)
         if clashes:
             raise ConfigError(f"stacks/Pulumi.{pulumi.get_stack()}.yaml", clashes)
-        init_component(self, "InferencePlatform", LEGACY_TYPE, name, opts)
+        init_component(self, "InferencePlatform", name, opts)
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)
         self.outputs: dict[str, pulumi.Input] = {}

@@ -79,7 +79,7 @@ class Cluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(ClusterInputs, args, "Cluster")
-        init_component(self, "Cluster", "inference-platform:cluster:Cluster", name, opts)
+        init_component(self, "Cluster", name, opts)
         cfg = a.cluster
         protect = a.production
         magnum: Optional[openstack.containerinfra.Cluster] = None

@@ -8,6 +8,7 @@ from typing import Any, Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from inference_platform.core.aliases import component_aliases
 from inference_platform.core.versions import Chart
 
 PART_OF = "inference-platform"
@@ -21,17 +22,13 @@ def component_type(type_name: str) -> str:
     return f"{PART_OF}:index:{type_name}"
 
 
-def aliased(opts: Optional[pulumi.ResourceOptions], legacy_type: str) -> pulumi.ResourceOptions:
-    """`opts` plus an alias from the component's type token of before `index:` tokens, so a
-    stack created then keeps its resources (each child inherits the alias)."""
-    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=legacy_type)]))
-
-
-def init_component(component: pulumi.ComponentResource, type_name: str, legacy_type: str, name: str,
+def init_component(component: pulumi.ComponentResource, type_name: str, name: str,
                    opts: Optional[pulumi.ResourceOptions]) -> None:
-    """Register `component` under its published type token, aliased to its old one, and keep
-    the parts it was told to wait for (`dependsOn`): every child waits for them too."""
-    pulumi.ComponentResource.__init__(component, component_type(type_name), name, None, aliased(opts, legacy_type))
+    """Register `component` under its published type token, aliased to every token it had
+    before (core/aliases.py), and keep the parts it was told to wait for (`dependsOn`): every
+    child waits for them too (and inherits the aliases)."""
+    aliased = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=component_aliases(type_name)))
+    pulumi.ComponentResource.__init__(component, component_type(type_name), name, None, aliased)
     deps = opts.depends_on if opts is not None else None
     component._after = [deps] if isinstance(deps, pulumi.Resource) else list(deps or ())
 

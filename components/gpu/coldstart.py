@@ -116,7 +116,7 @@ class ColdStart(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ColdStartArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(ColdStartInputs, args, "ColdStart")
-        init_component(self, "ColdStart", "inference-platform:coldstart:ColdStart", name, opts)
+        init_component(self, "ColdStart", name, opts)
         cs, services = a.cold_start, a.services
         k8s_opts = resource_opts(self)
         self.namespace = namespace(

@@ -123,7 +123,7 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(GpuOperatorInputs, args, "GpuOperator")
-        init_component(self, "GpuOperator", "inference-platform:gpu:GpuOperator", name, opts)
+        init_component(self, "GpuOperator", name, opts)
         k8s_opts = resource_opts(self)
         # The operator's daemonsets load kernel modules and touch devices: privileged.
         self.namespace = namespace(

@@ -234,7 +234,7 @@ class Mesh(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MeshArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = inputs.validated(inputs.MeshInputs, args, "Mesh")
-        init_component(self, "Mesh", "inference-platform:mesh:Mesh", name, opts)
+        init_component(self, "Mesh", name, opts)
         # Without the mesh these name the Gateway and principal the cluster's own Istio must provide.
         self.gateway = inputs.GATEWAY
         self.ingress_namespace = ep.ISTIO_NAMESPACE

@@ -382,7 +382,7 @@ class Observability(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = inputs.validated(inputs.ObservabilityInputs, args, "Observability")
-        init_component(self, "Observability", "inference-platform:observability:Observability", name, opts)
+        init_component(self, "Observability", name, opts)
         self.namespace = ep.MONITORING_NAMESPACE
         # The kube-prometheus-stack release, which installs the ServiceMonitor/PodMonitor/PrometheusRule
         # CRDs (None when observability is not installed).

@@ -268,7 +268,7 @@ class InferenceGraph(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InferenceGraphArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(InferenceGraphInputs, args, "InferenceGraph")
-        init_component(self, "InferenceGraph", "inference-platform:graphs:InferenceGraph", name, opts)
+        init_component(self, "InferenceGraph", name, opts)
         graph = a.graph
         if graph.placement == "ensemble":
             service = TritonService(f"{name}-triton", {

@@ -29,7 +29,7 @@ class InferenceNamespaces(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InferenceNamespacesArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(InferenceNamespacesInputs, args, "InferenceNamespaces")
-        init_component(self, "InferenceNamespaces", "inference-platform:namespaces:InferenceNamespaces", name, opts)
+        init_component(self, "InferenceNamespaces", name, opts)
         self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
         for ns in sorted(set(a.namespaces)):
             namespace = k8s.core.v1.Namespace(

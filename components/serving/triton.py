@@ -692,7 +692,7 @@ class TritonService(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TritonServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(TritonServiceInputs, args, "TritonService")
-        init_component(self, "TritonService", "inference-platform:triton:TritonService", name, opts)
+        init_component(self, "TritonService", name, opts)
         service = a.service
         ns = service.k8s_namespace
         labels = standard_labels(service.name, app=service.name)

@@ -364,7 +364,7 @@ class ModelPipeline(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelPipelineArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(ModelPipelineInputs, args, "ModelPipeline")
-        init_component(self, "ModelPipeline", "inference-platform:pipeline:ModelPipeline", name, opts)
+        init_component(self, "ModelPipeline", name, opts)
         argo_namespace = namespace(f"{name}-namespace", NAMESPACE, resource_opts(self), app=RELEASE, pod_security="restricted")
         in_namespace = resource_opts(self, depends_on=[argo_namespace])
         # Nothing calls the controller: it only watches and writes through the API server.

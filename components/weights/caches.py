@@ -120,7 +120,7 @@ class WeightCaches(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: WeightCachesArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(WeightCachesInputs, args, "WeightCaches")
-        init_component(self, "WeightCaches", "inference-platform:weights:WeightCaches", name, opts)
+        init_component(self, "WeightCaches", name, opts)
         self._name, self._prod = name, a.production
         self._caches = caches = a.weight_caches
         self._namespace_names = a.namespace_names

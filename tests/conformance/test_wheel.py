@@ -28,7 +28,10 @@ def installed(tmp_path_factory) -> Path:
     site-packages through a path line (a .pth *line* adds the folder but runs none of the .pth
     files in it, so this checkout's editable install is not on the path)."""
     tmp = tmp_path_factory.mktemp("wheel")
-    built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp / "dist", ROOT, cwd=tmp)
+    # Built from a copy: setuptools leaves earlier builds' files in build/, which a wheel would take.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", ".tools", "build", "__pycache__", "*.egg-info"))
+    built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp / "dist", source, cwd=tmp)
     assert built.returncode == 0, built.stderr
     venv = tmp / "venv"
     assert _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp).returncode == 0
