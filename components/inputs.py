@@ -18,7 +18,6 @@ from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_va
 
 from inference_platform.core import endpoints as ep
 from inference_platform.core import grammar
-from inference_platform.gpu.estimates import GroupEstimate
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
 from inference_platform.settings.schema import (
     ANONYMOUS_KIALI,
@@ -50,6 +49,7 @@ from inference_platform.settings.schema import (
     service_problems,
 )
 from inference_platform.settings.schema import Path as ConfigPath
+from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.tuning.presets import upload_preset_problems
 
 # Defaults where a component is used alone: the names the platform's own parts have.

@@ -24,7 +24,6 @@ from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
 from inference_platform.core.common import helm_release, init_component
 from inference_platform.gpu.coldstart import ColdStart
-from inference_platform.gpu.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.gpu.operator import GpuOperator
 from inference_platform.mesh.mesh import Mesh, service_hosts
 from inference_platform.observability.observability import Observability
@@ -33,6 +32,7 @@ from inference_platform.serving.namespaces import InferenceNamespaces
 from inference_platform.serving.triton import TritonService, deployment_name_clashes
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.schema import SECRET_KEYS, ConfigError, Settings
+from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.tuning.pipeline import ModelPipeline
 from inference_platform.weights.caches import WeightCaches, namespaces_using
 

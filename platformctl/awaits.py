@@ -14,16 +14,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
-from inference_platform.core.readiness import (
+from inference_platform.gpu import coldstart
+from inference_platform.gpu.node_rules import MARKER_COMPONENT
+from inference_platform.settings.schema import Settings
+from inference_platform.timing.readiness import (
     Budget,
     gpu_node_join_budget,
     release_budget,
     service_endpoints_budget,
     triton_rollout_budget,
 )
-from inference_platform.gpu import coldstart
-from inference_platform.gpu.node_rules import MARKER_COMPONENT
-from inference_platform.settings.schema import Settings
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 SOURCE_COMMIT = "pulumi/pulumi-kubernetes@94977969"

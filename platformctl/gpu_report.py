@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from inference_platform.gpu.estimates import format_estimate, stack_estimates
 from inference_platform.gpu.profiles import capacity_warnings
 from inference_platform.settings.schema import Settings
+from inference_platform.timing.estimates import format_estimate, stack_estimates
 
 
 def gpu_report(settings: Settings) -> str:

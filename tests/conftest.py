@@ -112,8 +112,8 @@ def observability_inputs(settings):
     from types import SimpleNamespace
 
     from inference_platform import platform
-    from inference_platform.gpu.estimates import stack_estimates
     from inference_platform.mesh import mesh
+    from inference_platform.timing.estimates import stack_estimates
 
     installed = settings.mesh.enabled
     reported = SimpleNamespace(crds=object() if installed else None, urls=dict(mesh.MESH_URLS) if installed else {},
@@ -125,6 +125,6 @@ def gpu_operator_values_of(settings) -> dict:
     """The GPU operator chart's values for a stack, from the inputs the platform gives the component."""
     from inference_platform import platform
     from inference_platform.gpu import operator as gpu
-    from inference_platform.gpu.estimates import stack_estimates
+    from inference_platform.timing.estimates import stack_estimates
 
     return gpu.gpu_operator_values(platform.gpu_operator_inputs(settings, stack_estimates(settings)))

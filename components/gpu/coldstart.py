@@ -26,13 +26,16 @@ from inference_platform.core.common import (
 from inference_platform.gpu.profiles import gpu_scheduling, placeholder_request
 from inference_platform.inputs import ColdStartInputs, validated
 from inference_platform.settings.schema import NodeGroup, Service
-from inference_platform.tuning.runs import PRIORITY as TUNING_PRIORITY
-from inference_platform.tuning.runs import PRIORITY_CLASS as TUNING_PRIORITY_CLASS
 
 NAMESPACE = ep.COLDSTART_NAMESPACE
 PRIORITY_CLASS = "gpu-placeholder"
 # Below every default (0), so any real pod preempts a placeholder.
 PLACEHOLDER_PRIORITY = -10
+# Tuning runs and the pipeline's GPU steps (tuning/) wait at this class, also made here:
+TUNING_PRIORITY_CLASS = "gpu-tuning"
+# below serving (0), above the spare-capacity placeholders (-10) and at the cluster
+# autoscaler's expendable cutoff (-10) or above, so a pending run still makes it add a node.
+TUNING_PRIORITY = -5
 # Pause runs as this non-root user in its image; the pull init containers reuse it.
 NON_ROOT_UID = 65535
 TINY = {"cpu": "10m", "memory": "16Mi"}

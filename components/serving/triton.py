@@ -34,8 +34,6 @@ from inference_platform.args import TritonServiceArgs
 from inference_platform.core import hardening
 from inference_platform.core.common import init_component, resource_opts, restricted_security_context, standard_labels
 from inference_platform.core.endpoints import in_cluster_host
-from inference_platform.core.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
-from inference_platform.gpu.estimates import GroupEstimate, cold_start_estimate
 from inference_platform.gpu.profiles import gpu_scheduling
 from inference_platform.inputs import TritonServiceInputs, WeightsRef, validated
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
@@ -52,6 +50,8 @@ from inference_platform.settings.schema import (
     Service,
     Version,
 )
+from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate
+from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
 from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
 from inference_platform.weights.caches import triton_s3_url
 

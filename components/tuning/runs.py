@@ -70,10 +70,6 @@ STAGING_DIR = f"{WORK_DIR}/publish"
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 TUNING_LABEL = "inference-platform/tuning"
 COMPONENT = "tuning"
-PRIORITY_CLASS = "gpu-tuning"
-# Below serving (0), above the spare-capacity placeholders (-10) and at the cluster
-# autoscaler's expendable cutoff (-10) or above, so a pending run still makes it add a node.
-PRIORITY = -5
 # Model Analyzer and Perf Analyzer: the load generator needs CPU to saturate a GPU.
 ANALYZER_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
 TOOL_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}

@@ -29,10 +29,10 @@ import pulumi_kubernetes as k8s
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import resource_opts, standard_labels
-from inference_platform.core.readiness import chart_timeout
-from inference_platform.gpu.estimates import GroupEstimate
 from inference_platform.gpu.node_labels import group_taints, tolerations
 from inference_platform.settings.schema import NodeGroup, S3Cache
+from inference_platform.timing.estimates import GroupEstimate
+from inference_platform.timing.readiness import chart_timeout
 
 NAMESPACE = ep.CSI_S3_NAMESPACE
 DRIVER = "ru.yandex.s3.csi"

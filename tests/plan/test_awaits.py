@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from inference_platform.core.readiness import HEADROOM, rollout_budget, wait_seconds
 from inference_platform.settings.schema import ConfigError
+from inference_platform.timing.readiness import HEADROOM, rollout_budget, wait_seconds
 from platformctl import awaits
 from platformctl.__main__ import main
 from platformctl.engine import render_stack, stack_settings
@@ -278,7 +278,7 @@ def test_every_kind_rule_names_its_source():
 
 
 def test_rollout_model():
-    from inference_platform.gpu.estimates import GroupEstimate, Stage
+    from inference_platform.timing.estimates import GroupEstimate, Stage
 
     estimate = GroupEstimate(group="g", new_node=[Stage(name="node boot", seconds=100), Stage(name="model load", seconds=200)],
                              spare=[Stage(name="model load", seconds=200)])

@@ -8,8 +8,8 @@ import pytest
 
 from inference_platform.core import versions
 from inference_platform.gpu.coldstart import PRIORITY_CLASS
-from inference_platform.gpu.estimates import stack_estimates
 from inference_platform.settings.loader import parse_settings
+from inference_platform.timing.estimates import stack_estimates
 from platformctl.plan import manifest
 from tests.conftest import base_config, render_raw, stack_plan
 from tests.plan.test_plan import run_ctl

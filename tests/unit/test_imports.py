@@ -100,3 +100,52 @@ def test_the_checker_sees_resource_builders(tmp_path):
     assert {n for n, m in modules.items() if builds_resources(m)} == {"pkg.shapes", "pkg.comp"}
     edges = import_edges(modules, tmp_path)
     assert import_chain(edges, "pkg.check", "pkg.shapes") == [Edge("pkg.check", "pkg.shapes", "pkg/check.py", 1, "from .shapes import Box")]
+
+
+# The library's layers, bottom up. Pure layers create nothing; a module that builds resources
+# imports resource-building modules only from packages listed before its own (tuning before
+# serving: a TritonService declares its versions' tuning runs).
+LIB = "inference_platform"
+PURE_LAYERS = ("core", "settings", "timing")
+BUILD_ORDER = ("cluster", "gpu", "mesh", "observability", "weights", "tuning", "serving", "platform")
+# Each pure layer and what it may import of ours (the loader also runs checks that live beside
+# their components: pure functions of the settings, wherever they are).
+ALLOWED = {"core": {"core"}, "settings": {"core", "settings"}, "timing": {"core", "settings", "timing"}}
+LOADER = f"{LIB}.settings.loader"
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == LIB and len(parts) > 1 else None
+
+
+def test_pure_layers_import_only_what_lies_below_them(graph):
+    _, edges = graph
+    bad = [str(e) for e in edges
+           if _layer(e.source) in ALLOWED and e.source != LOADER and e.target.startswith(f"{LIB}.")
+           and _layer(e.target) not in ALLOWED[_layer(e.source)]]
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_pure_modules_reach_no_resource_building_module(graph):
+    modules, edges = graph
+    builders = {name for name, m in modules.items() if builds_resources(m)}
+    pure = [m for m in modules if _layer(m) in PURE_LAYERS]
+    assert LOADER in pure and f"{LIB}.core.grammar" in pure
+    bad = {m: sorted(reachable(edges, m) & builders) for m in pure if reachable(edges, m) & builders}
+    assert not bad, f"pure modules that load resource-building ones: {bad}"
+
+
+def test_components_import_components_only_from_earlier_packages(graph):
+    modules, edges = graph
+    builders = {name for name, m in modules.items() if builds_resources(m)}
+    bad = [str(e) for e in edges if e.source in builders and e.target in builders
+           and _layer(e.source) in BUILD_ORDER and _layer(e.target) in BUILD_ORDER
+           and BUILD_ORDER.index(_layer(e.target)) > BUILD_ORDER.index(_layer(e.source))]
+    assert not bad, "a component imports one built after it:\n" + "\n".join(bad)
+
+
+def test_the_library_imports_neither_the_tools_nor_the_policy_pack(graph):
+    _, edges = graph
+    bad = [str(e) for e in edges if e.source.startswith(f"{LIB}.") and e.target.split(".")[0] in ("platformctl", "policies", "tests")]
+    assert not bad, "\n".join(bad)
