@@ -23,7 +23,7 @@ class Registered(NamedTuple):
 
 
 COMPONENTS: dict[str, Registered] = {
-    "InferencePlatform": Registered("platform", "settings.schema:Settings"),
+    "InferencePlatform": Registered("platform", "settings.stack:Settings"),
     "Cluster": Registered("cluster.cluster", "inputs:ClusterInputs"),
     "GpuOperator": Registered("gpu.operator", "inputs:GpuOperatorInputs"),
     "ColdStart": Registered("gpu.coldstart", "inputs:ColdStartInputs"),

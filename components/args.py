@@ -799,7 +799,7 @@ class PolicySettingsArgs(TypedDict):
     """Arguments of `PolicySettings` (see the README's configuration reference)."""
 
     enforcement: NotRequired[dict[str, str]]
-    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list (`policies/catalog.py`). One of: `mandatory`, `advisory`, `disabled`."""
+    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list. One of: `mandatory`, `advisory`, `disabled`."""
 
 
 class InferencePlatformArgs(TypedDict):

@@ -19,36 +19,19 @@ from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_va
 from inference_platform.core import endpoints as ep
 from inference_platform.core import grammar
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
-from inference_platform.settings.schema import (
-    ANONYMOUS_KIALI,
-    MANILA_NEEDS_CIDRS,
-    BatchingPreset,
-    ClusterSettings,
-    ColdStartSettings,
-    ConfigError,
-    DnsLabel,
-    GpuOperatorSettings,
-    Graph,
-    Host,
-    MeshSettings,
-    Model,
-    ModelRepository,
-    NodeGroup,
-    ObservabilitySettings,
-    PresetName,
-    S3Cache,
-    Service,
-    TritonModelName,
-    UiSettings,
-    WeightCacheSettings,
-    cluster_problems,
-    graph_problems,
-    needs_access_cidrs,
-    pipeline_problems,
-    pydantic_problems,
-    service_problems,
-)
-from inference_platform.settings.schema import Path as ConfigPath
+from inference_platform.settings.base import DnsLabel, Host, Model, TritonModelName
+from inference_platform.settings.checks import ANONYMOUS_KIALI
+from inference_platform.settings.cluster import ClusterSettings, NodeGroup, cluster_problems
+from inference_platform.settings.errors import ConfigError, KeyPath, pydantic_problems
+from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
+from inference_platform.settings.graphs import Graph, graph_problems
+from inference_platform.settings.mesh import MeshSettings
+from inference_platform.settings.observability import ObservabilitySettings
+from inference_platform.settings.serving import ModelRepository, Service, pipeline_problems, service_problems
+from inference_platform.settings.stack import SECRET_KEYS
+from inference_platform.settings.tuning import BatchingPreset, PresetName
+from inference_platform.settings.ui import UiSettings
+from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, S3Cache, WeightCacheSettings, needs_access_cidrs
 from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.tuning.presets import upload_preset_problems
 
@@ -102,7 +85,7 @@ class ClusterInputs(Model):
     gpu_node_ready_seconds: int = Field(default=300, ge=0, le=14400)
     """Seconds from a new VM to a GPU node that advertises its GPUs (boot, then the driver): how long the autoscaler waits for a node it asked for."""
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         return cluster_problems(self.cluster)
 
 
@@ -150,7 +133,7 @@ class MeshInputs(Model):
     node_boot_seconds: int = Field(default=120, ge=0, le=7200)
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         """What the stack file's cross checks refuse, for the component used alone."""
         if self.production and self.mesh.kiali_auth == "anonymous":
             return [(("mesh", "kiali_auth"), ANONYMOUS_KIALI)]
@@ -193,7 +176,7 @@ class ObservabilityInputs(Model):
     autoscaler_installed: bool = False
     """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics."""
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         """What the configured parts need (the stack file's cross checks ensure it), for the component used alone."""
         needed: list[tuple[str, Any, str]] = []
         if self.observability.loki_storage == "s3":
@@ -204,7 +187,7 @@ class ObservabilityInputs(Model):
         if self.ui.grafana is not None and self.ui.grafana.auth == "oidc":
             needed.append(("grafana_oidc_client_secret", self.grafana_oidc_client_secret,
                            "ui.grafana.auth 'oidc' needs Grafana's OIDC client secret"))
-        problems: list[tuple[ConfigPath, str]] = [((key,), why) for key, value, why in needed if value is None]
+        problems: list[tuple[KeyPath, str]] = [((key,), why) for key, value, why in needed if value is None]
         problems += [(("alert_receiver_secrets", r.name), f"receiver {r.name!r} needs its {r.kind} credential")
                      for r in self.observability.alerting.receivers if r.name not in self.alert_receiver_secrets]
         return problems
@@ -243,9 +226,9 @@ class WeightCachesInputs(Model):
     tuning_presets: dict[PresetName, BatchingPreset] = {}
     """Tuning presets the uploads may name beside the built-in `latency` and `throughput` (the stack file's `tuningPresets`; a name here replaces the built-in one)."""
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         """What the stack file's cross checks ensure about the caches, for the component used alone."""
-        found: list[tuple[ConfigPath, str]] = []
+        found: list[tuple[KeyPath, str]] = []
         if needs_access_cidrs(self.weight_caches, self.subnet_cidr):
             found.append((("weight_caches", "fileShare", "accessCidrs"), MANILA_NEEDS_CIDRS))
         if self.weight_caches.s3 is not None:
@@ -288,7 +271,7 @@ ModelConfigText = Annotated[str, AfterValidator(_model_config_text)]
 WEIGHTS_NEEDED = {"fileShare": ("claim_name",), "s3": ("s3_secret_name", "s3_endpoint", "s3_bucket")}
 
 
-def missing_weights(weights: WeightsRef, repositories: Iterable[tuple[ConfigPath, ModelRepository]]) -> list[tuple[ConfigPath, str]]:
+def missing_weights(weights: WeightsRef, repositories: Iterable[tuple[KeyPath, ModelRepository]]) -> list[tuple[KeyPath, str]]:
     """Model repositories (each with the key path of what reads it) whose cache `weights` does not name."""
     found = []
     for path, repository in repositories:
@@ -337,7 +320,7 @@ class TritonServiceInputs(Model):
                                  f"allowed: name: \"{model}\", or no name")
         return configs
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         """The stack file's checks of one service, with the same messages, and that `weights`
         names what each version's cache needs."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
@@ -365,7 +348,7 @@ class InferenceGraphInputs(Model):
     tls: bool = False
     """The gateway serves the hosts over HTTPS (the graph's URLs)."""
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         """The stack file's checks of one graph, and that `weights` names what each step's cache needs."""
         found = [(("graph", *path), why) for path, why in graph_problems(self.graph, {g.name: g for g in self.gpu_groups})]
         return found + missing_weights(self.weights, ((("graph", "steps", si), step.model_repository)
@@ -384,12 +367,12 @@ class ModelPipelineInputs(Model):
     priority_class: Optional[NameInput] = None
     """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""
 
-    def problems(self) -> list[tuple[ConfigPath, str]]:
+    def problems(self) -> list[tuple[KeyPath, str]]:
         """Each service has a pipeline whose base version exists, runs a tritonserver image of a known release, on a given GPU group, reading a cache that `weights` names."""
-        found: list[tuple[ConfigPath, str]] = []
+        found: list[tuple[KeyPath, str]] = []
         groups = {g.name for g in self.gpu_groups}
         for si, svc in enumerate(self.services):
-            at: ConfigPath = ("services", si)
+            at: KeyPath = ("services", si)
             if svc.pipeline is None:
                 found.append((at + ("pipeline",), "required: only services with a pipeline run here"))
                 continue
@@ -419,7 +402,7 @@ def validated(model: type[M], args: Any, component: str) -> M:
     try:
         checked = model.model_validate(args)
     except ValidationError as err:
-        raise ConfigError(f"{component}Args", pydantic_problems(err), namespace="") from None
+        raise ConfigError(f"{component}Args", pydantic_problems(err, SECRET_KEYS), namespace="") from None
     # What the stack file's cross checks say about this component's own settings.
     problems = checked.problems() if hasattr(checked, "problems") else []
     if problems:

@@ -30,8 +30,9 @@ from inference_platform.observability.observability import Observability
 from inference_platform.serving.graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
 from inference_platform.serving.namespaces import InferenceNamespaces
 from inference_platform.serving.triton import TritonService, deployment_name_clashes
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import SECRET_KEYS, ConfigError, Settings
+from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.tuning.pipeline import ModelPipeline
 from inference_platform.weights.caches import WeightCaches, namespaces_using

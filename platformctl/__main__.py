@@ -14,8 +14,8 @@ import signal
 import sys
 from pathlib import Path
 
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import settings_from_config
-from inference_platform.settings.schema import ConfigError
 
 from . import args_codegen, docs
 from .atomic import write_text

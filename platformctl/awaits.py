@@ -16,7 +16,7 @@ from typing import Any, Iterable, Optional
 
 from inference_platform.gpu import coldstart
 from inference_platform.gpu.node_rules import MARKER_COMPONENT
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 from inference_platform.timing.readiness import (
     Budget,
     gpu_node_join_budget,

@@ -11,7 +11,8 @@ from pydantic_core import PydanticUndefined
 from inference_platform.core import driver_support as support
 from inference_platform.core import hardening
 from inference_platform.core.versions import GPU_DRIVER_VERSION
-from inference_platform.settings.schema import NAMESPACE, Settings
+from inference_platform.settings.base import NAMESPACE
+from inference_platform.settings.stack import Settings
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"

@@ -28,7 +28,7 @@ from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
 
 from inference_platform.settings.loader import settings_from_config
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 
 from .aliases import new_urn, qualified_type
 from .errors import UsageError

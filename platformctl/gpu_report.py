@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from inference_platform.gpu.profiles import capacity_warnings
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import format_estimate, stack_estimates
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 
 from . import awaits, ordering
 from .plan_model import Plan

@@ -24,8 +24,10 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
+from inference_platform.settings.base import NAMESPACE
+from inference_platform.settings.errors import ConfigError, format_path
 from inference_platform.settings.loader import settings_from_config
-from inference_platform.settings.schema import NAMESPACE, ConfigError, Version, format_path
+from inference_platform.settings.serving import Version
 
 from .atomic import write_text
 from .engine import engine_config

@@ -28,7 +28,7 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 from policies.rules import ALL_POLICIES
 from policies.rules.kube import DEFAULTS
 

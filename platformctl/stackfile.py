@@ -18,7 +18,7 @@ from typing import Any, Optional
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from inference_platform.settings.schema import ConfigError
+from inference_platform.settings.errors import ConfigError
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32

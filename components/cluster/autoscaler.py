@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 from inference_platform.core import hardening, versions
 from inference_platform.core.common import resource_opts, standard_labels
 from inference_platform.core.endpoints import MONITORING_NAMESPACE
-from inference_platform.settings.schema import ClusterSettings, NodeGroup
+from inference_platform.settings.cluster import ClusterSettings, NodeGroup
 
 NAME = "cluster-autoscaler-nodegroups"
 NAMESPACE = "kube-system"

@@ -25,7 +25,8 @@ from inference_platform.core.common import (
 )
 from inference_platform.gpu.profiles import gpu_scheduling, placeholder_request
 from inference_platform.inputs import ColdStartInputs, validated
-from inference_platform.settings.schema import NodeGroup, Service
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.serving import Service
 
 NAMESPACE = ep.COLDSTART_NAMESPACE
 PRIORITY_CLASS = "gpu-placeholder"

@@ -18,7 +18,9 @@ from inference_platform.core.node_contract import (
     MAGNUM_GPU_LABEL,
     MIG_CONFIG_LABEL,
 )
-from inference_platform.settings.schema import NodeGroup, Path, Settings
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.stack import Settings
 
 
 def mig_config_name(group: NodeGroup) -> str:
@@ -91,7 +93,7 @@ def _nfd_key_problem(key: str) -> Optional[str]:
     return None
 
 
-def contract_problems(settings: Settings) -> list[tuple[Path, str]]:
+def contract_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
     """What keeps NFD from giving the groups' nodes their labels and taints."""
     groups = settings.cluster.node_groups
     magnum = settings.cluster.magnum_labeller
@@ -103,9 +105,9 @@ def contract_problems(settings: Settings) -> list[tuple[Path, str]]:
                  + " without their labels and taints (Node Feature Discovery, which applies them, comes with the "
                  "GPU operator); allowed: true, or no GPU groups and no node labels or taints")]
     contract = {GROUP_LABEL, GPU_MODEL_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, MAGNUM_GPU_LABEL}
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[KeyPath, str]] = []
     for i, g in enumerate(groups):
-        base: Path = ("cluster", "nodeGroups", i)
+        base: KeyPath = ("cluster", "nodeGroups", i)
         for key in g.labels:
             problem = _nfd_key_problem(key)
             if problem:

@@ -33,7 +33,7 @@ from inference_platform.core.node_contract import (
     GROUP_LABEL,
 )
 from inference_platform.gpu.node_labels import node_labels, node_taints
-from inference_platform.settings.schema import NodeGroup
+from inference_platform.settings.cluster import NodeGroup
 
 NFD_API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
 # nfd-worker's local feature source (source/local/local.go, NFD v0.19.0); the chart of

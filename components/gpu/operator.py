@@ -24,7 +24,7 @@ from inference_platform.gpu.node_labels import device_plugin_config_name, group_
 from inference_platform.gpu.node_rules import CONTROL_PLANE_TAINT, NodeContract, NodeContractArgs
 from inference_platform.gpu.profiles import mig_mix
 from inference_platform.inputs import GpuOperatorInputs, validated
-from inference_platform.settings.schema import NodeGroup
+from inference_platform.settings.cluster import NodeGroup
 from inference_platform.timing.readiness import chart_timeout, custom_timeouts, node_join_budget
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE

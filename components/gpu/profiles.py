@@ -14,7 +14,10 @@ from typing import Iterator, Optional, Sequence
 
 from inference_platform.core import versions
 from inference_platform.gpu.node_labels import node_taints
-from inference_platform.settings.schema import GpuRequest, NodeGroup, Path, Service, Settings, Version
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.serving import GpuRequest, Service, Version
+from inference_platform.settings.stack import Settings
 
 WHOLE_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
@@ -190,7 +193,7 @@ def replica_bounds(settings: Settings, service_index: int, version: Version) -> 
     return version.replicas, version.replicas
 
 
-def gpu_requests(settings: Settings) -> Iterator[tuple[Path, GpuRequest]]:
+def gpu_requests(settings: Settings) -> Iterator[tuple[KeyPath, GpuRequest]]:
     """Every GPU request of the stack with its key path: service versions and graph steps."""
     for si, svc in enumerate(settings.services):
         for vi, v in enumerate(svc.versions):
@@ -286,11 +289,11 @@ def capacity_warnings(settings: Settings) -> list[str]:
 # --------------------------------------------------------------------------- checks
 
 
-def _group_path(i: int, *rest: str) -> Path:
+def _group_path(i: int, *rest: str) -> KeyPath:
     return ("cluster", "nodeGroups", i, *rest)
 
 
-def _mig_problems(i: int, group: NodeGroup) -> list[tuple[Path, str]]:
+def _mig_problems(i: int, group: NodeGroup) -> list[tuple[KeyPath, str]]:
     path = _group_path(i, "gpu", "sharing", "migProfile")
     model = group.gpu.model
     try:
@@ -310,10 +313,10 @@ def _mig_problems(i: int, group: NodeGroup) -> list[tuple[Path, str]]:
     return problems
 
 
-def check_gpu_settings(settings: Settings) -> list[tuple[Path, str]]:
+def check_gpu_settings(settings: Settings) -> list[tuple[KeyPath, str]]:
     """GPU checks: MIG layouts fit the GPU, versions ask for slices their group has,
     one MIG strategy per cluster, and minimum replicas fit the groups."""
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[KeyPath, str]] = []
     groups = settings.cluster.node_groups
     if settings.cluster.mode == "magnum" and groups[0].is_gpu:
         # The default worker group runs the platform's own pods and never shrinks below one node.
@@ -341,7 +344,7 @@ def check_gpu_settings(settings: Settings) -> list[tuple[Path, str]]:
         group = by_name.get(gpu.group)
         if group is None or group.gpu is None:
             continue  # cross_checks reports it
-        vpath: Path = path + ("gpu",)
+        vpath: KeyPath = path + ("gpu",)
         s = group.gpu.sharing
         if s.mode == "mig" and gpu.mig_profile is not None and gpu.mig_profile not in mig_mix(group):
             problems.append((vpath + ("migProfile",), f"group {group.name!r} has no {gpu.mig_profile} slices; "

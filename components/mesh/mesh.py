@@ -25,7 +25,8 @@ from inference_platform.args import MeshArgs
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import init_component, resource_opts, standard_labels
-from inference_platform.settings.schema import GatewayTls, Service
+from inference_platform.settings.mesh import GatewayTls
+from inference_platform.settings.serving import Service
 from inference_platform.timing.readiness import chart_timeout
 
 TRACING_PROVIDER = "jaeger-otel"

@@ -14,7 +14,8 @@ from typing import Any
 from inference_platform import inputs
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.core.node_contract import GROUP_LABEL
-from inference_platform.settings.schema import AlertingSettings, AlertReceiver, Service
+from inference_platform.settings.observability import AlertingSettings, AlertReceiver
+from inference_platform.settings.serving import Service
 
 # kube-state-metrics turns the allow-listed label into label_<name with _>.
 NODE_GROUP_LABEL = "label_" + GROUP_LABEL.replace("/", "_").replace("-", "_").replace(".", "_")

@@ -29,7 +29,8 @@ from inference_platform.core import endpoints as ep
 from inference_platform.core.common import init_component, resource_opts, shipped_dir, standard_labels
 from inference_platform.observability import alerts
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
-from inference_platform.settings.schema import Service, loki_bucket_name
+from inference_platform.settings.serving import Service
+from inference_platform.settings.weights import loki_bucket_name
 from inference_platform.timing.readiness import chart_timeout
 from inference_platform.weights.s3.providers import S3Bucket
 

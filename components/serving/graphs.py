@@ -46,7 +46,8 @@ from inference_platform.serving.triton import (
     pod_monitor_spec,
     unauthorized_route,
 )
-from inference_platform.settings.schema import Graph, GraphStep, NodeGroup, graph_workload
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.graphs import Graph, GraphStep, graph_workload
 
 SERVE_PORT = 8000
 DASHBOARD_PORT = 8265

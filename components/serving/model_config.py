@@ -18,7 +18,7 @@ from types import ModuleType
 from google.protobuf import text_format
 from google.protobuf.message import Message
 
-from inference_platform.settings.schema import Graph
+from inference_platform.settings.graphs import Graph
 
 CONFIG_FILE = "config.pbtxt"
 

@@ -37,19 +37,10 @@ from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.gpu.profiles import gpu_scheduling
 from inference_platform.inputs import TritonServiceInputs, WeightsRef, validated
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
-from inference_platform.settings.schema import (
-    EXIT_TIMEOUT_FLAG,
-    AuthSettings,
-    Autoscaling,
-    ColdStartSettings,
-    GpuOperatorSettings,
-    GpuRequest,
-    JwtAuth,
-    NodeGroup,
-    Resources,
-    Service,
-    Version,
-)
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
+from inference_platform.settings.serving import AuthSettings, Autoscaling, GpuRequest, JwtAuth, Resources, Service, Version
+from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG
 from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
 from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container

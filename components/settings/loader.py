@@ -14,13 +14,16 @@ from pydantic import ValidationError
 from inference_platform.gpu.node_labels import contract_problems
 from inference_platform.gpu.profiles import check_gpu_settings
 from inference_platform.serving.model_config import broken_repository_configs
-from inference_platform.settings.schema import NAMESPACE, SECRET_KEYS, ConfigError, Path, Settings, cross_checks, pydantic_problems
+from inference_platform.settings.base import NAMESPACE
+from inference_platform.settings.checks import cross_checks
+from inference_platform.settings.errors import ConfigError, KeyPath, pydantic_problems
+from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.tuning.presets import upload_preset_problems
 
 
 def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset()) -> Settings:
     """Validate a dict of config keys (without the namespace prefix) into Settings, or raise ConfigError."""
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[KeyPath, str]] = []
     for key in SECRET_KEYS:
         if key in raw and key not in secret_keys:
             problems.append(((key,), f"must be a secret; set it with `pulumi config set --secret {key} ...`"))
@@ -29,7 +32,7 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(stack_file, pydantic_problems(err)) from None
+        raise ConfigError(stack_file, pydantic_problems(err, SECRET_KEYS)) from None
     problems = cross_checks(settings)
     if not problems:
         problems = check_gpu_settings(settings) + contract_problems(settings) + upload_config_problems(settings)
@@ -67,7 +70,7 @@ def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], sta
     return parse_settings(raw, stack_file, secrets)
 
 
-def upload_config_problems(settings: Settings) -> list[tuple[Path, str]]:
+def upload_config_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
     """Weight uploads whose model repository holds a config.pbtxt Triton would refuse, or that
     name a tuning preset that cannot apply to one of its models: refused before anything is
     uploaded (the upload itself checks the configs again when it runs)."""

@@ -11,7 +11,11 @@ from typing import Sequence
 
 from pydantic import Field
 
-from inference_platform.settings.schema import ColdStartSettings, Model, NodeGroup, Service, Settings, StageSeconds, Text
+from inference_platform.settings.base import Model, Text
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.gpu import ColdStartSettings, StageSeconds
+from inference_platform.settings.serving import Service
+from inference_platform.settings.stack import Settings
 
 
 class Stage(Model):

@@ -18,7 +18,8 @@ from typing import Iterable, Optional
 
 import pulumi
 
-from inference_platform.settings.schema import Autoscaling, Service, Settings, Version
+from inference_platform.settings.serving import Autoscaling, Service, Version
+from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import GroupEstimate, stack_estimates
 
 # Stage times are estimates: a wait allows a quarter more, rounded up to whole minutes.

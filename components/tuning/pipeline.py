@@ -58,7 +58,9 @@ from inference_platform.core.common import (
 from inference_platform.inputs import ModelPipelineInputs, WeightsRef, validated
 from inference_platform.serving.model_config import model_config_pb2, parse_model_config
 from inference_platform.serving.triton import analysis_server, container_resources
-from inference_platform.settings.schema import NodeGroup, Service, ServicePipeline, TuningGoals, Version
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.serving import Service, Version
+from inference_platform.settings.tuning import ServicePipeline, TuningGoals
 from inference_platform.tuning.runs import (
     ANALYZER_CONFIG,
     HTTP_PORT,

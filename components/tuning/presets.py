@@ -16,8 +16,9 @@ from typing import Mapping
 from google.protobuf import text_format
 
 from inference_platform.serving.model_config import CONFIG_FILE, model_config_pb2, parse_model_config
-from inference_platform.settings.schema import BUILTIN_PRESETS, BatchingPreset, S3Cache, unknown_preset_problems
-from inference_platform.settings.schema import Path as ConfigPath
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.tuning import BUILTIN_PRESETS, BatchingPreset, unknown_preset_problems
+from inference_platform.settings.weights import S3Cache
 
 CONFIGS_DIR = "configs"  # Triton's kModelConfigFolder
 KINDS = {"gpu": model_config_pb2.ModelInstanceGroup.KIND_GPU, "cpu": model_config_pb2.ModelInstanceGroup.KIND_CPU}
@@ -107,14 +108,14 @@ def upload_variants(source_dir: str, presets: Mapping[str, BatchingPreset]) -> d
     return variants
 
 
-def upload_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[ConfigPath, str]]:
+def upload_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[KeyPath, str]]:
     """Each upload preset that is unknown or cannot apply to every model of the upload's
     source, with its key path below `weightCaches`."""
     presets = all_presets(tuning_presets)
     problems = unknown_preset_problems(s3, tuning_presets)
     for i, upload in enumerate(s3.uploads):
         for j, name in enumerate(upload.presets):
-            path: ConfigPath = ("s3", "uploads", i, "presets", j)
+            path: KeyPath = ("s3", "uploads", i, "presets", j)
             if name not in presets:
                 continue
             try:

@@ -58,7 +58,9 @@ from inference_platform.core.common import (
     standard_labels,
 )
 from inference_platform.gpu.profiles import gpu_scheduling
-from inference_platform.settings.schema import TRITON_IMAGE, TUNING_OBJECTIVES, NodeGroup, Service, TuningGoals, Version
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.serving import Service, Version
+from inference_platform.settings.tuning import TRITON_IMAGE, TUNING_OBJECTIVES, TuningGoals
 
 WORK_DIR = "/work"
 TOOLS_DIR = "/opt/inference-platform"

@@ -32,7 +32,9 @@ import pulumi_openstack as openstack
 from inference_platform.args import WeightCachesArgs
 from inference_platform.core.common import init_component, resource_opts, standard_labels
 from inference_platform.inputs import WeightCachesInputs, WeightsRef, validated
-from inference_platform.settings.schema import MANILA_NEEDS_CIDRS, FileShareCache, Graph, Service
+from inference_platform.settings.graphs import Graph
+from inference_platform.settings.serving import Service
+from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, FileShareCache
 from inference_platform.tuning.presets import all_presets, upload_variants
 from inference_platform.weights.s3.providers import S3Bucket, WeightUpload
 from inference_platform.weights.s3mount import S3BucketMount

@@ -30,7 +30,8 @@ from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import resource_opts, standard_labels
 from inference_platform.gpu.node_labels import group_taints, tolerations
-from inference_platform.settings.schema import NodeGroup, S3Cache
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.weights import S3Cache
 from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.timing.readiness import chart_timeout
 

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from . import correctness, cost, data_safety, security
+from inference_platform.settings.policies import POLICY_NAMES
 
-try:
-    from ..catalog import POLICY_NAMES
-except ImportError:  # run by the Pulumi CLI: `rules` is a top-level package beside catalog.py
-    from catalog import POLICY_NAMES
+from . import correctness, cost, data_safety, security
 
 PACK_NAME = "inference-platform"
 
@@ -21,4 +18,4 @@ ALL_POLICIES: list[Policy] = [*security.POLICIES, *correctness.POLICIES, *data_s
 BY_NAME: dict[str, Policy] = {p.name: p for p in ALL_POLICIES}
 
 if tuple(BY_NAME) != POLICY_NAMES:
-    raise AssertionError("policies/catalog.py and the rules disagree on the policy names")
+    raise AssertionError("inference_platform.settings.policies and the rules disagree on the policy names")

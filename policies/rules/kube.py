@@ -3,7 +3,7 @@
 Props arrive as plain dicts from the offline runner and as read-only Mapping
 proxies from the Pulumi CLI, so every check here tests for Mapping / Sequence,
 never dict / list. The policy pack runs in its own virtualenv: nothing here may
-import the platform's components.
+import the platform's components (the pack takes only the policy names from the library).
 """
 
 from __future__ import annotations

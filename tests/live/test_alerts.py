@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from inference_platform.observability import alerts
-from inference_platform.settings.schema import AlertingSettings
+from inference_platform.settings.observability import AlertingSettings
 from platformctl.engine import stack_settings
 from tests.conftest import observability_inputs
 from tests.support.metric_catalogue import known_metrics, metric_names

@@ -9,7 +9,7 @@ from inference_platform.observability import alerts
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from inference_platform.observability.observability import ADAPTER_WINDOW, adapter_rules
 from inference_platform.serving.triton import hpa_spec
-from inference_platform.settings.schema import Autoscaling
+from inference_platform.settings.serving import Autoscaling
 from platformctl.engine import stack_settings
 from tests.conftest import observability_inputs
 from tests.support import dashboards

@@ -22,8 +22,8 @@ from inference_platform.core import versions
 from inference_platform.gpu.profiles import group_demands
 from inference_platform.inputs import ModelPipelineInputs, validated
 from inference_platform.serving.model_config import parse_model_config
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError
 from inference_platform.tuning import pipeline
 from inference_platform.tuning import runs as tuning
 from model_tools import publish

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from inference_platform.serving.model_config import model_config_pb2, parse_model_config
-from inference_platform.settings.schema import BUILTIN_PRESETS, BatchingPreset, ConfigError
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.tuning import BUILTIN_PRESETS, BatchingPreset
 from inference_platform.tuning.presets import PresetError, all_presets, preset_variant, upload_variants
 from platformctl.diff import diff_plans
 from tests.conftest import base_config, render_raw

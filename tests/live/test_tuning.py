@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from inference_platform.serving.model_config import parse_model_config
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError
 from inference_platform.tuning import runs as tuning
 from model_tools import publish
 from platformctl.diff import diff_plans

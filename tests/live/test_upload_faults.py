@@ -409,7 +409,7 @@ def test_emptied_source_deletes_nothing(deployed):
 
 
 def test_server_dies_while_config_variants_are_sent_then_comes_back(deployed):
-    from inference_platform.settings.schema import BatchingPreset
+    from inference_platform.settings.tuning import BatchingPreset
     from inference_platform.tuning.presets import upload_variants
 
     d = deployed

@@ -10,8 +10,8 @@ import pytest
 from inference_platform.cluster import autoscaler
 from inference_platform.core import versions
 from inference_platform.gpu.coldstart import PLACEHOLDER_PRIORITY
+from inference_platform.settings.cluster import MagnumCluster
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import MagnumCluster
 from inference_platform.timing.estimates import gpu_node_ready_seconds
 from platformctl.engine import stack_settings
 from platformctl.plan import manifest

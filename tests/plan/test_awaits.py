@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from inference_platform.settings.schema import ConfigError
+from inference_platform.settings.errors import ConfigError
 from inference_platform.timing.readiness import HEADROOM, rollout_budget, wait_seconds
 from platformctl import awaits
 from platformctl.__main__ import main

@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from inference_platform.core import versions
-from inference_platform.settings.schema import S3Cache
+from inference_platform.settings.weights import S3Cache
 from inference_platform.weights import s3mount
 from inference_platform.weights.caches import S3_SECRET_NAME, WeightCaches
 from inference_platform.weights.s3mount import CLAIM_NAME, DRIVER, NAMESPACE, SECRET_NAME, STORAGE_CLASS
@@ -228,8 +228,8 @@ def test_volume_handle_is_bucket_then_prefix():
 
 
 def test_mount_config_rejects_shell_like_options_and_bad_prefixes():
+    from inference_platform.settings.errors import ConfigError
     from inference_platform.settings.loader import parse_settings
-    from inference_platform.settings.schema import ConfigError
 
     for mount in ({"enabled": True, "mountOptions": "--memory-limit 1000; rm -rf /"}, {"enabled": True, "prefix": "../x"}):
         raw = raw_with_mount(**mount)

@@ -11,8 +11,9 @@ from inference_platform.core.node_contract import GROUP_LABEL
 from inference_platform.gpu.node_labels import node_labels, node_taints
 from inference_platform.gpu.operator import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP
 from inference_platform.gpu.profiles import MIG_CATALOGUE, capacity_warnings, named_profiles, slots_per_node
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError, Settings
+from inference_platform.settings.stack import Settings
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import STACKS, as_magnum, base_config, gpu_operator_values_of, render_raw, stack_plan

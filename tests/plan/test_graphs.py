@@ -10,8 +10,8 @@ import yaml
 
 from inference_platform.core import versions
 from inference_platform.serving import graphs, model_config
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, stack_plan
 from tests.support import conformance

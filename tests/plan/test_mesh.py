@@ -184,7 +184,7 @@ def test_kiali_wired_to_prometheus_jaeger_and_grafana():
 
 
 def test_anonymous_kiali_is_refused_in_production():
-    from inference_platform.settings.schema import ConfigError
+    from inference_platform.settings.errors import ConfigError
 
     raw = base_config() | {"production": True, "mesh": {"kialiAuth": "anonymous"}}
     raw["services"][0]["auth"] = {"mode": "basic"}
@@ -207,8 +207,8 @@ def test_reference_present():
 
 def test_kiali_openid_wires_the_identity_provider():
     from inference_platform.mesh.mesh import kiali_values
+    from inference_platform.settings.errors import ConfigError
     from inference_platform.settings.loader import parse_settings
-    from inference_platform.settings.schema import ConfigError
     from tests.conftest import base_config
 
     raw = base_config()

@@ -9,7 +9,7 @@ import pytest
 
 from inference_platform.core import endpoints as ep
 from inference_platform.mesh.mesh import Mesh
-from inference_platform.settings.schema import ConfigError
+from inference_platform.settings.errors import ConfigError
 from platformctl.engine import _run
 from platformctl.plan import HELM_RELEASE
 

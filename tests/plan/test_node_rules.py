@@ -27,8 +27,10 @@ from inference_platform.core.node_contract import (
     MAGNUM_GPU_LABEL,
     MIG_CONFIG_LABEL,
 )
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError, NodeGroup, Settings
+from inference_platform.settings.stack import Settings
 from inference_platform.tuning import runs as tuning
 from platformctl.diff import diff_plans
 from platformctl.engine import render_stack, stack_settings
@@ -342,7 +344,7 @@ def test_a_sharing_change_updates_only_the_groups_rule(tmp_path, stack, index, s
 
 def _ensembles(settings: Settings) -> list:
     """The TritonService settings of the stack's ensemble graphs."""
-    from inference_platform.settings.schema import graph_workload
+    from inference_platform.settings.graphs import graph_workload
 
     return [graph_workload(g) for g in settings.graphs if g.placement == "ensemble"]
 

@@ -11,7 +11,7 @@ from inference_platform import inputs
 from inference_platform.core import endpoints as ep
 from inference_platform.observability import alerts
 from inference_platform.observability.observability import Observability
-from inference_platform.settings.schema import ConfigError
+from inference_platform.settings.errors import ConfigError
 from platformctl.engine import SECRET, _run
 from platformctl.plan import HELM_RELEASE
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from inference_platform.serving.triton import basic_authorization, virtual_service_spec
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError
 from platformctl.diff import diff_plans
 from tests.conftest import base_config, render_raw, stack_plan
 
@@ -338,7 +338,7 @@ def _pod_templates(settings):
     """(service, version, pod template) of every version, as deployment_spec builds them
     (an ensemble graph's TritonService among them)."""
     from inference_platform.serving.triton import deployment_spec
-    from inference_platform.settings.schema import graph_workload
+    from inference_platform.settings.graphs import graph_workload
 
     ensembles = [graph_workload(g) for g in settings.graphs if g.placement == "ensemble"]
     for service in [*settings.services, *ensembles]:
@@ -411,7 +411,7 @@ def _flag_catalogue() -> dict[str, bool]:
 
 
 def test_every_allowed_flag_is_a_real_tritonserver_flag():
-    from inference_platform.settings.schema import TRITON_REPEATABLE_FLAGS, TRITON_SERVER_FLAGS
+    from inference_platform.settings.triton_flags import TRITON_REPEATABLE_FLAGS, TRITON_SERVER_FLAGS
 
     catalogue = _flag_catalogue()
     assert len(catalogue) == 87
@@ -423,7 +423,7 @@ def test_every_allowed_flag_is_a_real_tritonserver_flag():
 def test_flags_the_platform_sets_are_not_allowed():
     from inference_platform.serving.triton import triton_args
     from inference_platform.settings.loader import parse_settings
-    from inference_platform.settings.schema import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
+    from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
 
     raw = base_config()
     raw["services"][0]["versions"][0] |= {"modelConfigName": "h100", "modelControl": {"mode": "explicit", "load": ["m"]}}

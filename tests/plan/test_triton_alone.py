@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from inference_platform.serving.triton import TritonService
-from inference_platform.settings.schema import ConfigError
+from inference_platform.settings.errors import ConfigError
 from inference_platform.weights.caches import CLAIM_NAME, S3_SECRET_NAME, WeightCaches
 from platformctl import engine
 

@@ -8,7 +8,7 @@ import pytest
 
 from inference_platform.inputs import WeightsRef
 from inference_platform.serving.triton import model_repository_url
-from inference_platform.settings.schema import ConfigError
+from inference_platform.settings.errors import ConfigError
 from inference_platform.weights.caches import (
     CLAIM_NAME,
     S3_SECRET_NAME,

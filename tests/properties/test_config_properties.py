@@ -8,8 +8,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError, Settings
+from inference_platform.settings.stack import Settings
 from tests.conftest import base_config, render_raw
 
 STACK_FILE = "stacks/Pulumi.prop-dev.yaml"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError
 from platformctl.__main__ import main
 from platformctl.engine import render_stack, stack_path, stack_settings
 from platformctl.policy import format_report, policy_config, run_policies

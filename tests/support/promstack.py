@@ -28,7 +28,7 @@ import yaml
 
 from inference_platform.observability import alerts
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 from tests.conftest import observability_inputs
 from tests.support.metric_catalogue import catalogue, llm_families
 from tests.support.netutil import free_port

@@ -8,7 +8,7 @@ import functools
 import random
 
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 from platformctl.engine import Plan
 from tests.conftest import render_raw
 

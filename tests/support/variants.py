@@ -8,7 +8,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from inference_platform.settings.schema import Settings
+from inference_platform.settings.stack import Settings
 from platformctl.engine import Plan, render_stack, stack_settings
 from tests.conftest import HEAT
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError, Settings
+from inference_platform.settings.stack import Settings
 from tests.conftest import as_magnum, base_config
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
@@ -363,3 +364,17 @@ def test_alert_receiver_credentials_are_secrets():
     settings = parse(raw, {"alertReceiverSecrets"})
     assert "0123456789abcdef" not in repr(settings)
     assert settings.alert_receiver_secrets["oncall"].get_secret_value() == "0123456789abcdef0123456789abcdef"
+
+
+def test_secret_keys_are_the_top_level_keys_that_hold_a_secret():
+    from typing import Optional
+
+    from pydantic import SecretStr, create_model
+
+    from inference_platform.settings import stack
+
+    assert stack.SECRET_KEYS == ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcClientSecret",
+                                 "alertReceiverSecrets")
+    # A new secret field, at any depth of its annotation, joins them.
+    grown = create_model("Grown", __base__=stack.Settings, registry_token=(Optional[dict[str, list[SecretStr]]], None))
+    assert "registryToken" in tuple(f.alias or n for n, f in grown.model_fields.items() if stack._holds_secret(f.annotation))

@@ -8,8 +8,11 @@ import pytest
 from inference_platform.core import driver_support as support
 from inference_platform.core import versions
 from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
+from inference_platform.settings.cluster import MagnumTemplate
+from inference_platform.settings.errors import ConfigError, format_path
+from inference_platform.settings.gpu import DriverSettings
 from inference_platform.settings.loader import parse_settings
-from inference_platform.settings.schema import ConfigError, DriverSettings, MagnumTemplate, Settings, format_path
+from inference_platform.settings.stack import Settings
 from platformctl.engine import stack_settings
 from tests.conftest import HEAT, STACKS, as_magnum, base_config, gpu_operator_values_of
 from tests.support import conformance

@@ -10,7 +10,8 @@ from google.protobuf import text_format
 
 from inference_platform.serving.model_config import ModelConfigError, ensemble_config, model_config_pb2, parse_model_config
 from inference_platform.serving.triton import TritonService
-from inference_platform.settings.schema import ConfigError, Graph
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.graphs import Graph
 from platformctl import engine
 from platformctl.diff import diff_plans
 from platformctl.plan import manifest

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from policies import catalog
+from inference_platform.settings import policies as catalog
 from policies.rules import ALL_POLICIES
 from policies.rules.kube import pod_specs
 from tests.support.policy_fixtures import (

@@ -1,0 +1,239 @@
+"""The stack's cross checks: what one part of the settings says about another (names, hosts,
+namespaces, caches, OS, UIs, alerting, tuning). Plain functions of `Settings`, run by the loader.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from inference_platform.core import driver_support, grammar
+from inference_platform.core.endpoints import PLATFORM_NAMESPACES
+from inference_platform.settings.base import NAMESPACE
+from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.graphs import graph_problems
+from inference_platform.settings.serving import pipeline_problems, service_problems
+from inference_platform.settings.stack import Settings
+from inference_platform.settings.tuning import unknown_preset_problems
+from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, loki_bucket_name, needs_access_cidrs
+
+_TEMPLATE_OS: KeyPath = ("cluster", "magnum", "template", "os")
+
+
+def _template_os(s: Settings) -> Optional[str]:
+    """The OS of the Magnum template's image; None in mode existing, and for a templateId
+    whose image template.os does not describe."""
+    m = s.cluster.magnum
+    if s.cluster.mode != "magnum" or (m.template_id is not None and "os" not in m.template.model_fields_set):
+        return None
+    return m.template.os
+
+
+def _node_os(s: Settings, index: int, group: NodeGroup) -> tuple[Optional[str], KeyPath]:
+    """The OS a group's nodes run and the key that says so (None where no key does)."""
+    own: KeyPath = ("cluster", "nodeGroups", index, "os")
+    if group.os is not None or group.image is not None or _template_os(s) is None:
+        return group.os, own
+    return _template_os(s), _TEMPLATE_OS
+
+
+def _node_os_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Each node OS against what the Magnum driver boots and, on GPU groups, against the
+    driver mode of the GPU operator (the rules are data in driver_support)."""
+    problems: dict[KeyPath, str] = {}  # groups that share the template's OS share one problem
+    template_os = _template_os(s)
+    labeller = s.cluster.magnum.node_labeller
+    if template_os is not None:
+        problem = driver_support.magnum_boot_problem(labeller, template_os)
+        if problem:
+            problems[_TEMPLATE_OS] = problem
+    driver = s.gpu_operator.driver
+    managed = s.gpu_operator.enabled and driver.mode != "preinstalled"
+    for i, g in enumerate(s.cluster.node_groups):
+        os_id, path = _node_os(s, i, g)
+        if s.cluster.mode == "magnum" and g.os is not None:
+            problem = driver_support.magnum_boot_problem(labeller, g.os) or (
+                template_os and driver_support.magnum_group_problem(labeller, template_os, g.os, default_group=i == 0))
+            if problem:
+                problems.setdefault(path, problem)
+                continue
+        if not (g.is_gpu and managed) or path in problems:
+            continue
+        if os_id is None:
+            why = ("mode existing" if s.cluster.mode == "existing" else "it sets its own image" if g.image
+                   else "templateId is set without template.os")
+            problems[path] = (f"required on GPU group {g.name!r} ({why}) while the GPU operator installs drivers "
+                              f"(driver mode {driver.mode}): the OS of its nodes; allowed with {driver.mode}: "
+                              f"{', '.join(driver_support.mode_oses(driver.mode))}")
+            continue
+        found = driver_support.driver_mode_problem(os_id, driver.mode, driver.branch)
+        if found:
+            key, message = found
+            where = path if key == "os" else ("gpuOperator", "driver", "branch")
+            problems.setdefault(where, f"GPU group {g.name!r} runs {os_id} with driver mode {driver.mode}: {message}")
+    return list(problems.items())
+
+
+def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """UI hosts: served by the platform's gateway, with TLS (or plain HTTP opted into outside
+    production), on hosts no service uses; the OIDC client secret where Grafana needs it."""
+    problems: list[tuple[KeyPath, str]] = []
+    ui = s.ui
+    oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
+    if oidc and s.grafana_oidc_client_secret is None:
+        problems.append((("grafanaOidcClientSecret",), f"ui.grafana.auth 'oidc' needs the secret {NAMESPACE}:grafanaOidcClientSecret "
+                         "(pulumi config set --secret grafanaOidcClientSecret ...)"))
+    if not oidc and s.grafana_oidc_client_secret is not None:
+        problems.append((("grafanaOidcClientSecret",), "applies to ui.grafana.auth 'oidc' only; remove the key"))
+    if s.production and ui.allow_plain_http:
+        problems.append((("ui", "allowPlainHttp"), "plain HTTP UIs are not allowed in a production stack; allowed: false (set mesh.tls)"))
+    service_hosts = {h: si for si, svc in enumerate(s.services) for h in svc.hosts}
+    seen: dict[str, str] = {}
+    for name, host in ui.hosts.items():
+        path: KeyPath = ("ui", name, "host")
+        if not s.mesh.enabled:
+            problems.append((path, "a UI host needs the platform's ingress gateway; allowed with mesh.enabled: true only"))
+        elif name == "grafana" and not s.observability.enabled:
+            problems.append((path, "Grafana is not installed (observability.enabled: false); remove ui.grafana"))
+        elif not s.mesh.tls.enabled and (s.production or not ui.allow_plain_http):
+            problems.append((path, "a UI login needs HTTPS: set mesh.tls.enabled and mesh.tls.secretName"
+                             + ("" if s.production else ", or ui.allowPlainHttp: true (non-production stacks only)")))
+        if host in service_hosts:
+            problems.append((path, f"host {host!r} is already served by services[{service_hosts[host]}]"))
+        elif host in seen:
+            problems.append((path, f"host {host!r} is already ui.{seen[host]}.host"))
+        seen.setdefault(host, name)
+    return problems
+
+
+ANONYMOUS_KIALI = "anonymous Kiali is not allowed in a production stack; allowed: token, openid"
+
+
+def cross_checks(s: Settings) -> list[tuple[KeyPath, str]]:
+    """What one part of the settings says about another; plain function, testable alone."""
+    problems: list[tuple[KeyPath, str]] = []
+    groups = {g.name: g for g in s.cluster.node_groups}
+    gpu_names = sorted(g.name for g in s.gpu_groups)
+
+    seen: set[str] = set()
+    for i, g in enumerate(s.cluster.node_groups):
+        if g.name in seen:
+            problems.append((("cluster", "nodeGroups", i, "name"), f"duplicate node group name {g.name!r}; names must be unique"))
+        seen.add(g.name)
+        if s.cluster.mode == "magnum" and i > 0 and g.name in MAGNUM_RESERVED_ROLES:
+            problems.append((("cluster", "nodeGroups", i, "name"),
+                             f"{g.name!r} is a role Magnum gives its own node groups; the platform's autoscaler "
+                             f"discovers extra groups by role, so choose another name (not {', '.join(sorted(MAGNUM_RESERVED_ROLES))})"))
+        if s.cluster.mode == "magnum" and i > 0 and g.flavor is None:
+            problems.append((("cluster", "nodeGroups", i, "flavor"),
+                             f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
+
+    problems += cluster_problems(s.cluster)
+    problems += _node_os_problems(s)
+
+    for group, _ in s.cold_start.spare_slots.items():
+        if group not in groups or not groups[group].is_gpu:
+            problems.append((("coldStart", "spareSlots", group), f"no GPU node group named {group!r}; GPU groups: {', '.join(gpu_names) or 'none'}"))
+
+    if s.cluster.gpu_quota is not None:
+        total = sum(g.max_nodes * g.gpu.per_node for g in s.gpu_groups)
+        if total > s.cluster.gpu_quota:
+            problems.append((("cluster", "gpuQuota"), f"GPU node groups can grow to {total} GPUs, over the quota of {s.cluster.gpu_quota}; lower maxNodes or raise gpuQuota"))
+
+    if s.production and s.mesh.kiali_auth == "anonymous":
+        problems.append((("mesh", "kialiAuth"), ANONYMOUS_KIALI))
+    if s.observability.loki_storage == "s3" and s.weight_caches.s3 is None:
+        problems.append((("observability", "lokiStorage"), "lokiStorage 's3' needs weightCaches.s3 (its endpoint and credentials)"))
+    if s.observability.loki_storage == "s3" and s.weight_caches.s3 is not None:
+        logs_bucket = loki_bucket_name(s.weight_caches.s3.bucket)
+        try:
+            grammar.bucket_name(logs_bucket)
+        except ValueError as err:
+            problems.append((("weightCaches", "s3", "bucket"), f"Loki's bucket derived from it: {err}"))
+    if s.cluster.mode == "existing" and needs_access_cidrs(s.weight_caches, None):
+        problems.append((("weightCaches", "fileShare", "accessCidrs"), MANILA_NEEDS_CIDRS))
+    if s.weight_caches.s3 is not None and s.weight_caches.s3.adopt and s.weight_caches.s3.force_destroy:
+        problems.append((("weightCaches", "s3", "forceDestroy"), "forceDestroy: true is not allowed with adopt: true "
+                         "(an adopted bucket held data before this stack and is never emptied); allowed: forceDestroy: false"))
+    if s.weight_caches.s3 is not None:
+        for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
+            if value is None:
+                problems.append(((key,), f"weightCaches.s3 needs the secret {NAMESPACE}:{key} (pulumi config set --secret {key} ...)"))
+
+    problems += _ui_problems(s)
+    problems += alerting_problems(s)
+    problems += tuning_problems(s)
+
+    names: dict[str, str] = {}
+    hosts: dict[str, str] = {}
+    caches = {"fileShare": s.weight_caches.file_share, "s3": s.weight_caches.s3}
+    configured = ", ".join(k for k, c in caches.items() if c) or "none"
+    served = [("services", i, svc) for i, svc in enumerate(s.services)] + [("graphs", i, g) for i, g in enumerate(s.graphs)]
+    for kind, i, item in served:
+        base: KeyPath = (kind, i)
+        where = f"{kind}[{i}]"
+        if item.name in names:
+            problems.append((base + ("name",), f"name {item.name!r} is already used by {names[item.name]}; "
+                             "service and graph names must be unique"))
+        names.setdefault(item.name, where)
+        for hi, host in enumerate(item.hosts):
+            if host in hosts and hosts[host] != where:
+                problems.append((base + ("hosts", hi), f"host {host!r} is already served by {hosts[host]}"))
+            hosts.setdefault(host, where)
+        if item.k8s_namespace in PLATFORM_NAMESPACES or item.k8s_namespace == "default" or item.k8s_namespace.startswith("kube-"):
+            key = "namespace" if item.namespace else "name"
+            problems.append((base + (key,), f"namespace {item.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
+                             f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
+                             + ("" if item.namespace else " (set namespace to place it elsewhere)")))
+        if item.auth.mode == "none" and s.production:
+            problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
+        if kind == "services":
+            problems += [(base + path, problem) for path, problem in service_problems(item, groups)]
+            repositories = [(("versions", vi), v.model_repository) for vi, v in enumerate(item.versions)]
+        else:
+            problems += [(base + path, problem) for path, problem in graph_problems(item, groups)]
+            repositories = [(("steps", si), step.model_repository) for si, step in enumerate(item.steps)]
+        for path, repo in repositories:
+            if caches[repo.cache] is None:
+                problems.append((base + path + ("modelRepository", "cache"),
+                                 f"weight cache {repo.cache!r} is not configured under weightCaches; configured: {configured}"))
+    return problems
+
+
+def alerting_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Receiver names unique, every routed name a receiver, every receiver with its secret and no other secrets."""
+    problems: list[tuple[KeyPath, str]] = []
+    base: KeyPath = ("observability", "alerting")
+    a = s.observability.alerting
+    seen: set[str] = set()
+    for i, r in enumerate(a.receivers):
+        if r.name in seen:
+            problems.append((base + ("receivers", i, "name"), f"duplicate receiver name {r.name!r}"))
+        seen.add(r.name)
+        if r.name == "null":
+            problems.append((base + ("receivers", i, "name"), "'null' is Alertmanager's receiver that drops alerts; pick another name"))
+        if r.name not in s.alert_receiver_secrets:
+            problems.append((base + ("receivers", i), f"receiver {r.name!r} needs its {r.kind} credential in the secret "
+                             f"{NAMESPACE}:alertReceiverSecrets.{r.name} (pulumi config set --secret --path 'alertReceiverSecrets.{r.name}' ...)"))
+    for severity in ("critical", "warning"):
+        for i, name in enumerate(getattr(a, severity)):
+            if name not in seen:
+                problems.append((base + (severity, i), f"no receiver named {name!r}; receivers: {', '.join(sorted(seen)) or 'none'}"))
+    for name in sorted(set(s.alert_receiver_secrets) - seen):
+        problems.append((("alertReceiverSecrets", name), f"no receiver named {name!r} under observability.alerting.receivers; "
+                         f"receivers: {', '.join(sorted(seen)) or 'none'}"))
+    return problems
+
+
+def tuning_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Presets the uploads name exist; a service pipeline has Argo installed and a base version."""
+    problems: list[tuple[KeyPath, str]] = []
+    if s.weight_caches.s3 is not None:
+        problems += [(("weightCaches", *path), why) for path, why in unknown_preset_problems(s.weight_caches.s3, s.tuning_presets)]
+    for si, svc in enumerate(s.services):
+        if svc.pipeline is None:
+            continue
+        if not s.model_pipeline.enabled:
+            problems.append((("services", si, "pipeline"), "needs modelPipeline.enabled: true (Argo Workflows runs the pipeline)"))
+        problems += [(("services", si, *path), why) for path, why in pipeline_problems(svc)]
+    return problems

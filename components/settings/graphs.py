@@ -1,0 +1,172 @@
+"""`graphs`: inference graphs (Triton ensembles or KubeRay), their tensors and steps, with the
+checks of one graph.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Iterable, Literal, Mapping, Optional
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from inference_platform.core import grammar
+from inference_platform.settings.base import DnsLabel, Host, Image, Model, Number, ShortName, TritonModelName, _checked
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.serving import AuthSettings, GpuRequest, ModelRepository, Resources, Service, gpu_request_problems
+
+# Triton's tensor data types (model_config.proto DataType, without TYPE_INVALID).
+TRITON_DATA_TYPES = ("TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32", "TYPE_UINT64", "TYPE_INT8",
+                     "TYPE_INT16", "TYPE_INT32", "TYPE_INT64", "TYPE_FP16", "TYPE_FP32", "TYPE_FP64",
+                     "TYPE_STRING", "TYPE_BF16")
+
+
+# A tensor or model name as Triton's configs and Ray's resource names both take it.
+TensorName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+
+
+class GraphTensor(Model):
+    name: TensorName
+    """Tensor name, as the graph's callers send or receive it."""
+    data_type: Literal[TRITON_DATA_TYPES] = "TYPE_FP32"  # type: ignore[valid-type]
+    """Triton data type (`TYPE_FP32`, `TYPE_STRING`, ...)."""
+    dims: list[Annotated[int, Field(ge=-1, le=1 << 30)]] = Field(min_length=1, max_length=8)
+    """Shape without the batch dimension; -1 for a variable size."""
+
+    @field_validator("dims")
+    @classmethod
+    def _no_zero(cls, dims: list[int]) -> list[int]:
+        if 0 in dims:
+            raise ValueError("a dimension of 0 holds nothing; allowed: -1 (variable) or a size of 1 or more")
+        return dims
+
+
+class ReplicaRange(Model):
+    min: int = Field(default=1, ge=1, le=100)
+    """Fewest replicas (each holds the step's GPU share)."""
+    max: int = Field(default=1, ge=1, le=100)
+    """Most replicas the step scales to."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ReplicaRange":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) exceeds max ({self.max})")
+        return self
+
+
+class GraphStep(Model):
+    name: Annotated[str, _checked(grammar.dns_label, 20)]
+    """Step name (DNS label): names its Ray worker group and Serve deployment."""
+    model: TritonModelName
+    """The Triton model this step runs, as named in its model repository."""
+    image: Image
+    """Triton image holding the model's backend (with `placement: ray`, also Ray at the pinned version)."""
+    model_repository: ModelRepository
+    """Where the model repository holding `model` is in a weight cache."""
+    gpu: GpuRequest
+    """GPU group and share each replica uses."""
+    replicas: ReplicaRange = ReplicaRange()
+    """Replica range: with `placement: ray`, the step's Serve autoscaling and worker group bounds."""
+    resources: Resources = Resources()
+    """CPU and memory of each replica."""
+    inputs: dict[TensorName, TensorName] = Field(min_length=1)
+    """Model input tensor -> graph tensor it reads: a graph input or an earlier step's output."""
+    outputs: dict[TensorName, TensorName] = Field(min_length=1)
+    """Model output tensor -> graph tensor it becomes, for later steps and the graph's outputs."""
+
+
+class Graph(Model):
+    name: ShortName
+    """Graph name (DNS label): names its Kubernetes objects, and the ensemble model with `placement: ensemble`."""
+    namespace: Optional[DnsLabel] = None
+    """Namespace (default: the graph's name)."""
+    hosts: list[Host] = Field(min_length=1)
+    """Hostnames the graph is served on."""
+    auth: AuthSettings = AuthSettings()
+    """Authentication at the mesh, as for services."""
+    placement: Literal["ensemble", "ray"] = "ensemble"
+    """`ensemble`: one Triton server runs every step on one GPU share; `ray`: one Ray worker group per step, across nodes."""
+    timeout_seconds: Number = Field(default=60, ge=0.001, le=3600)
+    """Route timeout of one request through the whole graph."""
+    inputs: list[GraphTensor] = Field(min_length=1)
+    """Tensors a caller sends."""
+    outputs: list[GraphTensor] = Field(min_length=1)
+    """Tensors the graph returns (each one a step's output)."""
+    steps: list[GraphStep] = Field(min_length=1, max_length=16)
+    """The steps in order; each reads graph inputs or earlier steps' outputs."""
+
+    @property
+    def k8s_namespace(self) -> str:
+        return self.namespace or self.name
+
+
+def graph_workload(graph: Graph) -> Service:
+    """A graph as a service, for what every GPU workload gets (image pre-pull, spare slots,
+    cold-start estimates). An ensemble is exactly this service, which its TritonService runs:
+    one version running every step. On Ray, a version per step (weight on the first only)
+    stands for the step's worker group."""
+    steps = graph.steps[:1] if graph.placement == "ensemble" else graph.steps
+    versions = [{"name": "v1" if graph.placement == "ensemble" else s.name, "image": s.image,
+                 "weight": 100 if i == 0 else 0, "model_repository": s.model_repository.model_dump(),
+                 "gpu": s.gpu.model_dump(exclude_none=True), "resources": s.resources.model_dump(exclude_none=True),
+                 "replicas": s.replicas.min}
+                for i, s in enumerate(steps)]
+    first = graph.steps[0]
+    service = {"name": graph.name, "namespace": graph.namespace, "hosts": graph.hosts,
+               "auth": graph.auth.model_dump(exclude_none=True), "timeout_seconds": graph.timeout_seconds,
+               "autoscaling": {"enabled": first.replicas.max > first.replicas.min,
+                               "min_replicas": first.replicas.min, "max_replicas": first.replicas.max},
+               "versions": versions}
+    return Service.model_validate({k: v for k, v in service.items() if v is not None})
+
+
+# What every step of an ensemble shares: one Triton server runs them all.
+ENSEMBLE_SHARED = ("image", "model_repository", "gpu", "replicas", "resources")
+
+
+def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
+    """What one graph's own settings contradict (paths relative to the graph): step names,
+    the flow of tensors from the graph's inputs through the steps to its outputs, GPU
+    requests, and with `placement: ensemble` the settings every step must share."""
+    problems: list[tuple[KeyPath, str]] = list(_step_name_problems(g))
+    available: dict[str, str] = {}
+    for ti, t in enumerate(g.inputs):
+        if t.name in available:
+            problems.append((("inputs", ti, "name"), f"duplicate graph input {t.name!r}"))
+        available[t.name] = "a graph input"
+    for si, step in enumerate(g.steps):
+        base: KeyPath = ("steps", si)
+        for model_input, tensor in step.inputs.items():
+            if tensor not in available:
+                problems.append((base + ("inputs", model_input), f"graph tensor {tensor!r} is neither a graph input nor an "
+                                 f"earlier step's output; available here: {', '.join(sorted(available))}"))
+        for model_output, tensor in step.outputs.items():
+            if tensor in available:
+                problems.append((base + ("outputs", model_output), f"graph tensor {tensor!r} is already {available[tensor]}; "
+                                 "every graph tensor has one source"))
+            available.setdefault(tensor, f"an output of step {step.name!r}")
+        problems += [(base + path, problem) for path, problem in gpu_request_problems(step.gpu, groups)]
+    produced = {t for step in g.steps for t in step.outputs.values()}
+    for oi, t in enumerate(g.outputs):
+        if t.name not in produced:
+            problems.append((("outputs", oi, "name"), f"no step outputs graph tensor {t.name!r}; step outputs: "
+                             f"{', '.join(sorted(produced))}"))
+    if g.placement == "ensemble":
+        first = g.steps[0]
+        for si, step in enumerate(g.steps[1:], start=1):
+            for key in ENSEMBLE_SHARED:
+                if getattr(step, key) != getattr(first, key):
+                    problems.append((("steps", si, to_camel(key)), f"placement 'ensemble' runs every step in one Triton "
+                                     f"server: {to_camel(key)} must equal steps[0]'s; allowed: the same value, or placement 'ray'"))
+        if g.name in {step.model for step in g.steps}:
+            problems.append((("name",), f"the ensemble model is named after the graph, and a step's model is named "
+                             f"{g.name!r} too; rename the graph"))
+    return problems
+
+
+def _step_name_problems(g: Graph) -> Iterable[tuple[KeyPath, str]]:
+    seen: set[str] = set()
+    for si, step in enumerate(g.steps):
+        if step.name in seen:
+            yield ("steps", si, "name"), f"duplicate step name {step.name!r} in graph {g.name!r}"
+        seen.add(step.name)

@@ -1,0 +1,58 @@
+"""`mesh`: Istio, the ingress gateway's TLS, Jaeger and Kiali."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import AfterValidator, Field, model_validator
+
+from inference_platform.core import grammar
+from inference_platform.settings.base import HttpsUrl, Model, Number, Quantity, Subdomain, Text, _checked, _mode_settings
+
+
+class GatewayTls(Model):
+    enabled: bool = False
+    """Serve HTTPS on the ingress gateway."""
+    secret_name: Optional[Subdomain] = None
+    """Kubernetes TLS Secret (in istio-system) holding the certificate; required when enabled."""
+
+    @model_validator(mode="after")
+    def _secret_when_enabled(self) -> "GatewayTls":
+        if self.enabled and not self.secret_name:
+            raise ValueError("tls.enabled needs secretName (a kubernetes.io/tls Secret in istio-system)")
+        return self
+
+
+class KialiOpenId(Model):
+    issuer_uri: HttpsUrl
+    """The identity provider's issuer URL (Kiali reads its discovery document)."""
+    client_id: Text
+    """Kiali's client id at the identity provider. The client secret goes into the Secret `kiali` (key `oidc-secret`) in istio-system, created by the identity-provider owner."""
+    username_claim: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]{0,62}$")] = "sub"
+    """Token claim shown as the user name."""
+
+
+class MeshSettings(Model):
+    enabled: bool = True
+    """Install Istio (base, istiod, ingress gateway)."""
+    gateway_annotations: dict[Annotated[str, _checked(grammar.qualified_key, "annotation key")],
+                              Annotated[str, AfterValidator(grammar.annotation_value)]] = {}
+    """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
+    tls: GatewayTls = GatewayTls()
+    """TLS of the customer Gateway."""
+    tracing_sampling_percent: Number = Field(default=1.0, ge=0.0, le=100.0)
+    """Percent of requests traced to Jaeger."""
+    jaeger_storage: Literal["memory", "persistent"] = "memory"
+    """Jaeger trace storage."""
+    jaeger_storage_size: Quantity = "10Gi"
+    """Volume size for persistent Jaeger storage."""
+    kiali_auth: Literal["token", "openid", "anonymous"] = "token"
+    """Kiali login strategy; `anonymous` is refused in production stacks."""
+    kiali_openid: Optional[KialiOpenId] = None
+    """Identity provider of Kiali's `openid` strategy (required with it)."""
+
+    @model_validator(mode="after")
+    def _openid_settings(self) -> "MeshSettings":
+        _mode_settings("kialiAuth", self.kiali_auth, "openid", "kialiOpenid", self.kiali_openid,
+                       "kialiOpenid.issuerUri and kialiOpenid.clientId")
+        return self

@@ -1,0 +1,325 @@
+"""`services`: each Triton service, its versions, auth, autoscaling, retries and mirror, with the
+checks of one service.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, Mapping, Optional
+
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+
+from inference_platform.core import grammar
+from inference_platform.settings.base import (
+    DnsLabel,
+    Host,
+    HttpsUrl,
+    Image,
+    Model,
+    Number,
+    Quantity,
+    RelativePath,
+    ShortName,
+    Text,
+    _checked,
+    _mode_settings,
+)
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
+from inference_platform.settings.tuning import TRITON_IMAGE, ServicePipeline, Tuning
+
+
+class JwtAuth(Model):
+    issuer: Text
+    """Token issuer (`iss`)."""
+    jwks_uri: HttpsUrl
+    """URL of the issuer's JSON Web Key Set."""
+    audiences: list[Text] = []
+    """Accepted audiences (`aud`); empty accepts any."""
+
+
+class AuthSettings(Model):
+    mode: Literal["basic", "jwt", "none"] = "basic"
+    """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only)."""
+    realm: Optional[Annotated[str, AfterValidator(grammar.header_token)]] = None
+    """Basic Auth realm (default: the service name): 1-64 printable ASCII characters without `"` or `\\`."""
+    jwt: Optional[JwtAuth] = None
+    """Identity provider, for mode `jwt`."""
+
+    @model_validator(mode="after")
+    def _jwt_needs_issuer(self) -> "AuthSettings":
+        _mode_settings("mode", self.mode, "jwt", "jwt", self.jwt, "jwt.issuer and jwt.jwksUri")
+        return self
+
+
+def _triton_model_label(value: str) -> str:
+    try:
+        usable = bool(grammar.label_value(value))  # a label value may be empty; a model name may not
+    except ValueError:
+        usable = False
+    if not usable:
+        raise ValueError(f"{value!r} is not a Triton model name usable as a Kubernetes label value; allowed: "
+                         "1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric")
+    return value
+
+
+# A Triton model name used as a Prometheus label matcher through a Kubernetes label selector.
+TritonModelLabel = Annotated[str, AfterValidator(_triton_model_label)]
+
+
+class Autoscaling(Model):
+    enabled: bool = True
+    """Scale each version with an HPA on Triton's average queue time."""
+    min_replicas: int = Field(default=1, ge=1, le=1000)
+    """Fewest replicas per version."""
+    max_replicas: int = Field(default=3, ge=1, le=1000)
+    """Most replicas per version."""
+    queue_time_target_us: int = Field(default=50000, ge=100, le=600_000_000)
+    """Target per-pod average queue time, microseconds."""
+    scale_down_stabilization_seconds: int = Field(default=300, ge=0, le=3600)
+    """How long load must stay low before replicas are removed."""
+    queue_time_model: Optional[TritonModelLabel] = None
+    """Triton model whose queue time the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model queue time. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Autoscaling":
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"minReplicas ({self.min_replicas}) exceeds maxReplicas ({self.max_replicas})")
+        return self
+
+
+# Envoy retry conditions that only fire when the request never reached Triton (or Triton
+# refused it before running it): retrying them never runs a model twice.
+SAFE_RETRY_CONDITIONS = "connect-failure,refused-stream,unavailable"
+
+
+class Retries(Model):
+    attempts: int = Field(default=2, ge=0, le=10)
+    """Retries per request after the first try (0 disables retries: Istio then sets no retry policy at all, rather than its own default of 2 retries)."""
+    per_try_timeout_seconds: Optional[Number] = Field(default=None, ge=0.001, le=3600)
+    """Timeout of each try, seconds (0.001-3600; default: the service's `timeoutSeconds`, so a long inference is never cut and re-run). At most `timeoutSeconds`: the route timeout bounds all tries together. A shorter per-try timeout retries a slow try only if `retryOn` holds `5xx`, `gateway-error` or `reset` (Envoy counts an expired try as a reset), which runs the model again."""
+    retry_on: Annotated[str, AfterValidator(grammar.retry_conditions)] = SAFE_RETRY_CONDITIONS
+    """Envoy retry conditions, comma-separated (HTTP ones of `x-envoy-retry-on`, gRPC ones of `x-envoy-retry-grpc-on`, or HTTP status codes). The default retries only requests Triton never ran: `connect-failure` (no connection to the pod), `refused-stream` (HTTP/2 REFUSED_STREAM, sent before processing), `unavailable` (gRPC status 14, which Triton returns while it is not ready). `5xx`, `gateway-error`, `reset` and status codes also retry requests that reached Triton and may have run on a GPU."""
+
+
+class Mirror(Model):
+    version: DnsLabel
+    """Version that receives a copy of live traffic (its responses are discarded)."""
+    percent: Number = Field(default=100.0, ge=0.0001, le=100)
+    """Share of requests copied."""
+
+
+class ModelRepository(Model):
+    cache: Literal["fileShare", "s3"]
+    """Weight cache holding the model repository."""
+    path: RelativePath
+    """Path inside the file share, or key prefix inside the bucket (relative, no `..`)."""
+
+
+class GpuRequest(Model):
+    group: DnsLabel
+    """GPU node group the version runs on."""
+    count: int = Field(default=1, ge=1, le=16)
+    """GPUs (or GPU slices / shares) per replica."""
+    mig_profile: Optional[str] = Field(default=None, pattern=r"^[0-9]g\.[0-9]+gb(\+me)?$")
+    """MIG profile of the slice, for groups with MIG strategy `mixed` (e.g. `1g.10gb`)."""
+
+
+class Resources(Model):
+    cpu: Quantity = "4"
+    """CPU request per replica."""
+    memory: Quantity = "16Gi"
+    """Memory request per replica."""
+    cpu_limit: Optional[Quantity] = None
+    """CPU limit (default: no CPU limit, avoiding throttling); at least the request."""
+    memory_limit: Optional[Quantity] = None
+    """Memory limit (default: the memory request); at least the request."""
+    shm_size: Quantity = "1Gi"
+    """Size of the memory-backed /dev/shm."""
+
+    @model_validator(mode="after")
+    def _limits_cover_requests(self) -> "Resources":
+        for limit, request, key in ((self.cpu_limit, self.cpu, "cpuLimit"), (self.memory_limit, self.memory, "memoryLimit")):
+            if limit is not None and grammar.quantity(limit) < grammar.quantity(request):
+                raise ValueError(f"{key} {limit} is below the request {request}; allowed: a limit at least the request")
+        return self
+
+
+class ModelControl(Model):
+    mode: Literal["none", "poll", "explicit"] = "none"
+    """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`."""
+    load: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")]] = []
+    """Models to load, mode `explicit` only (model directory names)."""
+    poll_seconds: int = Field(default=30, ge=1, le=86400)
+    """Repository poll interval, mode `poll`."""
+
+    @model_validator(mode="after")
+    def _load_only_explicit(self) -> "ModelControl":
+        if self.mode == "explicit" and not self.load:
+            raise ValueError("mode 'explicit' needs load: the models to load")
+        if self.mode != "explicit" and self.load:
+            raise ValueError(f"load applies to mode 'explicit' only, mode is '{self.mode}'")
+        return self
+
+
+class Version(Model):
+    name: Annotated[str, _checked(grammar.dns_label, 20)]
+    """Version name (DNS label): the pods' `version` label and the Istio subset."""
+    image: Image
+    """Triton container image, with a pinned tag or digest."""
+    weight: int = Field(ge=0, le=100)
+    """Percent of the service's traffic (weights of a service sum to 100; 0 keeps the version deployed without traffic)."""
+    model_repository: ModelRepository
+    """Where the version's model repository lives."""
+    gpu: GpuRequest
+    """GPU placement and share of each replica."""
+    resources: Resources = Resources()
+    """CPU, memory and /dev/shm of each replica."""
+    model_control: ModelControl = ModelControl()
+    """Triton model control."""
+    model_load_seconds: int = Field(default=420, ge=10, le=7200)
+    """Expected model load time; the startup probe allows at least this."""
+    startup_budget_seconds: int = Field(default=900, ge=30, le=7200)
+    """How long the startup probe waits for readiness before restarting the pod."""
+    server_args: Annotated[dict[str, FlagValue], BeforeValidator(_flag_values_as_text)] = {}
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (README "Graceful shutdown")."""
+    model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")
+    """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
+    replicas: int = Field(default=1, ge=0, le=1000)
+    """Fixed replica count, used only when autoscaling is disabled."""
+    autoscaling: Optional[Autoscaling] = None
+    """Autoscaling of this version (default: the service's)."""
+    tuning: Optional[Tuning] = None
+    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (README "Tuning a model")."""
+    llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
+    """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
+
+    @field_validator("server_args")
+    @classmethod
+    def _allowed_flags(cls, args: dict[str, FlagValue]) -> dict[str, FlagValue]:
+        for flag, value in args.items():
+            problem = triton_flag_problem(flag, value)
+            if problem:
+                raise ValueError(problem)
+        return args
+
+    @model_validator(mode="after")
+    def _budget_covers_load(self) -> "Version":
+        if self.startup_budget_seconds < self.model_load_seconds:
+            raise ValueError(
+                f"startupBudgetSeconds ({self.startup_budget_seconds}) is shorter than modelLoadSeconds "
+                f"({self.model_load_seconds}); allowed: startupBudgetSeconds >= modelLoadSeconds"
+            )
+        return self
+
+
+class Service(Model):
+    name: ShortName
+    """Service name (DNS label): the Kubernetes Service and, by default, the namespace."""
+    namespace: Optional[DnsLabel] = None
+    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (see README)."""
+    hosts: list[Host] = Field(min_length=1)
+    """Host names served through the customer Gateway (no wildcards)."""
+    auth: AuthSettings = AuthSettings()
+    """Client authentication at the mesh."""
+    autoscaling: Autoscaling = Autoscaling()
+    """Autoscaling of every version (a version may override)."""
+    timeout_seconds: Number = Field(default=60, ge=0.001, le=3600)
+    """Request timeout at the mesh, seconds (0.001-3600): the longest a request may take, all retries included. Triton's exit timeout and the pods' termination grace period follow it, so a rollout or scale-down lets requests of this length finish."""
+    retries: Retries = Retries()
+    """Retries at the mesh (see README "Timeouts and retries")."""
+    mirror: Optional[Mirror] = None
+    """Copy a share of live traffic to a shadow version."""
+    versions: list[Version] = Field(min_length=1)
+    """Deployed versions; weights sum to 100."""
+    pipeline: Optional[ServicePipeline] = None
+    """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
+
+    @property
+    def k8s_namespace(self) -> str:
+        return self.namespace or self.name
+
+    @property
+    def per_try_timeout_seconds(self) -> float:
+        """Each try's timeout: the one set, or the whole route timeout."""
+        per_try = self.retries.per_try_timeout_seconds
+        return self.timeout_seconds if per_try is None else per_try
+
+    @property
+    def route_timeout_whole_seconds(self) -> int:
+        """The route timeout rounded up to whole seconds (Triton's exit timeout is in seconds)."""
+        return math.ceil(self.timeout_seconds)
+
+    def timing_problems(self) -> list[tuple[KeyPath, str]]:
+        """Retry and shutdown timings that contradict the route timeout (paths relative to the service)."""
+        problems: list[tuple[KeyPath, str]] = []
+        per_try = self.retries.per_try_timeout_seconds
+        if per_try is not None and per_try > self.timeout_seconds:
+            problems.append((("retries", "perTryTimeoutSeconds"),
+                             f"{per_try:g} s exceeds the service's timeoutSeconds ({self.timeout_seconds:g} s), "
+                             "which bounds all tries together; allowed: at most timeoutSeconds (leave it unset for the same value)"))
+        for vi, version in enumerate(self.versions):
+            exit_timeout = version.server_args.get(EXIT_TIMEOUT_FLAG)
+            if isinstance(exit_timeout, str) and int(exit_timeout) < self.route_timeout_whole_seconds:
+                problems.append((("versions", vi, "serverArgs", EXIT_TIMEOUT_FLAG),
+                                 f"{exit_timeout} s is shorter than the service's timeoutSeconds ({self.timeout_seconds:g} s): "
+                                 "a rollout or scale-down would cut requests still within their timeout; "
+                                 f"allowed: at least {self.route_timeout_whole_seconds} (or leave it out: the platform sets it)"))
+        return problems
+
+
+def gpu_request_problems(gpu: GpuRequest, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
+    """A GPU request against the node groups (paths relative to the request): its group is a
+    GPU group, and it names a MIG slice exactly when the group's MIG strategy is mixed."""
+    group = groups.get(gpu.group)
+    if group is None or not group.is_gpu:
+        gpu_names = sorted(name for name, g in groups.items() if g.is_gpu)
+        return [(("gpu", "group"), f"no GPU node group named {gpu.group!r}; GPU groups: {', '.join(gpu_names) or 'none'}")]
+    mixed = group.gpu.sharing.mode == "mig" and group.gpu.sharing.effective_mig_strategy == "mixed"
+    if gpu.mig_profile is not None and not mixed:
+        return [(("gpu", "migProfile"), f"migProfile applies to groups with MIG strategy 'mixed'; group {group.name!r} is not one")]
+    if mixed and gpu.mig_profile is None:
+        return [(("gpu", "migProfile"), f"group {group.name!r} uses MIG strategy 'mixed': say which slice with migProfile")]
+    return []
+
+
+def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
+    """What one service's own settings contradict, against the node groups its versions name
+    (paths relative to the service): timings, weights, version names, GPU groups and MIG
+    profiles, the mirror's version. The stack file's cross checks and a TritonService used
+    alone both run it."""
+    problems: list[tuple[KeyPath, str]] = list(svc.timing_problems())
+    total = sum(v.weight for v in svc.versions)
+    if total != 100:
+        weights = " + ".join(str(v.weight) for v in svc.versions)
+        problems.append((("versions",), f"version weights sum to {total} ({weights}); they must sum to 100"))
+    version_names: set[str] = set()
+    for vi, v in enumerate(svc.versions):
+        vpath: KeyPath = ("versions", vi)
+        if v.name in version_names:
+            problems.append((vpath + ("name",), f"duplicate version name {v.name!r} in service {svc.name!r}"))
+        version_names.add(v.name)
+        problems += [(vpath + path, problem) for path, problem in gpu_request_problems(v.gpu, groups)]
+        if v.tuning is not None and v.tuning.sdk_image is None and not TRITON_IMAGE.match(v.image):
+            problems.append((vpath + ("tuning", "sdkImage"), f"required: image {v.image!r} is not tagged "
+                             "<registry>/tritonserver:<YY.MM>-<flavour>, so the Triton SDK image of its release is unknown; "
+                             "allowed: a Model Analyzer image of the same Triton release"))
+    if svc.mirror is not None and svc.mirror.version not in version_names:
+        problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
+    return problems
+
+
+def pipeline_problems(svc: Service) -> list[tuple[KeyPath, str]]:
+    """A service's pipeline builds for a version it has, whose image names the TensorRT release
+    (key paths within the service)."""
+    names = [v.name for v in svc.versions]
+    base = next((v for v in svc.versions if v.name == svc.pipeline.base_version), None)
+    if base is None:
+        return [(("pipeline", "baseVersion"), f"no version named {svc.pipeline.base_version!r}; versions: {', '.join(names)}")]
+    if not TRITON_IMAGE.match(base.image):
+        # A TensorRT engine runs only under the TensorRT release that built it (tuning.tensorrt_image).
+        return [(("pipeline", "baseVersion"), f"version {base.name!r} runs {base.image!r}, not an image tagged "
+                 "<registry>/tritonserver:<YY.MM>-<flavour>, so the TensorRT release its engine needs is unknown; "
+                 "allowed: a base version running such an image")]
+    return []

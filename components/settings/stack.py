@@ -1,0 +1,84 @@
+"""The root of the stack file: `Settings`, every top-level key, and the keys that must be secrets."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional, get_args
+
+from pydantic import BeforeValidator, SecretStr
+
+from inference_platform.core import grammar
+from inference_platform.settings.base import Model, _checked, _top_level_bool
+from inference_platform.settings.cluster import ClusterSettings, NodeGroup
+from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
+from inference_platform.settings.graphs import Graph, graph_workload
+from inference_platform.settings.mesh import MeshSettings
+from inference_platform.settings.observability import ObservabilitySettings
+from inference_platform.settings.policies import PolicySettings
+from inference_platform.settings.serving import Service
+from inference_platform.settings.tuning import BatchingPreset, ModelPipelineSettings, PresetName
+from inference_platform.settings.ui import UiSettings
+from inference_platform.settings.weights import WeightCacheSettings
+
+
+class Settings(Model):
+    customer: Annotated[str, _checked(grammar.dns_label, 30)]
+    """Customer name (DNS label)."""
+    environment: Annotated[str, _checked(grammar.dns_label, 20)]
+    """Environment name (DNS label), e.g. dev or prod."""
+    production: Annotated[bool, BeforeValidator(_top_level_bool)] = False
+    """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused."""
+    cluster: ClusterSettings
+    """The Kubernetes cluster and its node groups."""
+    gpu_operator: GpuOperatorSettings = GpuOperatorSettings()
+    """NVIDIA GPU operator."""
+    cold_start: ColdStartSettings = ColdStartSettings()
+    """Fast scale-out: spare GPU capacity and image pre-pull."""
+    mesh: MeshSettings = MeshSettings()
+    """Istio, Jaeger and Kiali."""
+    observability: ObservabilitySettings = ObservabilitySettings()
+    """Prometheus, prometheus-adapter, Loki, Alloy and Grafana."""
+    ui: UiSettings = UiSettings()
+    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (see README: Reaching the UIs)."""
+    weight_caches: WeightCacheSettings = WeightCacheSettings()
+    """Caches of model weights."""
+    services: list[Service] = []
+    """Triton inference services."""
+    graphs: list[Graph] = []
+    """Inference graphs: chains of Triton models (see README: Inference graphs)."""
+    tuning_presets: dict[PresetName, BatchingPreset] = {}
+    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (README "Tuning a model")."""
+    model_pipeline: ModelPipelineSettings = ModelPipelineSettings()
+    """Argo Workflows for the model pipeline (README "Tuning a model")."""
+    policies: PolicySettings = PolicySettings()
+    """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
+    kubeconfig: Optional[SecretStr] = None
+    """Secret. kubeconfig of an existing cluster (set with `pulumi config set --secret kubeconfig "$(cat kubeconfig)"`)."""
+    s3_access_key_id: Optional[SecretStr] = None
+    """Secret. Access key of the S3 weight cache."""
+    s3_secret_access_key: Optional[SecretStr] = None
+    """Secret. Secret key of the S3 weight cache."""
+    grafana_oidc_client_secret: Optional[SecretStr] = None
+    """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
+    alert_receiver_secrets: dict[Annotated[str, _checked(grammar.dns_label, 40)], SecretStr] = {}
+    """Secret. Per alert receiver (`observability.alerting.receivers[].name`), its credential: the webhook URL, Slack webhook URL, SMTP password or PagerDuty routing key (`pulumi config set --secret --path 'alertReceiverSecrets.<name>' ...`)."""
+
+    def node_group(self, name: str) -> NodeGroup:
+        return next(g for g in self.cluster.node_groups if g.name == name)
+
+    @property
+    def workloads(self) -> list[Service]:
+        """Every GPU workload as a service: the services, and each graph's (graph_workload)."""
+        return [*self.services, *(graph_workload(g) for g in self.graphs)]
+
+    @property
+    def gpu_groups(self) -> list[NodeGroup]:
+        return [g for g in self.cluster.node_groups if g.is_gpu]
+
+
+def _holds_secret(annotation: Any) -> bool:
+    return annotation is SecretStr or any(_holds_secret(a) for a in get_args(annotation))
+
+
+# The top-level keys whose values are secrets: a stack file must give them as secure values.
+SECRET_KEYS: tuple[str, ...] = tuple(
+    field.alias or name for name, field in Settings.model_fields.items() if _holds_secret(field.annotation))

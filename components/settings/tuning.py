@@ -1,0 +1,138 @@
+"""Tuning: a version's Model Analyzer run, batching presets and the model pipeline settings."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Mapping, Optional
+
+from pydantic import Field, model_validator
+
+from inference_platform.settings.base import DnsLabel, Image, Model, Number, RelativePath, TritonModelName
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.weights import S3Cache
+
+# Model Analyzer objectives by stack-file name: Model Analyzer's metric tags
+# (model_analyzer/record/types/*.py `tag`).
+TUNING_OBJECTIVES = {
+    "throughput": "perf_throughput",
+    "latencyP99": "perf_latency_p99",
+    "latencyP95": "perf_latency_p95",
+    "latencyAvg": "perf_latency_avg",
+    "gpuMemory": "gpu_used_memory",
+    "gpuUtilization": "gpu_utilization",
+}
+
+
+TuningObjective = Literal[tuple(TUNING_OBJECTIVES)]  # type: ignore[valid-type]
+
+
+class TuningConstraints(Model):
+    latency_p99_ms: Optional[Number] = Field(default=None, ge=0.01, le=600000)
+    """Latency budget: configurations whose p99 latency exceeds it (milliseconds) are not kept."""
+    min_throughput: Optional[Number] = Field(default=None, ge=0.01, le=10_000_000)
+    """Configurations below this throughput (inferences per second) are not kept."""
+    max_gpu_memory_mb: Optional[int] = Field(default=None, ge=1, le=1_000_000)
+    """Configurations using more GPU memory (MB) are not kept."""
+
+
+class TuningSearch(Model):
+    max_instance_count: int = Field(default=5, ge=1, le=16)
+    """Most model instances per GPU a configuration may have."""
+    max_batch_size: int = Field(default=128, ge=1, le=4096)
+    """Largest max_batch_size tried (powers of two from 1)."""
+    max_concurrency: int = Field(default=1024, ge=1, le=16384)
+    """Highest client concurrency Perf Analyzer drives."""
+
+
+class TuningGoals(Model):
+    objectives: dict[TuningObjective, Annotated[int, Field(ge=1, le=100)]] = Field(  # type: ignore[valid-type]
+        default={"throughput": 10}, min_length=1)
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization."""
+    constraints: TuningConstraints = TuningConstraints()
+    """Limits a kept configuration must meet."""
+    search: TuningSearch = TuningSearch()
+    """Bounds of Model Analyzer's search."""
+    keep: int = Field(default=3, ge=1, le=10)
+    """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`)."""
+
+
+class Tuning(TuningGoals):
+    model: TritonModelName
+    """Triton model to tune, by its name in the version's model repository."""
+    deadline_hours: Number = Field(default=6, ge=0.1, le=72)
+    """Longest a run may take; then its pod is stopped and the GPU released."""
+    run: int = Field(default=1, ge=1, le=1_000_000)
+    """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change)."""
+    sdk_image: Optional[Image] = None
+    """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+
+
+class BatchingPreset(Model):
+    max_batch_size: Optional[int] = Field(default=None, ge=1, le=4096)
+    """The model's max_batch_size in the variant (default: the model's own; dynamic batching of a model whose own is 0 needs one here)."""
+    dynamic_batching: bool = True
+    """Let Triton combine requests into batches."""
+    max_queue_delay_microseconds: int = Field(default=0, ge=0, le=10_000_000)
+    """How long a request may wait for others to fill a batch."""
+    preferred_batch_sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field(default=[], max_length=16)
+    """Batch sizes the batcher aims for (empty: the largest possible)."""
+    instance_count: int = Field(default=1, ge=1, le=16)
+    """Model instances (execution copies) per GPU."""
+    instance_kind: Literal["gpu", "cpu"] = "gpu"
+    """Where the instances run."""
+
+    @model_validator(mode="after")
+    def _preferred_within_max(self) -> "BatchingPreset":
+        if self.max_batch_size is not None and any(b > self.max_batch_size for b in self.preferred_batch_sizes):
+            raise ValueError(f"preferredBatchSizes {self.preferred_batch_sizes} exceed maxBatchSize {self.max_batch_size}; "
+                             "allowed: sizes up to maxBatchSize")
+        return self
+
+
+# nvcr.io/nvidia/tritonserver:<YY.MM>-<flavour>: the release names the Triton SDK and TensorRT
+# images of the same release (tuning.py).
+TRITON_IMAGE = re.compile(r"^(?P<registry>[^@]+)/tritonserver:(?P<release>[0-9]{2}\.[0-9]{2})-[A-Za-z0-9._-]+$")
+
+
+# Built-in presets; the stack file's tuningPresets add to them or replace one by name.
+# latency: batch only what is already queued and run two instances, so a request never
+# waits for others; throughput: wait up to 2 ms to fill larger batches.
+BUILTIN_PRESETS = {
+    "latency": BatchingPreset(max_queue_delay_microseconds=0, instance_count=2),
+    "throughput": BatchingPreset(max_queue_delay_microseconds=2000, instance_count=1),
+}
+
+
+PresetName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
+
+
+class ServicePipeline(Model):
+    base_version: DnsLabel
+    """The version a new one is built for and copies: its Triton release (image), GPU group and share, weight cache."""
+    model: TritonModelName
+    """Triton model name of the built engine in the new version's repository."""
+    inputs: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")],
+                 Annotated[list[Annotated[int, Field(ge=1, le=1 << 20)]], Field(min_length=1, max_length=8)]] = Field(min_length=1)
+    """The ONNX model's inputs and their dims without the batch dimension, e.g. `{input: [3, 224, 224]}` (the engine's optimisation profile)."""
+    max_batch_size: int = Field(default=8, ge=1, le=4096)
+    """Largest batch the engine is built for."""
+    precision: Literal["fp16", "fp32"] = "fp16"
+    """TensorRT precision: fp16 (trtexec --fp16) or fp32."""
+    repository_prefix: RelativePath
+    """Where new versions are published in the base version's weight cache: `<prefix>/<version>/<model>/...`."""
+    canary_weight: int = Field(default=10, ge=1, le=50)
+    """Traffic percent the produced stack-file patch gives the new version (taken from the base version)."""
+    tuning: TuningGoals = TuningGoals()
+    """Model Analyzer objectives, constraints and search of the pipeline's analyse step."""
+
+
+class ModelPipelineSettings(Model):
+    enabled: bool = False
+    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (README "Tuning a model")."""
+
+
+def unknown_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[KeyPath, str]]:
+    """Upload presets that are neither built in nor in `tuning_presets` (paths below weightCaches)."""
+    presets = sorted({*BUILTIN_PRESETS, *tuning_presets})
+    return [(("s3", "uploads", ui, "presets", pi), f"no tuning preset named {preset!r}; presets: {', '.join(presets)}")
+            for ui, upload in enumerate(s3.uploads) for pi, preset in enumerate(upload.presets) if preset not in presets]
