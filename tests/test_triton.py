@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from inference_platform.serving.triton import basic_authorization, virtual_service_spec
+from inference_platform.mesh.security import basic_authorization
+from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.schema import ConfigError
 from platformctl.diff import diff_plans
@@ -421,7 +422,7 @@ def test_every_allowed_flag_is_a_real_tritonserver_flag():
 
 
 def test_flags_the_platform_sets_are_not_allowed():
-    from inference_platform.serving.triton import triton_args
+    from inference_platform.serving.triton_server import triton_args
     from inference_platform.settings.loader import parse_settings
     from inference_platform.settings.schema import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
 
