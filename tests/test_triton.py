@@ -351,7 +351,7 @@ def _pod_templates(settings):
 
 @pytest.mark.parametrize("path", _stack_files(), ids=lambda p: p.name)
 def test_every_version_drains_for_its_route_timeout(path):
-    from inference_platform.serving.triton import shutdown_problems
+    from inference_platform.serving.shutdown import shutdown_problems
     from platformctl.engine import stack_settings
 
     templates = list(_pod_templates(stack_settings(path)))
@@ -377,7 +377,7 @@ def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
     (lambda t: t["metadata"].pop("annotations"), "a classic sidecar drains 5s"),
 ], ids=["grace-60", "triton-default-exit", "classic-sidecar-with-drain", "classic-sidecar-default-drain"])
 def test_a_broken_shutdown_combination_is_caught(breakage, words):
-    from inference_platform.serving.triton import shutdown_problems
+    from inference_platform.serving.shutdown import shutdown_problems
 
     template = copy.deepcopy(stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"])
     breakage(template)
