@@ -1011,6 +1011,21 @@ class WeightsRefArgs(TypedDict):
     """The bucket holding the model repositories."""
 
 
+class MeshRefArgs(TypedDict):
+    """The mesh a workload is served through: the Istio Gateway, the ingress gateway's namespace and identity, the monitoring namespace, TLS."""
+
+    gateway: NotRequired[pulumi.Input[str]]
+    """`<namespace>/<name>` of the Istio Gateway that serves the hosts. Default: `istio-system/inference-gateway`."""
+    ingress_namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the ingress gateway pods: the only source the workload's NetworkPolicy admits besides monitoring. Default: `istio-system`."""
+    ingress_principal: NotRequired[pulumi.Input[str]]
+    """SPIFFE principal of the ingress gateway, the only outside caller the workload's AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
+    monitoring_namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the Prometheus that scrapes the workload's metrics. Default: `monitoring`."""
+    tls: NotRequired[bool]
+    """The gateway serves the hosts over HTTPS (the workload's URLs). Default: `false`."""
+
+
 class TritonServiceArgs(TypedDict):
     """One Triton inference service: its versions with canary weights, autoscaling, auth, routing and monitoring."""
 
@@ -1022,16 +1037,8 @@ class TritonServiceArgs(TypedDict):
     """Where the versions' model repositories are read."""
     cold_start: NotRequired[list[GroupEstimateArgs]]
     """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
-    gateway: NotRequired[pulumi.Input[str]]
-    """`<namespace>/<name>` of the Istio Gateway that serves the hosts. Default: `istio-system/inference-gateway`."""
-    ingress_namespace: NotRequired[pulumi.Input[str]]
-    """Namespace of the ingress gateway pods (the only source the NetworkPolicy admits besides monitoring). Default: `istio-system`."""
-    ingress_principal: NotRequired[pulumi.Input[str]]
-    """SPIFFE principal of the ingress gateway, the only caller the AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
-    monitoring_namespace: NotRequired[pulumi.Input[str]]
-    """Namespace of the Prometheus that scrapes Triton's metrics. Default: `monitoring`."""
-    tls: NotRequired[bool]
-    """The gateway serves the hosts over HTTPS (the service's URLs). Default: `false`."""
+    mesh: NotRequired[MeshRefArgs]
+    """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
     tuning_priority_class: NotRequired[pulumi.Input[str]]
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (README "Tuning a model")."""
     model_configs: NotRequired[dict[str, str]]
@@ -1047,16 +1054,8 @@ class InferenceGraphArgs(TypedDict):
     """The GPU node groups its steps run on."""
     weights: NotRequired[WeightsRefArgs]
     """Where the steps' model repositories are read."""
-    gateway: NotRequired[pulumi.Input[str]]
-    """`<namespace>/<name>` of the Istio Gateway that serves the hosts. Default: `istio-system/inference-gateway`."""
-    ingress_namespace: NotRequired[pulumi.Input[str]]
-    """Namespace of the ingress gateway pods. Default: `istio-system`."""
-    ingress_principal: NotRequired[pulumi.Input[str]]
-    """SPIFFE principal of the ingress gateway, the only outside caller the AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
-    monitoring_namespace: NotRequired[pulumi.Input[str]]
-    """Namespace of the Prometheus that scrapes the graph's metrics. Default: `monitoring`."""
-    tls: NotRequired[bool]
-    """The gateway serves the hosts over HTTPS (the graph's URLs). Default: `false`."""
+    mesh: NotRequired[MeshRefArgs]
+    """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
 
 
 class ModelPipelineArgs(TypedDict):

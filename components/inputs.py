@@ -6,18 +6,18 @@ generated from these models and their docstrings (`python -m platformctl docs`),
 key is documented once. `InferencePlatform` alone maps a stack's `Settings` to these
 (platform.py); a program that uses one component alone builds its arguments directly.
 Names, not resources: what one part needs from another is a namespace, a Gateway, a
-claim or Secret name, a URL. Ordering comes from `dependsOn` on the component.
+claim or Secret name, a URL, handed over in handles (`MeshRef`, `WeightsRef`) where several
+go together. Ordering comes from `dependsOn` on the component.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Iterable, Optional, TypeVar
 
-import pulumi
 from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 
-from inference_platform.core import endpoints as ep
-from inference_platform.core import grammar
+from inference_platform.core.input_types import NameInput, TextInput
+from inference_platform.mesh.ref import MeshRef
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
 from inference_platform.settings.base import DnsLabel, Host, Model, TritonModelName
 from inference_platform.settings.checks import ANONYMOUS_KIALI
@@ -34,43 +34,6 @@ from inference_platform.settings.ui import UiSettings
 from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, S3Cache, WeightCacheSettings, needs_access_cidrs
 from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.tuning.presets import upload_preset_problems
-
-# Defaults where a component is used alone: the names the platform's own parts have.
-GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
-# The gateway chart's ServiceAccount is named after the release.
-INGRESS_PRINCIPAL = f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
-
-
-class InputOf:
-    """Marks a field that may also be a `pulumi.Output` (a name read from another stack or
-    component): validated when it is a plain value, passed through as it is otherwise."""
-
-    def __init__(self, check):
-        self.check = check
-
-    def __call__(self, value: Any) -> Any:
-        if isinstance(value, pulumi.Output):
-            return value
-        if not isinstance(value, str):
-            raise ValueError(f"expected text, not {type(value).__name__}")
-        return self.check(value)
-
-
-def _input(check) -> Any:
-    marker = InputOf(check)
-    return Annotated[Any, AfterValidator(marker), marker]
-
-
-def _gateway_ref(value: str) -> str:
-    namespace, _, name = value.partition("/")
-    grammar.dns_label(namespace)
-    grammar.dns_subdomain(name)
-    return value
-
-
-GatewayInput = _input(_gateway_ref)
-NameInput = _input(grammar.dns_label)
-TextInput = _input(grammar.text)
 
 
 class ClusterInputs(Model):
@@ -293,16 +256,8 @@ class TritonServiceInputs(Model):
     """Where the versions' model repositories are read."""
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
-    gateway: GatewayInput = GATEWAY
-    """`<namespace>/<name>` of the Istio Gateway that serves the hosts."""
-    ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
-    """Namespace of the ingress gateway pods (the only source the NetworkPolicy admits besides monitoring)."""
-    ingress_principal: TextInput = INGRESS_PRINCIPAL
-    """SPIFFE principal of the ingress gateway, the only caller the AuthorizationPolicy allows."""
-    monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE
-    """Namespace of the Prometheus that scrapes Triton's metrics."""
-    tls: bool = False
-    """The gateway serves the hosts over HTTPS (the service's URLs)."""
+    mesh: MeshRef = MeshRef()
+    """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
     tuning_priority_class: Optional[NameInput] = None
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (README "Tuning a model")."""
     model_configs: dict[TritonModelName, ModelConfigText] = {}
@@ -337,16 +292,8 @@ class InferenceGraphInputs(Model):
     """The GPU node groups its steps run on."""
     weights: WeightsRef = WeightsRef()
     """Where the steps' model repositories are read."""
-    gateway: GatewayInput = GATEWAY
-    """`<namespace>/<name>` of the Istio Gateway that serves the hosts."""
-    ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
-    """Namespace of the ingress gateway pods."""
-    ingress_principal: TextInput = INGRESS_PRINCIPAL
-    """SPIFFE principal of the ingress gateway, the only outside caller the AuthorizationPolicy allows."""
-    monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE
-    """Namespace of the Prometheus that scrapes the graph's metrics."""
-    tls: bool = False
-    """The gateway serves the hosts over HTTPS (the graph's URLs)."""
+    mesh: MeshRef = MeshRef()
+    """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
         """The stack file's checks of one graph, and that `weights` names what each step's cache needs."""

@@ -101,28 +101,23 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
     )
 
 
-def triton_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str,
-                  weights: inputs.WeightsRef, estimates: list[GroupEstimate],
+def triton_inputs(s: Settings, index: int, mesh: inputs.MeshRef, weights: inputs.WeightsRef,
+                  estimates: list[GroupEstimate],
                   tuning_priority_class: Optional[pulumi.Input[str]] = None) -> inputs.TritonServiceInputs:
     svc = s.services[index]
     used = {v.gpu.group for v in svc.versions}
     return _given(
         inputs.TritonServiceInputs,
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
-        cold_start=[e for e in estimates if e.group in used],
-        gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,
-        monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled, tuning_priority_class=tuning_priority_class,
+        cold_start=[e for e in estimates if e.group in used], mesh=mesh, tuning_priority_class=tuning_priority_class,
     )
 
 
-def graph_inputs(s: Settings, index: int, mesh: Mesh, monitoring_namespace: str,
-                 weights: inputs.WeightsRef) -> inputs.InferenceGraphInputs:
+def graph_inputs(s: Settings, index: int, mesh: inputs.MeshRef, weights: inputs.WeightsRef) -> inputs.InferenceGraphInputs:
     graph = s.graphs[index]
     used = {step.gpu.group for step in graph.steps}
     return inputs.InferenceGraphInputs(
-        graph=graph, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
-        gateway=mesh.gateway, ingress_namespace=mesh.ingress_namespace, ingress_principal=mesh.ingress_principal,
-        monitoring_namespace=monitoring_namespace, tls=s.mesh.tls.enabled,
+        graph=graph, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights, mesh=mesh,
     )
 
 
@@ -195,23 +190,22 @@ class InferencePlatform(pulumi.ComponentResource):
         self.weights = WeightCaches(
             f"{name}-weights",
             weight_caches_inputs(settings, self.cluster.subnet_cidr, estimates, self.namespaces.namespaces), opts=k8s)
+        # Where services and graphs are served: the gateway, its ingress, the monitoring namespace, TLS.
+        self.mesh_ref = self.mesh.reference(self.observability.namespace)
         self.services: dict[str, TritonService] = {}
         for index, svc in enumerate(settings.services):
             ns = svc.k8s_namespace
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds,
                     *self.weights.depends_on(ns), self.gpu_operator.release if self.gpu_operator else None]
             tuning = self.cold_start.tuning_priority_class if self.cold_start else None
-            service_inputs = triton_inputs(settings, index, self.mesh, self.observability.namespace,
-                                           self.weights.reference(ns), estimates,
+            service_inputs = triton_inputs(settings, index, self.mesh_ref, self.weights.reference(ns), estimates,
                                            tuning.metadata["name"] if tuning else None)
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
         self.graphs = self._graphs(name, settings, after)
         self.pipeline = self._pipeline(name, settings, after) if settings.model_pipeline.enabled else None
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
         self.outputs["serving"] = {
-            "gateway": self.mesh.gateway, "ingressNamespace": self.mesh.ingress_namespace,
-            "ingressPrincipal": self.mesh.ingress_principal, "monitoringNamespace": self.observability.namespace,
-            "tls": settings.mesh.tls.enabled,
+            **self.mesh_ref.model_dump(by_alias=True),
             "weights": {ns: self.weights.reference(ns).model_dump(by_alias=True, exclude_none=True)
                         for ns in sorted(self.namespaces.namespaces)},
         }
@@ -241,7 +235,7 @@ class InferencePlatform(pulumi.ComponentResource):
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds, *self.weights.depends_on(ns),
                     self.gpu_operator.release if self.gpu_operator else None,
                     operator if graph.placement == "ray" else None]
-            graph_args = graph_inputs(settings, index, self.mesh, self.observability.namespace, self.weights.reference(ns))
+            graph_args = graph_inputs(settings, index, self.mesh_ref, self.weights.reference(ns))
             graphs[graph.name] = InferenceGraph(graph.name, graph_args, opts=after(*deps))
         return graphs
 

@@ -14,7 +14,8 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, SecretStr
 
-from inference_platform import argument_models, inputs
+from inference_platform import argument_models
+from inference_platform.core.input_types import InputOf
 
 ARGS_FILE = Path(__file__).resolve().parent.parent / "components" / "args.py"
 
@@ -57,7 +58,7 @@ class _Writer:
     def type_text(self, annotation: Any, field_meta: tuple = ()) -> str:
         annotation, meta = _strip(annotation)
         meta = [*field_meta, *meta]
-        if any(isinstance(m, inputs.InputOf) for m in meta):
+        if any(isinstance(m, InputOf) for m in meta):
             return "pulumi.Input[str]"
         origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         if origin is Union:

@@ -1,4 +1,5 @@
-"""Conventions every component shares: resource options and standard labels."""
+"""Conventions every component shares: resource options, standard labels, the restricted
+security context, NetworkPolicy pieces, namespaces and Helm releases."""
 
 from __future__ import annotations
 
@@ -79,6 +80,12 @@ def deny_all_traffic_spec(component: str) -> dict[str, Any]:
     `component`, and selects nothing else in their namespace (the charts' pods stay untouched)."""
     return {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, COMPONENT_KEY: component}},
             "policyTypes": ["Ingress", "Egress"]}
+
+
+def from_namespace(namespace: str) -> list[dict]:
+    """A NetworkPolicy peer: every pod of `namespace`."""
+    return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]
+
 
 
 def namespace(

@@ -16,7 +16,7 @@ from inference_platform.core import versions
 from inference_platform.gpu.node_labels import node_taints
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.serving import GpuRequest, Service, Version
+from inference_platform.settings.serving import GpuRequest, Resources, Service, Version
 from inference_platform.settings.stack import Settings
 
 WHOLE_GPU = "nvidia.com/gpu"
@@ -169,6 +169,16 @@ def gpu_scheduling(group: NodeGroup, count: int = 1, mig_profile: Optional[str] 
     )
 
 
+def container_resources(r: Resources, gpu_request: GpuRequest, group: NodeGroup) -> dict:
+    """A GPU container's CPU, memory and GPU share on `group` (a Triton server, a Ray step's
+    worker): requests, and limits where set."""
+    gpu = gpu_scheduling(group, gpu_request.count, gpu_request.mig_profile).resources
+    limits = {"memory": r.memory_limit or r.memory, **gpu["limits"]}
+    if r.cpu_limit:
+        limits["cpu"] = r.cpu_limit
+    return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
+
+
 # --------------------------------------------------------------------------- capacity
 
 
@@ -214,7 +224,7 @@ def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
         for v in svc.versions:
             yield (v.gpu, *replica_bounds(settings, si, v))
             if v.tuning is not None:
-                # A tuning run (tuning.py) holds one more share of the version's request while it runs.
+                # A tuning run (tuning/runs.py) holds one more share of the version's request while it runs.
                 yield v.gpu, 0, 1
             if svc.pipeline is not None and v.name == svc.pipeline.base_version:
                 # A pipeline run's engine build, then its analysis, holds one share of the base version's request.

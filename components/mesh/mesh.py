@@ -12,7 +12,8 @@ Grafana or Kiali Service. Neither UI runs with a sidecar (istio-system and monit
 not injected), so the gateway talks plain HTTP to them (auto mTLS) and the mesh-wide
 STRICT policy, which only binds workloads with a sidecar, does not apply. With `mesh.enabled: false` nothing is
 installed and the component names the Gateway `istio-system/inference-gateway`, which
-the cluster's own Istio must provide.
+the cluster's own Istio must provide. Services and graphs take the mesh as one handle,
+`Mesh.reference()` (a MeshRef, mesh/ref.py).
 """
 
 from typing import Any, Optional
@@ -25,6 +26,7 @@ from inference_platform.args import MeshArgs
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import init_component, resource_opts, standard_labels
+from inference_platform.mesh.ref import GATEWAY, INGRESS_PRINCIPAL, MeshRef
 from inference_platform.settings.mesh import GatewayTls
 from inference_platform.settings.serving import Service
 from inference_platform.timing.readiness import chart_timeout
@@ -113,7 +115,7 @@ def ui_virtual_service_spec(name: str, host: str) -> dict[str, Any]:
     service, port = UI_BACKENDS[name]
     return {
         "hosts": [host],
-        "gateways": [inputs.GATEWAY],
+        "gateways": [GATEWAY],
         "http": [{"name": name, "route": [{"destination": {"host": service, "port": {"number": port}}}]}],
     }
 
@@ -237,9 +239,11 @@ class Mesh(pulumi.ComponentResource):
         a = inputs.validated(inputs.MeshInputs, args, "Mesh")
         init_component(self, "Mesh", name, opts)
         # Without the mesh these name the Gateway and principal the cluster's own Istio must provide.
-        self.gateway = inputs.GATEWAY
+        self.gateway = GATEWAY
         self.ingress_namespace = ep.ISTIO_NAMESPACE
-        self.ingress_principal = inputs.INGRESS_PRINCIPAL
+        self.ingress_principal = INGRESS_PRINCIPAL
+        # Whether the gateway serves HTTPS (`mesh.tls`): the scheme of the services' URLs.
+        self.tls = a.mesh.tls.enabled
         # The release that installs Istio's CRDs, and the istiod release, whose webhook injects
         # sidecars (pods in an injected namespace created before it run without one); None
         # when the mesh is not installed.
@@ -316,3 +320,9 @@ class Mesh(pulumi.ComponentResource):
         self.injector = istiod
         self.urls = dict(MESH_URLS)
         self.ui_urls = ui_urls(a)
+
+    def reference(self, monitoring_namespace: str = ep.MONITORING_NAMESPACE) -> MeshRef:
+        """What a service or graph behind this mesh needs of it, with the namespace of the
+        Prometheus that scrapes it (Observability's)."""
+        return MeshRef(gateway=self.gateway, ingress_namespace=self.ingress_namespace,
+                       ingress_principal=self.ingress_principal, monitoring_namespace=monitoring_namespace, tls=self.tls)

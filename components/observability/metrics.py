@@ -1,4 +1,5 @@
-"""Metric names shared by the Triton HPAs and the prometheus-adapter rules."""
+"""Metric names shared by the Triton HPAs and the prometheus-adapter rules, and how
+Prometheus scrapes the serving workloads."""
 
 # Per-pod average time a request waits in Triton's queue, microseconds, derived by
 # prometheus-adapter from nv_inference_queue_duration_us / nv_inference_request_success
@@ -10,3 +11,9 @@ TRITON_MODEL_LABEL = "model"
 REQUEST_RATE_METRIC = "triton_requests_per_second"
 # Triton's metrics port.
 TRITON_METRICS_PORT = 8002
+
+
+def pod_monitor_spec(selector: dict[str, str], port: str) -> dict:
+    """A PodMonitor's spec: the selected pods' `/metrics` on the named port, every 15 s."""
+    return {"selector": {"matchLabels": selector},
+            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"}]}

@@ -27,25 +27,24 @@ import yaml
 from inference_platform.args import InferenceGraphArgs
 from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
-from inference_platform.core.common import SKIP_AWAIT, init_component, resource_opts, shipped_dir, standard_labels
-from inference_platform.core.grammar import quantity
-from inference_platform.gpu.profiles import gpu_scheduling
-from inference_platform.inputs import InferenceGraphInputs, WeightsRef, validated
-from inference_platform.serving.model_config import ensemble_config
-from inference_platform.serving.triton import (
-    ISTIO_METRICS_PORTS,
-    TritonService,
-    basic_auth,
-    container_resources,
-    container_security_context,
-    declare_mesh_security,
-    envoy_duration,
+from inference_platform.core.common import (
+    SKIP_AWAIT,
     from_namespace,
-    ingress_source,
-    model_repository_url,
-    pod_monitor_spec,
-    unauthorized_route,
+    init_component,
+    resource_opts,
+    restricted_security_context,
+    shipped_dir,
+    standard_labels,
 )
+from inference_platform.core.grammar import quantity
+from inference_platform.gpu.profiles import container_resources, gpu_scheduling
+from inference_platform.inputs import InferenceGraphInputs, WeightsRef, validated
+from inference_platform.mesh.routes import envoy_duration, unauthorized_route
+from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
+from inference_platform.observability.metrics import pod_monitor_spec
+from inference_platform.serving.model_config import ensemble_config
+from inference_platform.serving.triton import TritonService
+from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.graphs import Graph, GraphStep, graph_workload
 
@@ -161,7 +160,7 @@ def _pod_template(graph: Graph, container: dict, *, volumes: list[dict], schedul
 def _container(name: str, image: str, resources: dict, mounts: list[dict], env: list[dict],
                env_from: Optional[list[dict]] = None) -> dict:
     # Ray writes its session directory and spilled objects under /tmp of the image.
-    security = {**container_security_context(), "runAsUser": RAY_UID, "readOnlyRootFilesystem": False}
+    security = {**restricted_security_context(runAsUser=RAY_UID), "readOnlyRootFilesystem": False}
     container = {
         "name": name, "image": image, "resources": resources, "volumeMounts": mounts,
         "env": [{"name": "PYTHONPATH", "value": APP_DIR}, *env], "securityContext": security,
@@ -233,7 +232,7 @@ def ray_service_spec(graph: Graph, groups: dict[str, NodeGroup], weights: Weight
                 "upscalingMode": "Default",
                 "idleTimeoutSeconds": 300,
                 "resources": {"requests": {"cpu": "200m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
-                "securityContext": {**container_security_context(), "runAsUser": RAY_UID},
+                "securityContext": restricted_security_context(runAsUser=RAY_UID),
             },
             "headGroupSpec": head_group(graph, app_config_map),
             "workerGroupSpecs": [worker_group(graph, s, groups[s.gpu.group], weights, app_config_map) for s in graph.steps],
@@ -273,9 +272,7 @@ class InferenceGraph(pulumi.ComponentResource):
         graph = a.graph
         if graph.placement == "ensemble":
             service = TritonService(f"{name}-triton", {
-                "service": graph_workload(graph), "gpu_groups": a.gpu_groups, "weights": a.weights,
-                "gateway": a.gateway, "ingress_namespace": a.ingress_namespace, "ingress_principal": a.ingress_principal,
-                "monitoring_namespace": a.monitoring_namespace, "tls": a.tls,
+                "service": graph_workload(graph), "gpu_groups": a.gpu_groups, "weights": a.weights, "mesh": a.mesh,
                 "model_configs": {graph.name: ensemble_config(graph)},
             }, opts=resource_opts(self))
             self.urls, self.credentials = service.urls, service.credentials
@@ -310,14 +307,14 @@ class InferenceGraph(pulumi.ComponentResource):
 
         authorization, credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth)
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(graph, a.gateway, authorization))
+               virtual_service_spec(graph, a.mesh.gateway, authorization))
         selector = {GRAPH_LABEL: graph.name}
-        declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.ingress_principal), graph.auth)
+        declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
-                                        spec=network_policy_spec(graph, a.ingress_namespace, a.monitoring_namespace),
+                                        spec=network_policy_spec(graph, a.mesh.ingress_namespace, a.mesh.monitoring_namespace),
                                         opts=resource_opts(self))
         custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "metrics"))
-        scheme = "https" if a.tls else "http"
+        scheme = "https" if a.mesh.tls else "http"
         return [f"{scheme}://{h}" for h in graph.hosts], credentials
 
 

@@ -19,55 +19,44 @@ one ConfigMap per service, named after its content, and a second model repositor
 every version: a change is a new ConfigMap and a rollout onto it.
 """
 
-import base64
 import hashlib
 import json
-import math
-from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
 from inference_platform.args import TritonServiceArgs
 from inference_platform.core import hardening
-from inference_platform.core.common import init_component, resource_opts, restricted_security_context, standard_labels
+from inference_platform.core.common import from_namespace, init_component, resource_opts, standard_labels
 from inference_platform.core.endpoints import in_cluster_host
-from inference_platform.gpu.profiles import gpu_scheduling
-from inference_platform.inputs import TritonServiceInputs, WeightsRef, validated
-from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL
+from inference_platform.gpu.profiles import container_resources, gpu_scheduling
+from inference_platform.inputs import TritonServiceInputs, validated
+from inference_platform.mesh.routes import envoy_duration, unauthorized_route
+from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
+from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL, pod_monitor_spec
+from inference_platform.serving.shutdown import shutdown, sidecar_annotations
+from inference_platform.serving.triton_server import (
+    GRPC_PORT,
+    HTTP_PORT,
+    MODEL_CONFIGS_PATH,
+    TRITON_UID,
+    analysis_server,
+    container_security_context,
+    for_repository,
+    model_repository_url,
+    probes,
+    server_volumes,
+    triton_args,
+)
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
-from inference_platform.settings.serving import AuthSettings, Autoscaling, GpuRequest, JwtAuth, Resources, Service, Version
-from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG
+from inference_platform.settings.serving import Autoscaling, Service, Version
 from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
 from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
-from inference_platform.weights.caches import triton_s3_url
 
-HTTP_PORT, GRPC_PORT = 8000, 8001
-# The tritonserver images run as the triton-server user (uid 1000).
-TRITON_UID = 1000
-PROBE_PERIOD_SECONDS = 10
-# A terminating pod keeps serving while its removal from the Service's endpoints reaches
-# every gateway's proxy (EndpointSlice -> istiod -> xDS push); Triton gets SIGTERM after it.
-ENDPOINT_REMOVAL_SECONDS = 10
-# Beyond Triton's exit timeout: stopping the endpoints, unloading models, the sidecar's exit.
-EXIT_SLACK_SECONDS = 15
-# The root filesystem is read-only; tritonserver and its backends write only here.
-# /tmp: where Triton copies an S3 model repository before loading it (triton core
-# filesystem kDefaultMountDirectory) and where Python-backend and TensorRT-LLM models
-# keep temporary files. The home's .cache: the Hugging Face tokenizer cache of the
-# TensorRT-LLM pre- and post-processing models (the image's home is not writable).
-SCRATCH_DIRS = {"tmp": "/tmp", "home-cache": "/home/triton-server/.cache"}
-# Istio sidecar ports Prometheus scrapes besides Triton's own metrics.
-ISTIO_METRICS_PORTS = (15020, 15090)
-# The platform-written model configs: a model repository of their own beside the version's.
-# Triton takes --model-repository more than once (command_line_parser.cc keeps a set) and
-# finds each model in whichever repository holds it; serverArgs cannot add the flag
-# (config.py TRITON_SERVER_FLAGS leaves it out).
-MODEL_CONFIGS_PATH = "/model-configs"
+# The volume of the platform-written model configs (triton_server.MODEL_CONFIGS_PATH).
 MODEL_CONFIGS_VOLUME = "model-configs"
 # Triton loads no model without a version directory, an ensemble neither, which has no files
 # (model_lifecycle.cc AsyncLoad: "at least one version must be available under the version
@@ -80,34 +69,12 @@ VERSION_NOTE = ("Version 1 of a model whose config.pbtxt the platform writes (an
 # --------------------------------------------------------------------------- plain builders
 
 
-def model_repository_url(weights: WeightsRef, cache: str, path: str) -> pulumi.Input[str]:
-    """The `--model-repository` value for a version's repository in `cache`."""
-    if cache == "fileShare":
-        if weights.claim_name is None:
-            raise ValueError("weight cache 'fileShare' is not configured")
-        return f"{weights.mount_path}/{path.strip('/')}"
-    if cache == "s3":
-        if weights.s3_endpoint is None or weights.s3_bucket is None:
-            raise ValueError("weight cache 's3' is not configured")
-        if isinstance(weights.s3_endpoint, str) and isinstance(weights.s3_bucket, str):
-            return triton_s3_url(weights.s3_endpoint, weights.s3_bucket, path)
-        # Names handed over as outputs (another stack's bucket): the URL follows them.
-        return pulumi.Output.all(weights.s3_endpoint, weights.s3_bucket).apply(lambda eb: triton_s3_url(eb[0], eb[1], path))
-    raise ValueError(f"unknown weight cache {cache!r}; allowed: fileShare, s3")
-
-
 def rollout_estimates(gpu_groups: Sequence[NodeGroup], service: Service,
                       given: Sequence[GroupEstimate]) -> dict[str, GroupEstimate]:
     """Per GPU group, the cold-start estimate given, else one from the default stage times
     (a service used alone, without the platform's estimate)."""
     defaults = cold_start_estimate(gpu_groups, [service], ColdStartSettings(), GpuOperatorSettings().driver.mode)
     return {e.group: e for e in [*defaults, *given]}
-
-
-def envoy_duration(seconds: float) -> str:
-    """A protobuf duration Istio accepts, exact to the millisecond (never `1e-05s`)."""
-    millis = round(seconds * 1000)
-    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
 
 def deployment_name(service: Service, version: Version) -> str:
@@ -138,166 +105,6 @@ def pod_labels(service: Service, version: Version) -> dict[str, str]:
 
 def service_host(service: Service) -> str:
     return in_cluster_host(service.name, service.k8s_namespace)
-
-
-@dataclass(frozen=True)
-class Shutdown:
-    """How a Triton replica stops (seconds from the pod's deletion).
-
-    0: the pod is marked terminating; its endpoint starts disappearing from the gateways,
-       and the native sidecar's preStop puts Envoy into a graceful drain of inbound
-       connections, where in-flight requests go on.
-    pre_stop: Triton gets SIGTERM. It refuses new HTTP connections, serves the open ones
-       until they close, then reports not ready, refuses new inferences and waits for the
-       in-flight ones; `--exit-timeout-secs` bounds both waits together.
-    pre_stop + exit_timeout: Triton exits; the native sidecar gets SIGTERM only then.
-    grace: the kubelet kills whatever is left.
-    """
-
-    pre_stop_seconds: int
-    exit_timeout_seconds: int
-    grace_seconds: int
-
-    @property
-    def sidecar_drain_seconds(self) -> int:
-        """How long the sidecar must keep serving: until Triton has exited."""
-        return self.pre_stop_seconds + self.exit_timeout_seconds
-
-
-def exit_timeout_seconds(service: Service, version: Version) -> int:
-    """Triton's --exit-timeout-secs: the route timeout (a request admitted just before
-    SIGTERM may legitimately run that long), or the version's larger value."""
-    chosen = version.server_args.get(EXIT_TIMEOUT_FLAG)
-    return max(service.route_timeout_whole_seconds, int(chosen) if isinstance(chosen, str) else 0)
-
-
-def shutdown(service: Service, version: Version) -> Shutdown:
-    exit_timeout = exit_timeout_seconds(service, version)
-    return Shutdown(
-        pre_stop_seconds=ENDPOINT_REMOVAL_SECONDS,
-        exit_timeout_seconds=exit_timeout,
-        grace_seconds=ENDPOINT_REMOVAL_SECONDS + exit_timeout + EXIT_SLACK_SECONDS,
-    )
-
-
-def sidecar_annotations(plan: Shutdown) -> dict[str, str]:
-    """Keep the Istio sidecar serving until Triton has drained.
-
-    A native sidecar (an init container with restartPolicy Always) is stopped by the
-    kubelet only after the Triton container has exited; Istio 1.30's injector picks it by
-    default only when every node's kubelet is 1.33 or newer, so it is asked for per pod.
-    terminationDrainDuration covers an injector that still injects a classic sidecar, which
-    gets SIGTERM with Triton and would otherwise exit after 5 s.
-    """
-    return {
-        "sidecar.istio.io/nativeSidecar": "true",
-        "proxy.istio.io/config": json.dumps({"terminationDrainDuration": f"{plan.sidecar_drain_seconds}s"}),
-    }
-
-
-def _flag_value(args: list[str], flag: str) -> Optional[str]:
-    values = [a.split("=", 1)[1] for a in args if a.startswith(f"--{flag}=")]
-    return values[-1] if values else None
-
-
-def _seconds(duration: str) -> float:
-    return int(duration[:-2]) / 1000 if duration.endswith("ms") else float(duration.removesuffix("s"))
-
-
-def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]:
-    """What in a rendered Triton pod template would cut a request still within the route
-    timeout on rollout or scale-down: Triton's exit timeout, the preStop pause, the
-    termination grace period and the sidecar's drain checked against each other."""
-    spec, annotations = template["spec"], template["metadata"].get("annotations", {})
-    triton = next(c for c in spec["containers"] if c["name"] == "triton")
-    exit_timeout = int(_flag_value(triton["args"], EXIT_TIMEOUT_FLAG) or 30)  # Triton's default
-    pre_stop = ((triton.get("lifecycle") or {}).get("preStop") or {}).get("sleep", {}).get("seconds", 0)
-    grace = spec.get("terminationGracePeriodSeconds", 30)  # the Kubernetes default
-    problems = []
-    if exit_timeout < route_timeout_seconds:
-        problems.append(f"Triton's exit timeout {exit_timeout}s is shorter than the route timeout {route_timeout_seconds:g}s")
-    if grace <= pre_stop + exit_timeout:
-        problems.append(f"grace period {grace}s does not outlast preStop {pre_stop}s + exit timeout {exit_timeout}s")
-    if annotations.get("sidecar.istio.io/nativeSidecar") != "true":
-        drain = _seconds(json.loads(annotations.get("proxy.istio.io/config", "{}")).get("terminationDrainDuration", "5s"))
-        if not pre_stop + exit_timeout <= drain < grace:
-            problems.append(f"a classic sidecar drains {drain:g}s: not from preStop + exit timeout "
-                            f"({pre_stop + exit_timeout}s) to the grace period ({grace}s)")
-    return problems
-
-
-def _listening_flags() -> list[str]:
-    """The ports a Triton server of the platform listens on, and its metrics."""
-    return [f"--http-port={HTTP_PORT}", f"--grpc-port={GRPC_PORT}", f"--metrics-port={TRITON_METRICS_PORT}",
-            "--allow-metrics=true", "--allow-gpu-metrics=true"]
-
-
-def _server_arg_flags(version: Version) -> list[str]:
-    """The version's serverArgs but the exit timeout (the caller sets that); a repeatable flag's
-    list gives one flag per item, in order."""
-    return [f"--{flag}={item}" for flag, value in sorted(version.server_args.items()) if flag != EXIT_TIMEOUT_FLAG
-            for item in (value if isinstance(value, list) else [value])]
-
-
-def _for_repository(repository: pulumi.Input[str], args: Callable[[str], list[str]]) -> pulumi.Input[list[str]]:
-    """`args` of the repository URL, waiting for it when it is an output (a bucket another stack names)."""
-    return args(repository) if isinstance(repository, str) else pulumi.Output.from_input(repository).apply(args)
-
-
-def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
-    """tritonserver command-line flags of a version. With `model_configs`, the platform's
-    configs are a second model repository."""
-    args = [
-        f"--model-repository={repository}",
-        *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
-        f"--model-control-mode={version.model_control.mode}",
-        *_listening_flags(),
-    ]
-    if version.model_control.mode == "poll":
-        args.append(f"--repository-poll-secs={version.model_control.poll_seconds}")
-    args += [f"--load-model={m}" for m in version.model_control.load]
-    if version.model_config_name:
-        args.append(f"--model-config-name={version.model_config_name}")
-    args.append(f"--{EXIT_TIMEOUT_FLAG}={exit_timeout}")
-    return args + _server_arg_flags(version)
-
-
-def probes(version: Version) -> dict[str, dict]:
-    """Startup probe covering the whole startup budget; readiness and liveness after it."""
-    failures = math.ceil(version.startup_budget_seconds / PROBE_PERIOD_SECONDS)
-    return {
-        "startupProbe": {
-            "httpGet": {"path": "/v2/health/ready", "port": "http"},
-            "periodSeconds": PROBE_PERIOD_SECONDS,
-            "failureThreshold": failures,
-            "timeoutSeconds": 5,
-        },
-        "readinessProbe": {
-            "httpGet": {"path": "/v2/health/ready", "port": "http"},
-            "periodSeconds": 5,
-            "failureThreshold": 3,
-            "timeoutSeconds": 5,
-        },
-        "livenessProbe": {
-            "httpGet": {"path": "/v2/health/live", "port": "http"},
-            "periodSeconds": PROBE_PERIOD_SECONDS,
-            "failureThreshold": 6,
-            "timeoutSeconds": 5,
-        },
-    }
-
-
-def container_security_context() -> dict:
-    """Pod Security "restricted": non-root, no privilege escalation, no capabilities; a
-    read-only root filesystem with writable scratch volumes (SCRATCH_DIRS, /dev/shm)."""
-    return restricted_security_context(runAsUser=TRITON_UID)
-
-
-def scratch_volumes() -> tuple[list[dict], list[dict]]:
-    """Writable emptyDirs (on the node's disk: an S3 repository copy can be large) and their mounts."""
-    volumes = [{"name": name, "emptyDir": {}} for name in SCRATCH_DIRS]
-    mounts = [{"name": name, "mountPath": path} for name, path in SCRATCH_DIRS.items()]
-    return volumes, mounts
 
 
 def model_configs_data(configs: Mapping[str, str]) -> dict[str, str]:
@@ -337,58 +144,6 @@ def model_configs_volume(models: Sequence[str], config_map: pulumi.Input[str]) -
     return volume, mounts
 
 
-def container_resources(r: Resources, gpu_request: GpuRequest, group: NodeGroup) -> dict:
-    """A Triton container's CPU, memory and GPU share: requests, and limits where set."""
-    gpu = gpu_scheduling(group, gpu_request.count, gpu_request.mig_profile).resources
-    limits = {"memory": r.memory_limit or r.memory, **gpu["limits"]}
-    if r.cpu_limit:
-        limits["cpu"] = r.cpu_limit
-    return {"requests": {"cpu": r.cpu, "memory": r.memory, **gpu["requests"]}, "limits": limits}
-
-
-def server_volumes(version: Version, claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[list[dict], list[dict]]:
-    """A Triton server's volumes and mounts: /dev/shm, the scratch directories and, on the file
-    share, the weights claim read-only."""
-    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": version.resources.shm_size}}]
-    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    scratch, scratch_mounts = scratch_volumes()
-    volumes += scratch
-    mounts += scratch_mounts
-    if claim:
-        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
-        mounts.append({"name": "models", "mountPath": mount_path, "readOnly": True})
-    return volumes, mounts
-
-
-def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input[str], s3_secret: Optional[str],
-                    claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[dict, list[dict]]:
-    """The Triton server a tuning run measures, and its volumes: the version's image, GPU share,
-    resources, repository and server flags, with explicit model control and nothing loaded
-    (Model Analyzer loads each variant it tries)."""
-    volumes, mounts = server_volumes(version, claim, mount_path)
-
-    def args(repo: str) -> list[str]:
-        return [f"--model-repository={repo}", "--model-control-mode=explicit", *_listening_flags(),
-                *_server_arg_flags(version)]
-
-    container = {
-        "name": "triton",
-        "image": version.image,
-        "command": ["tritonserver"],
-        "args": _for_repository(repository, args),
-        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
-        "resources": container_resources(version.resources, version.gpu, group),
-        "volumeMounts": mounts,
-        "securityContext": container_security_context(),
-        # Ready as soon as the server is up: nothing is loaded until Model Analyzer asks. A
-        # native sidecar's readiness gates nothing; liveness restarts a hung server.
-        **probes(version),
-    }
-    if s3_secret:
-        container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
-    return container, volumes
-
-
 def deployment_spec(
     service: Service,
     version: Version,
@@ -417,7 +172,7 @@ def deployment_spec(
         "name": "triton",
         "image": version.image,
         "command": ["tritonserver"],
-        "args": _for_repository(repository, lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs)),
+        "args": for_repository(repository, lambda r: triton_args(version, r, stopping.exit_timeout_seconds, configs)),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
@@ -563,82 +318,6 @@ def virtual_service_spec(service: Service, gateway: str, authorization: Optional
     return {"hosts": list(service.hosts), "gateways": [gateway], "http": http}
 
 
-def unauthorized_route(realm: str) -> dict:
-    """The route after the credentialed ones: 401 with the Basic Auth challenge."""
-    return {
-        "name": "unauthorized",
-        "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
-        "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}},
-    }
-
-
-def basic_authorization(username: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
-
-
-def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str, labels: dict, auth: AuthSettings):
-    """With auth mode `basic`: generated credentials, a Secret with them for clients in
-    `namespace`, and the Authorization header they make (secret). Nothing otherwise."""
-    if auth.mode != "basic":
-        return None, None, None
-    password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=pulumi.ResourceOptions(parent=parent))
-    secret_name = f"{username}-basic-auth"
-    k8s.core.v1.Secret(
-        f"{name}-basic-auth",
-        metadata={"name": secret_name, "namespace": namespace, "labels": labels},
-        type="kubernetes.io/basic-auth",
-        string_data={"username": username, "password": password.result},
-        opts=resource_opts(parent),
-    )
-    authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
-    credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
-    return authorization, credentials, secret_name
-
-
-def ingress_source(auth: AuthSettings, ingress_principal: str) -> dict:
-    """The ingress gateway as an AuthorizationPolicy source; with JWT auth, only requests
-    that carry a token the RequestAuthentication accepted."""
-    source: dict = {"principals": [ingress_principal]}
-    if auth.mode == "jwt":
-        source["requestPrincipals"] = ["*"]
-    return source
-
-
-def peer_authentication_spec(selector: dict[str, str], metrics_port: int) -> dict:
-    """STRICT mTLS for the selected pods, but for the port Prometheus scrapes without a mesh identity."""
-    return {"selector": {"matchLabels": selector}, "mtls": {"mode": "STRICT"},
-            "portLevelMtls": {str(metrics_port): {"mode": "PERMISSIVE"}}}
-
-
-def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
-    rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
-    if jwt.audiences:
-        rule["audiences"] = list(jwt.audiences)
-    return {"selector": {"matchLabels": selector}, "jwtRules": [rule]}
-
-
-def declare_mesh_security(custom: Callable[[str, str, str, dict], object], selector: dict[str, str],
-                          metrics_port: int, authorization: dict, auth: AuthSettings) -> None:
-    """A workload's mesh security through `custom(role, apiVersion, kind, spec)`: STRICT mTLS
-    (PeerAuthentication), the AuthorizationPolicy `authorization`, and with jwt auth the
-    RequestAuthentication that checks tokens."""
-    custom("peerauthentication", "security.istio.io/v1", "PeerAuthentication", peer_authentication_spec(selector, metrics_port))
-    custom("authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy", authorization)
-    if auth.mode == "jwt":
-        custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
-               request_authentication_spec(selector, auth.jwt))
-
-
-def pod_monitor_spec(selector: dict[str, str], port: str) -> dict:
-    return {"selector": {"matchLabels": selector},
-            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"}]}
-
-
-def from_namespace(namespace: str) -> list[dict]:
-    """A NetworkPolicy peer: every pod of `namespace`."""
-    return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]
-
-
 def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
     """Only the ingress gateway may call Triton; metrics stay reachable for Prometheus."""
     return {
@@ -741,14 +420,14 @@ class TritonService(pulumi.ComponentResource):
 
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(service, a.gateway, authorization))
+               virtual_service_spec(service, a.mesh.gateway, authorization))
         selector = {"app": service.name}
-        declare_mesh_security(custom, selector, TRITON_METRICS_PORT, authorization_policy_spec(service, a.ingress_principal),
+        declare_mesh_security(custom, selector, TRITON_METRICS_PORT, authorization_policy_spec(service, a.mesh.ingress_principal),
                               service.auth)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": service.name, "namespace": ns, "labels": labels},
-            spec=network_policy_spec(service, a.ingress_namespace, a.monitoring_namespace),
+            spec=network_policy_spec(service, a.mesh.ingress_namespace, a.mesh.monitoring_namespace),
             opts=resource_opts(self),
         )
         custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "http-metrics"))
@@ -761,7 +440,7 @@ class TritonService(pulumi.ComponentResource):
                 opts=resource_opts(self),
             )
 
-        scheme = "https" if a.tls else "http"
+        scheme = "https" if a.mesh.tls else "http"
         self.urls = [f"{scheme}://{h}" for h in service.hosts]
         self.weights = {v.name: v.weight for v in service.versions}
         self.auth_secret = secret_name
@@ -830,7 +509,7 @@ class TritonService(pulumi.ComponentResource):
             )
 
     def _declare_tuning(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup, repository):
-        """The version's Model Analyzer run (tuning.py): its server, and where it publishes."""
+        """The version's Model Analyzer run (tuning/runs.py): its server, and where it publishes."""
         weights, repo = a.weights, version.model_repository
         claim = weights.claim_name if repo.cache == "fileShare" else None
         s3_secret = weights.s3_secret_name if repo.cache == "s3" else None

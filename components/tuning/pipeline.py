@@ -22,7 +22,7 @@ emptyDir would not outlive its pod):
 2. build: trtexec in the TensorRT image of the base version's Triton release, on the base
    version's GPU group and share (an engine runs only on the TensorRT release and GPU model
    that built it), writes `<model>/1/model.plan` for a batch of 1 up to `maxBatchSize`.
-3. analyze: Model Analyzer (tuning.py) against a Triton server of the base version's image
+3. analyze: Model Analyzer (tuning/runs.py) against a Triton server of the base version's image
    and GPU share in the same pod, serving the new repository with explicit model control.
 4. publish (model_tools/publish.py): the best variants as `<model>/configs/tuned-<version>-<rank>.pbtxt`
    and the stack-file patch that adds the version as a canary.
@@ -55,9 +55,10 @@ from inference_platform.core.common import (
     restricted_security_context,
     standard_labels,
 )
+from inference_platform.gpu.profiles import container_resources
 from inference_platform.inputs import ModelPipelineInputs, WeightsRef, validated
 from inference_platform.serving.model_config import model_config_pb2, parse_model_config
-from inference_platform.serving.triton import analysis_server, container_resources
+from inference_platform.serving.triton_server import analysis_server
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.serving import Service, Version
 from inference_platform.settings.tuning import ServicePipeline, TuningGoals

@@ -1,9 +1,9 @@
 """A team's service on a running platform, in the team's own project and stack.
 
-The platform stack exports what a service needs from it (its `serving` output: the Gateway,
-the ingress gateway's namespace and identity, the monitoring namespace, and per inference
-namespace where the weights are). This program reads them through a StackReference and hands
-them to a TritonService as they are: the component takes names as `pulumi.Input[str]`, so
+The platform stack exports what a service needs from it (its `serving` output: the mesh
+(Gateway, the ingress gateway's namespace and identity, the monitoring namespace, TLS) and per
+inference namespace where the weights are). This program reads them through a StackReference
+and hands them to a TritonService as they are: the component takes names as `pulumi.Input[str]`, so
 outputs of another stack work without waiting for them. The service itself comes from the
 team's config (Pulumi.example.yaml); the platform stack's file stays untouched.
 """
@@ -35,17 +35,16 @@ triton = TritonService(
         "service": service,
         # The GPU group(s) the versions run on, as the platform's stack file defines them.
         "gpu_groups": config.require_object("gpuGroups"),
-        "gateway": serving["gateway"],
-        "ingress_namespace": serving["ingressNamespace"],
-        "ingress_principal": serving["ingressPrincipal"],
-        "monitoring_namespace": serving["monitoringNamespace"],
+        # The platform's mesh: its Gateway, the ingress gateway's namespace and identity, the
+        # monitoring namespace (the `serving` output holds them under MeshRef's keys). Whether
+        # the Gateway serves HTTPS shapes the URLs reported: a plain value, as in the platform's
+        # `serving.tls`.
+        "mesh": {**{key: serving[key] for key in ("gateway", "ingressNamespace", "ingressPrincipal", "monitoringNamespace")},
+                 "tls": config.get_bool("tls") or False},
         # Only the caches the namespace reads are set (a claim, an S3 Secret, or both).
         "weights": {key: weights.apply(lambda w, k=camel: w.get(k)) for key, camel in (
             ("claim_name", "claimName"), ("s3_secret_name", "s3SecretName"),
             ("s3_endpoint", "s3Endpoint"), ("s3_bucket", "s3Bucket"))},
-        # Whether the Gateway serves HTTPS shapes the URLs reported: a plain value, as in the
-        # platform's `serving.tls`.
-        "tls": config.get_bool("tls") or False,
     },
     opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
 )

@@ -32,15 +32,18 @@ triton = TritonService(
     {
         "service": service,
         "gpu_groups": [gpu_group],
-        # The Gateway (`<namespace>/<name>`) that already serves the service's hosts.
-        "gateway": "istio-system/my-gateway",
-        # Where the ingress gateway's pods run and the identity they call with: the
-        # NetworkPolicy admits that namespace, the AuthorizationPolicy that principal only.
-        "ingress_namespace": "istio-ingress",
-        "ingress_principal": "cluster.local/ns/istio-ingress/sa/istio-ingressgateway",
-        # The namespace of the Prometheus that scrapes Triton (it must select PodMonitors in
-        # every namespace: kube-prometheus-stack's podMonitorSelectorNilUsesHelmValues: false).
-        "monitoring_namespace": "prometheus",
+        # The cluster's mesh, by name.
+        "mesh": {
+            # The Gateway (`<namespace>/<name>`) that already serves the service's hosts.
+            "gateway": "istio-system/my-gateway",
+            # Where the ingress gateway's pods run and the identity they call with: the
+            # NetworkPolicy admits that namespace, the AuthorizationPolicy that principal only.
+            "ingress_namespace": "istio-ingress",
+            "ingress_principal": "cluster.local/ns/istio-ingress/sa/istio-ingressgateway",
+            # The namespace of the Prometheus that scrapes Triton (it must select PodMonitors in
+            # every namespace: kube-prometheus-stack's podMonitorSelectorNilUsesHelmValues: false).
+            "monitoring_namespace": "prometheus",
+        },
         # The bucket the versions' model repositories live in, and the Secret with its
         # credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION) in the
         # service's namespace. The Secret is not made here: your secret tooling (an

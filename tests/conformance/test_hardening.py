@@ -17,7 +17,7 @@ import yaml
 from inference_platform.cluster.autoscaler import METRICS_PORT
 from inference_platform.cluster.autoscaler import NAME as AUTOSCALER
 from inference_platform.core import hardening
-from inference_platform.serving.triton import SCRATCH_DIRS
+from inference_platform.serving.triton_server import SCRATCH_DIRS
 from platformctl.engine import render_stack
 from platformctl.plan import manifest, write_plan
 from tests.conftest import ROOT, STACKS, base_config, render_raw, stack_plan

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from inference_platform.serving.triton import basic_authorization, virtual_service_spec
+from inference_platform.mesh.security import basic_authorization
+from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from platformctl.diff import diff_plans
@@ -350,7 +351,7 @@ def _pod_templates(settings):
 
 @pytest.mark.parametrize("path", _stack_files(), ids=lambda p: p.name)
 def test_every_version_drains_for_its_route_timeout(path):
-    from inference_platform.serving.triton import shutdown_problems
+    from inference_platform.serving.shutdown import shutdown_problems
     from platformctl.engine import stack_settings
 
     templates = list(_pod_templates(stack_settings(path)))
@@ -376,7 +377,7 @@ def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
     (lambda t: t["metadata"].pop("annotations"), "a classic sidecar drains 5s"),
 ], ids=["grace-60", "triton-default-exit", "classic-sidecar-with-drain", "classic-sidecar-default-drain"])
 def test_a_broken_shutdown_combination_is_caught(breakage, words):
-    from inference_platform.serving.triton import shutdown_problems
+    from inference_platform.serving.shutdown import shutdown_problems
 
     template = copy.deepcopy(stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"])
     breakage(template)
@@ -421,7 +422,7 @@ def test_every_allowed_flag_is_a_real_tritonserver_flag():
 
 
 def test_flags_the_platform_sets_are_not_allowed():
-    from inference_platform.serving.triton import triton_args
+    from inference_platform.serving.triton_server import triton_args
     from inference_platform.settings.loader import parse_settings
     from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, TRITON_SERVER_FLAGS
 

@@ -107,7 +107,7 @@ def triton_args(svc: dict, **extra) -> dict:
 
 
 def test_triton_service_alone_renders_its_versions_with_a_default_rollout_wait():
-    args = triton_args(service(version("v1", 90), version("v2", 10, cache="s3")), tls=True)
+    args = triton_args(service(version("v1", 90), version("v2", 10, cache="s3")), mesh={"tls": True})
     plan = render(lambda opts: TritonService("chat", args, opts))
     v1, v2 = plan.get(DEPLOYMENT, "chat-v1"), plan.get(DEPLOYMENT, "chat-v2")
     triton_v1 = v1.inputs["spec"]["template"]["spec"]["containers"][0]

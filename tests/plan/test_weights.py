@@ -7,7 +7,7 @@ import re
 import pytest
 
 from inference_platform.inputs import WeightsRef
-from inference_platform.serving.triton import model_repository_url
+from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.errors import ConfigError
 from inference_platform.weights.caches import (
     CLAIM_NAME,

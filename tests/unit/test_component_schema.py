@@ -72,9 +72,11 @@ def test_types_are_as_the_settings_declare_them(schema):
     assert service["versions"]["items"]["$ref"] == f"#/types/{_token('VersionArgs')}"
     triton = schema["resources"][_token("TritonService")]["inputProperties"]
     assert triton["gpuGroups"]["items"]["$ref"] == f"#/types/{_token('NodeGroupArgs')}"
-    assert triton["tls"]["type"] == "boolean"
+    assert triton["mesh"]["$ref"] == f"#/types/{_token('MeshRefArgs')}"
+    mesh = types[_token("MeshRefArgs")]["properties"]
+    assert mesh["tls"]["type"] == "boolean"
     # Names another stack or component hands over may be outputs there: not plain.
-    assert "plain" not in triton["gateway"]
+    assert "plain" not in mesh["gateway"]
     assert triton["service"].get("plain") is True
     # A Literal is a string whose description names the choices.
     assert "`basic`" in types[_token("AuthSettingsArgs")]["properties"]["mode"]["description"]

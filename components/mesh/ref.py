@@ -1,0 +1,31 @@
+"""MeshRef: what a workload behind the ingress gateway needs to know of the mesh.
+
+The one handle services and graphs take for the gateway, its ingress pods and identity, the
+Prometheus that scrapes them and whether the gateway serves HTTPS. `Mesh.reference` gives it;
+a program on a cluster whose Istio the platform did not install names its own; the platform
+stack's `serving` output holds its fields (examples/team-service-stackref reads them).
+"""
+
+from inference_platform.core import endpoints as ep
+from inference_platform.core.input_types import GatewayInput, NameInput, TextInput
+from inference_platform.settings.base import Model
+
+# Defaults where a component is used alone: the names the platform's own parts have.
+GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
+# The gateway chart's ServiceAccount is named after the release.
+INGRESS_PRINCIPAL = f"cluster.local/ns/{ep.ISTIO_NAMESPACE}/sa/{ep.GATEWAY_RELEASE}"
+
+
+class MeshRef(Model):
+    """The mesh a workload is served through: the Istio Gateway, the ingress gateway's namespace and identity, the monitoring namespace, TLS."""
+
+    gateway: GatewayInput = GATEWAY
+    """`<namespace>/<name>` of the Istio Gateway that serves the hosts."""
+    ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
+    """Namespace of the ingress gateway pods: the only source the workload's NetworkPolicy admits besides monitoring."""
+    ingress_principal: TextInput = INGRESS_PRINCIPAL
+    """SPIFFE principal of the ingress gateway, the only outside caller the workload's AuthorizationPolicy allows."""
+    monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE
+    """Namespace of the Prometheus that scrapes the workload's metrics."""
+    tls: bool = False
+    """The gateway serves the hosts over HTTPS (the workload's URLs)."""

@@ -1,0 +1,16 @@
+"""VirtualService pieces the routes of services and graphs share."""
+
+
+def envoy_duration(seconds: float) -> str:
+    """A protobuf duration Istio accepts, exact to the millisecond (never `1e-05s`)."""
+    millis = round(seconds * 1000)
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
+
+def unauthorized_route(realm: str) -> dict:
+    """The route after the credentialed ones (Basic Auth): 401 with the Basic Auth challenge."""
+    return {
+        "name": "unauthorized",
+        "directResponse": {"status": 401, "body": {"string": "Unauthorized\n"}},
+        "headers": {"response": {"set": {"WWW-Authenticate": f'Basic realm="{realm}"'}}},
+    }
