@@ -29,8 +29,7 @@ from inference_platform.mesh.mesh import Mesh, service_hosts
 from inference_platform.observability.observability import Observability
 from inference_platform.serving.graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
 from inference_platform.serving.namespaces import InferenceNamespaces
-from inference_platform.serving.triton import TritonService, deployment_name_clashes
-from inference_platform.settings.errors import ConfigError
+from inference_platform.serving.triton import TritonService
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
@@ -150,10 +149,6 @@ class InferencePlatform(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InferencePlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
         settings = _settings(args)
-        # Checked before any resource exists: a fixed Deployment name must be free.
-        clashes = deployment_name_clashes(settings.services)
-        if clashes:
-            raise ConfigError(f"stacks/Pulumi.{pulumi.get_stack()}.yaml", clashes)
         init_component(self, "InferencePlatform", name, opts)
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)

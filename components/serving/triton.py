@@ -51,7 +51,7 @@ from inference_platform.serving.triton_server import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
-from inference_platform.settings.serving import Autoscaling, Service, Version
+from inference_platform.settings.serving import Autoscaling, Service, Version, deployment_name
 from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
 from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
@@ -75,28 +75,6 @@ def rollout_estimates(gpu_groups: Sequence[NodeGroup], service: Service,
     (a service used alone, without the platform's estimate)."""
     defaults = cold_start_estimate(gpu_groups, [service], ColdStartSettings(), GpuOperatorSettings().driver.mode)
     return {e.group: e for e in [*defaults, *given]}
-
-
-def deployment_name(service: Service, version: Version) -> str:
-    """A version's Deployment name: a DNS label (service <= 40, version <= 20 characters)."""
-    return f"{service.name}-{version.name}"
-
-
-def deployment_name_clashes(services: list[Service]) -> list[tuple[tuple, str]]:
-    """(key path, problem) for versions whose Deployment name another service's version
-    already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""
-    seen: dict[tuple[str, str], str] = {}
-    problems = []
-    for i, svc in enumerate(services):
-        for j, version in enumerate(svc.versions):
-            key = (svc.k8s_namespace, deployment_name(svc, version))
-            if key in seen:
-                problems.append((("services", i, "versions", j, "name"),
-                                 f"Deployment name {key[1]!r} in namespace {key[0]!r} is already {seen[key]}'s; "
-                                 "allowed: service and version names whose `<service>-<version>` is unique per namespace"))
-            else:
-                seen[key] = f"{svc.name}/{version.name}"
-    return problems
 
 
 def pod_labels(service: Service, version: Version) -> dict[str, str]:

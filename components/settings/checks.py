@@ -12,7 +12,7 @@ from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.graphs import graph_problems
-from inference_platform.settings.serving import pipeline_problems, service_problems
+from inference_platform.settings.serving import deployment_name, pipeline_problems, service_problems
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.tuning import unknown_preset_problems
 from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, loki_bucket_name, needs_access_cidrs
@@ -109,12 +109,9 @@ def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 ANONYMOUS_KIALI = "anonymous Kiali is not allowed in a production stack; allowed: token, openid"
 
 
-def cross_checks(s: Settings) -> list[tuple[KeyPath, str]]:
-    """What one part of the settings says about another; plain function, testable alone."""
+def node_group_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Node group names unique and not Magnum's own roles; extra Magnum groups have a flavor."""
     problems: list[tuple[KeyPath, str]] = []
-    groups = {g.name: g for g in s.cluster.node_groups}
-    gpu_names = sorted(g.name for g in s.gpu_groups)
-
     seen: set[str] = set()
     for i, g in enumerate(s.cluster.node_groups):
         if g.name in seen:
@@ -127,19 +124,31 @@ def cross_checks(s: Settings) -> list[tuple[KeyPath, str]]:
         if s.cluster.mode == "magnum" and i > 0 and g.flavor is None:
             problems.append((("cluster", "nodeGroups", i, "flavor"),
                              f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
+    return problems
 
-    problems += cluster_problems(s.cluster)
-    problems += _node_os_problems(s)
 
+def cluster_settings_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    return cluster_problems(s.cluster)
+
+
+def capacity_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Spare slots only on GPU groups; the GPU groups' reach within the quota."""
+    problems: list[tuple[KeyPath, str]] = []
+    groups = {g.name: g for g in s.cluster.node_groups}
+    gpu_names = sorted(g.name for g in s.gpu_groups)
     for group, _ in s.cold_start.spare_slots.items():
         if group not in groups or not groups[group].is_gpu:
             problems.append((("coldStart", "spareSlots", group), f"no GPU node group named {group!r}; GPU groups: {', '.join(gpu_names) or 'none'}"))
-
     if s.cluster.gpu_quota is not None:
         total = sum(g.max_nodes * g.gpu.per_node for g in s.gpu_groups)
         if total > s.cluster.gpu_quota:
             problems.append((("cluster", "gpuQuota"), f"GPU node groups can grow to {total} GPUs, over the quota of {s.cluster.gpu_quota}; lower maxNodes or raise gpuQuota"))
+    return problems
 
+
+def platform_part_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Kiali's login in production, Loki's bucket, the file share's access and the bucket's keys."""
+    problems: list[tuple[KeyPath, str]] = []
     if s.production and s.mesh.kiali_auth == "anonymous":
         problems.append((("mesh", "kialiAuth"), ANONYMOUS_KIALI))
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is None:
@@ -159,11 +168,14 @@ def cross_checks(s: Settings) -> list[tuple[KeyPath, str]]:
         for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
             if value is None:
                 problems.append(((key,), f"weightCaches.s3 needs the secret {NAMESPACE}:{key} (pulumi config set --secret {key} ...)"))
+    return problems
 
-    problems += _ui_problems(s)
-    problems += alerting_problems(s)
-    problems += tuning_problems(s)
 
+def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Services and graphs: unique names and hosts, namespaces of their own, auth in production,
+    each one's own checks, and the weight caches their repositories name."""
+    problems: list[tuple[KeyPath, str]] = []
+    groups = {g.name: g for g in s.cluster.node_groups}
     names: dict[str, str] = {}
     hosts: dict[str, str] = {}
     caches = {"fileShare": s.weight_caches.file_share, "s3": s.weight_caches.s3}
@@ -237,3 +249,32 @@ def tuning_problems(s: Settings) -> list[tuple[KeyPath, str]]:
             problems.append((("services", si, "pipeline"), "needs modelPipeline.enabled: true (Argo Workflows runs the pipeline)"))
         problems += [(("services", si, *path), why) for path, why in pipeline_problems(svc)]
     return problems
+
+
+def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
+    """(key path, problem) for versions whose Deployment name another service's version
+    already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""
+    seen: dict[tuple[str, str], str] = {}
+    problems = []
+    for i, svc in enumerate(s.services):
+        for j, version in enumerate(svc.versions):
+            key = (svc.k8s_namespace, deployment_name(svc, version))
+            if key in seen:
+                problems.append((("services", i, "versions", j, "name"),
+                                 f"Deployment name {key[1]!r} in namespace {key[0]!r} is already {seen[key]}'s; "
+                                 "allowed: service and version names whose `<service>-<version>` is unique per namespace"))
+            else:
+                seen[key] = f"{svc.name}/{version.name}"
+    return problems
+
+
+# What one part of the settings says about another, in the order the problems are reported.
+CROSS_CHECKS = (
+    node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
+    _ui_problems, alerting_problems, tuning_problems, served_problems,
+)
+
+
+def cross_checks(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Every cross check's problems; plain function, testable alone."""
+    return [problem for check in CROSS_CHECKS for problem in check(s)]

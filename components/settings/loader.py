@@ -1,13 +1,14 @@
-"""Loading a stack's settings: the stack file's keys validated by the schema (config.py),
-its cross checks, and the GPU and node-contract checks built on it.
+"""Loading a stack's settings: the one place that runs every check of a stack file.
 
-Validation imports no module that builds resources (tests/test_imports.py checks it).
+The schema (the section modules of settings/) checks shape, types and ranges; then the stack
+checks below run, in stages. Everything here runs before any resource exists and imports no
+module that builds resources (tests/unit/test_imports.py checks it).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from pydantic import ValidationError
 
@@ -15,7 +16,7 @@ from inference_platform.gpu.node_labels import contract_problems
 from inference_platform.gpu.profiles import check_gpu_settings
 from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
-from inference_platform.settings.checks import cross_checks
+from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes
 from inference_platform.settings.errors import ConfigError, KeyPath, pydantic_problems
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.tuning.presets import upload_preset_problems
@@ -33,11 +34,10 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
         settings = Settings.model_validate(raw)
     except ValidationError as err:
         raise ConfigError(stack_file, pydantic_problems(err, SECRET_KEYS)) from None
-    problems = cross_checks(settings)
-    if not problems:
-        problems = check_gpu_settings(settings) + contract_problems(settings) + upload_config_problems(settings)
-    if problems:
-        raise ConfigError(stack_file, problems)
+    for stage in STACK_CHECKS:
+        problems = [problem for check in stage for problem in check(settings)]
+        if problems:
+            raise ConfigError(stack_file, problems)
     return settings
 
 
@@ -81,3 +81,18 @@ def upload_config_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
               for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
     # Presets apply to the configs, so they are checked once every config parses.
     return broken or [(("weightCaches", *path), why) for path, why in upload_preset_problems(s3, settings.tuning_presets)]
+
+
+Check = Callable[[Settings], list[tuple[KeyPath, str]]]
+# Every check of a stack, after the schema, in the order they run. A stage runs only when the
+# stages before it found nothing: its checks rely on what those established (every group a
+# version names exists, every cache it reads is configured).
+STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
+    CROSS_CHECKS,  # settings/checks.py: node groups, cluster, OS, capacity, platform parts, UIs, alerting, tuning, services and graphs
+    (
+        check_gpu_settings,  # gpu/profiles.py: MIG layouts, GPU shares, capacity per group
+        contract_problems,  # gpu/node_labels.py: the node contract NFD can apply
+        upload_config_problems,  # the configs a weight upload carries, and their presets
+        deployment_name_clashes,  # settings/checks.py: one Deployment name per version and namespace
+    ),
+)

@@ -323,3 +323,8 @@ def pipeline_problems(svc: Service) -> list[tuple[KeyPath, str]]:
                  "<registry>/tritonserver:<YY.MM>-<flavour>, so the TensorRT release its engine needs is unknown; "
                  "allowed: a base version running such an image")]
     return []
+
+
+def deployment_name(service: Service, version: Version) -> str:
+    """A version's Deployment name: a DNS label (service <= 40, version <= 20 characters)."""
+    return f"{service.name}-{version.name}"
