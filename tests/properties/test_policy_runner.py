@@ -11,10 +11,10 @@ import pytest
 
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.policies import POLICY_NAMES
 from platformctl.__main__ import main
 from platformctl.engine import render_stack, stack_path, stack_settings
 from platformctl.policy import format_report, policy_config, run_policies
-from policies.catalog import POLICY_NAMES
 from tests.conftest import STACKS, base_config, stack_plan
 
 HOSTILE = Path(__file__).parents[1] / "data" / "Pulumi.hostile-prod.yaml"
