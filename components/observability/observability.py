@@ -31,7 +31,7 @@ from inference_platform.core.readiness import chart_timeout
 from inference_platform.observability import alerts
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
 from inference_platform.settings.schema import Service, loki_bucket_name
-from inference_platform.weights.s3.providers import S3Bucket
+from inference_platform.weights.s3.bucket import S3Bucket
 
 DASHBOARDS_DIR = shipped_dir("dashboards")
 # Panels of the LLM backends' metrics (dashboards/llm.json), empty without such a backend.
