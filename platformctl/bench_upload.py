@@ -71,7 +71,7 @@ def _timed(fn) -> tuple[float, object]:
 
 
 def _bucket(server, name: str) -> str:
-    from inference_platform.weights.s3.providers import BucketProvider
+    from inference_platform.weights.s3.bucket import BucketProvider
 
     BucketProvider().create(server.props(bucket=name, versioning=True, noncurrentDays=7, forceDestroy=False, adopt=False))
     return name
@@ -79,7 +79,8 @@ def _bucket(server, name: str) -> str:
 
 def ours(server, source: Path) -> Timing:
     """Our provider's sync, first and unchanged, into a bucket of its own."""
-    from inference_platform.weights.s3.providers import client, sync_tree
+    from inference_platform.weights.s3.client import client
+    from inference_platform.weights.s3.upload import sync_tree
 
     props = server.props(bucket=_bucket(server, server.bucket_name("bench-ours")), source=str(source), prefix="repo")
     first_s, _ = _timed(lambda: sync_tree(client(props), props, workers=WORKERS))

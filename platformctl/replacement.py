@@ -47,7 +47,7 @@ SOURCES: dict[str, Source] = {
         "hashicorp/terraform-provider-random f8d869dc98d9 (pinned by pulumi-random's provider/go.mod): "
         "internal/provider/resource_password.go, resource_string.go: RequiresReplace on every argument",
     ),
-    "dynamic": Source("", "", "components/weights/s3/providers.py: BucketProvider.diff, UploadProvider.diff"),
+    "dynamic": Source("", "", "components/weights/s3/bucket.py: BucketProvider.diff; upload.py: UploadProvider.diff"),
     "pulumi": Source(
         "pulumi", "3.272.0",
         "pulumi/pulumi pkg/resource/deploy/step_generator.go (providerChanged, diff without a provider for "

@@ -32,7 +32,7 @@ from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_
 from inference_platform.settings.serving import Service
 from inference_platform.settings.weights import loki_bucket_name
 from inference_platform.timing.readiness import chart_timeout
-from inference_platform.weights.s3.providers import S3Bucket
+from inference_platform.weights.s3.bucket import S3Bucket
 
 DASHBOARDS_DIR = shipped_dir("dashboards")
 # Panels of the LLM backends' metrics (dashboards/llm.json), empty without such a backend.

@@ -10,7 +10,7 @@ storageClassName "" keeps dynamic provisioners away). All PVs point at the same
 export, so every namespace sees the same files; reclaim policy Retain means that
 deleting a claim or a PV never touches the data on the share.
 
-S3. The bucket is a dynamic resource (s3bucket.py); every namespace that reads
+S3. The bucket is a dynamic resource (s3/bucket.py); every namespace that reads
 from it gets the Secret `model-weights-s3` with the AWS_* variables Triton reads.
 Configured uploads sync local model repositories into the bucket by content hash,
 with a config variant per model and tuning preset the upload names (presets.py).
@@ -36,7 +36,8 @@ from inference_platform.settings.graphs import Graph
 from inference_platform.settings.serving import Service
 from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, FileShareCache
 from inference_platform.tuning.presets import all_presets, upload_variants
-from inference_platform.weights.s3.providers import S3Bucket, WeightUpload
+from inference_platform.weights.s3.bucket import S3Bucket
+from inference_platform.weights.s3.upload import WeightUpload
 from inference_platform.weights.s3mount import S3BucketMount
 
 CLAIM_NAME = "model-weights"

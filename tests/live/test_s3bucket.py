@@ -6,15 +6,24 @@ import base64
 import hashlib
 import json
 import os
+import pickle
 import subprocess
 import sys
+import types
 from collections import Counter
+from unittest import mock
 
 import pytest
 from botocore.exceptions import ClientError
 
-from inference_platform.weights.s3 import providers as s3bucket
-from inference_platform.weights.s3.providers import BucketProvider, S3Error, UploadProvider, sync_tree
+from inference_platform.weights.s3 import bucket as s3bucket
+from inference_platform.weights.s3 import client as s3client
+from inference_platform.weights.s3 import manifest as s3manifest
+from inference_platform.weights.s3 import tree as s3tree
+from inference_platform.weights.s3 import upload as s3upload
+from inference_platform.weights.s3.bucket import BucketProvider
+from inference_platform.weights.s3.client import S3Error
+from inference_platform.weights.s3.upload import UploadProvider, sync_tree
 from tests.conftest import ROOT, render_raw, stack_plan
 
 pytest_plugins = ["tests.support.s3server"]
@@ -166,7 +175,7 @@ def test_bucket_public_through_its_acl_is_refused_before_anything_changes(s3_ser
 def recording_client(monkeypatch) -> list[tuple[str, dict, object]]:
     """Make the providers' clients record every request they send: (operation, headers, body)."""
     sent: list[tuple[str, dict, object]] = []
-    make = s3bucket.client
+    make = s3client.client
 
     def recording(props):
         c = make(props)
@@ -174,7 +183,9 @@ def recording_client(monkeypatch) -> list[tuple[str, dict, object]]:
             (event_name.rsplit(".", 1)[-1], {k.lower(): v for k, v in request.headers.items()}, request.body)))
         return c
 
-    monkeypatch.setattr(s3bucket, "client", recording)
+    # Each module that builds a client holds its own reference to the function.
+    for module in (s3client, s3bucket, s3upload):
+        monkeypatch.setattr(module, "client", recording)
     return sent
 
 
@@ -197,14 +208,14 @@ def test_no_acl_is_ever_written_and_ownership_is_enforced(s3_server, tree, monke
 
 
 def test_content_md5_replaces_botocore_crc32_where_a_checksum_is_required(s3_server, tree, monkeypatch):
-    monkeypatch.setattr(s3bucket, "MULTIPART_BYTES", 5 * 1024 * 1024)
+    monkeypatch.setattr(s3upload, "MULTIPART_BYTES", 5 * 1024 * 1024)
     sent = recording_client(monkeypatch)
     p, bucket = BucketProvider(), s3_server.bucket_name("md5")
     outs = p.create(bucket_props(s3_server, bucket)).outs
     props = s3_server.props(bucket=bucket, source=str(tree), prefix="m")
-    sync_tree(s3bucket.client(props), props)
+    sync_tree(s3client.client(props), props)
     (tree / "bert" / "config.pbtxt").unlink()
-    sync_tree(s3bucket.client(props), props)
+    sync_tree(s3client.client(props), props)
     s3_server.client().put_object(Bucket=bucket, Key="other", Body=b"x")
     p.delete(bucket, {**outs, "forceDestroy": True})
     checked = {"DeleteObjects", "PutBucketLifecycleConfiguration", "PutBucketVersioning", "PutBucketOwnershipControls",
@@ -217,7 +228,7 @@ def test_content_md5_replaces_botocore_crc32_where_a_checksum_is_required(s3_ser
             md5 = md5.decode() if isinstance(md5, bytes) else md5
             assert len(base64.b64decode(md5)) == hashlib.md5().digest_size, op
             if isinstance(body, bytes):  # the XML bodies; objects and parts go as streams (SeaweedFS checks those)
-                assert md5 == s3bucket.content_md5(body), op
+                assert md5 == s3client.content_md5(body), op
 
 
 def test_non_empty_bucket_is_not_deleted_without_force(s3_server):
@@ -270,25 +281,73 @@ provider = _deserialize(lambda: dill.loads(base64.b64decode(req["provider"])))
 created = provider.create(req["props"])
 outs = dict(created.outs)
 provider.delete(created.id, outs)
-print(json.dumps({"id": created.id, "versioningStatus": outs["versioningStatus"], "class": type(provider).__name__}))
+from inference_platform.weights.s3 import bucket
+print(json.dumps({"id": created.id, "versioningStatus": outs["versioningStatus"], "class": type(provider).__name__,
+                  "current": type(provider) is bucket.BucketProvider}))
 """
+
+# What every stack deployed before 0.2 holds as its bucket's `__provider` (base64 of a dill pickle).
+STATE_BUCKET_PROVIDER = "gASVLQAAAAAAAACME2NvbXBvbmVudHMuczNidWNrZXSUjA5CdWNrZXRQcm92aWRlcpSTlCmBlC4="
+
+OLD_STATE = """
+import base64, json, os, sys
+import dill
+from pulumi.runtime._serialization import _deserialize
+
+# As `python -m pulumi.dynamic`, started in the project directory, finds modules.
+assert sys.path[0] in ("", os.getcwd()), sys.path
+loaded = [_deserialize(lambda s=s: dill.loads(base64.b64decode(s))) for s in json.load(sys.stdin)]
+from inference_platform.weights.s3.bucket import BucketProvider
+from inference_platform.weights.s3.upload import UploadProvider
+print(json.dumps({
+    "shim": sys.modules["components.s3bucket"].__file__,
+    "loaded": [[type(p).__name__, type(p) in (BucketProvider, UploadProvider),
+                [f.property for f in p.check({}, {"endpoint": "ftp://s3.example"}).failures]] for p in loaded],
+}))
+"""
+
+
+def in_provider_process(code: str, request) -> dict:
+    """Run `code` with `request` as JSON on stdin the way Pulumi runs a dynamic provider: a fresh
+    interpreter in the project directory (no PYTHONPATH); its last line of output, as JSON."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(request), cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def pickled_by_reference(module: str, name: str) -> str:
+    """base64 of a stateless instance of `module.name` pickled with protocol 4, by reference: what dill stores
+    for our providers. A stand-in class is registered under that name, so `module` itself is never imported."""
+    stand_in = type(name, (), {"__module__": module})
+    fake = types.ModuleType(module)
+    setattr(fake, name, stand_in)
+    with mock.patch.dict(sys.modules, {module: fake}):
+        return base64.b64encode(pickle.dumps(stand_in(), protocol=4)).decode()
+
+
+def test_providers_pickled_in_states_written_before_0_2_load_as_the_current_classes():
+    """States name `components.s3bucket.*Provider`; the engine loads that provider to refresh and delete."""
+    assert pickled_by_reference("components.s3bucket", "BucketProvider") == STATE_BUCKET_PROVIDER
+    upload = pickled_by_reference("components.s3bucket", "UploadProvider")
+    assert b"components.s3bucket" in base64.b64decode(upload) and b"UploadProvider" in base64.b64decode(upload)
+    result = in_provider_process(OLD_STATE, [STATE_BUCKET_PROVIDER, upload])
+    assert result["shim"] == str(ROOT / "components" / "s3bucket.py")
+    assert result["loaded"] == [["BucketProvider", True, ["endpoint"]], ["UploadProvider", True, ["endpoint"]]]
 
 
 def test_serialised_provider_from_the_plan_creates_and_deletes_in_a_fresh_interpreter(s3_server):
     r = stack_plan("acme-prod").get(BUCKET_TYPE, "acme-prod-weights-bucket")
     serialised = r.inputs["__provider"]
     assert isinstance(serialised, str) and serialised != "[secret]"
-    # Nothing of the credentials is inside the serialised provider.
+    # Nothing of the credentials is inside the serialised provider; the class is named by its module.
     assert b"Placeholder" not in base64.b64decode(serialised)
+    assert b"inference_platform.weights.s3.bucket" in base64.b64decode(serialised)
     bucket = s3_server.bucket_name("fresh")
     props = {**r.inputs, **bucket_props(s3_server, bucket), "__provider": serialised}
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    # Pulumi starts the provider process in the project directory.
-    out = subprocess.run([sys.executable, "-c", FRESH], input=json.dumps({"provider": serialised, "props": props}),
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {"id": bucket, "versioningStatus": "Enabled", "class": "BucketProvider"}
+    result = in_provider_process(FRESH, {"provider": serialised, "props": props})
+    assert result == {"id": bucket, "versioningStatus": "Enabled", "class": "BucketProvider", "current": True}
     assert bucket not in [b["Name"] for b in s3_server.client().list_buckets()["Buckets"]]
 
 
@@ -300,7 +359,7 @@ WRITES = ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipart
 
 def counting_client(props):
     """The provider's own client, with a hook counting the write calls it sends."""
-    client = s3bucket.client(props)
+    client = s3client.client(props)
     calls: Counter = Counter()
     for op in WRITES + ("DeleteObjects",):
         client.meta.events.register(f"before-call.s3.{op}", lambda op=op, **_: calls.update([op]))
@@ -319,7 +378,7 @@ def tree(tmp_path):
 
 
 def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, tree, monkeypatch):
-    monkeypatch.setattr(s3bucket, "MULTIPART_BYTES", 5 * 1024 * 1024)
+    monkeypatch.setattr(s3upload, "MULTIPART_BYTES", 5 * 1024 * 1024)
     bucket = s3_server.bucket_name("up")
     BucketProvider().create(bucket_props(s3_server, bucket))
     props = s3_server.props(bucket=bucket, source=str(tree), prefix="models/v1")
@@ -350,7 +409,7 @@ def test_upload_sends_changed_files_only_and_nothing_when_unchanged(s3_server, t
 def test_upload_provider_second_run_adds_no_object_version(s3_server, tree):
     bucket = s3_server.bucket_name("upv")
     BucketProvider().create(bucket_props(s3_server, bucket))
-    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3bucket.fingerprint(str(tree)))
+    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3tree.fingerprint(str(tree)))
     p = UploadProvider()
     created = p.create(props)
     assert created.id == f"{bucket}/m" and created.outs["uploadedFiles"] == 5
@@ -364,7 +423,7 @@ def test_upload_provider_second_run_adds_no_object_version(s3_server, tree):
 def test_refresh_finds_objects_removed_behind_our_back_and_the_update_restores_them(s3_server, tree):
     bucket = s3_server.bucket_name("drift")
     BucketProvider().create(bucket_props(s3_server, bucket))
-    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3bucket.fingerprint(str(tree)))
+    props = s3_server.props(bucket=bucket, source=str(tree), prefix="m", fingerprint=s3tree.fingerprint(str(tree)))
     p = UploadProvider()
     created = p.create(props)
     assert p.read(created.id, created.outs).inputs is None  # in sync: inputs unchanged
@@ -384,7 +443,7 @@ def test_upload_of_a_missing_directory_is_a_clear_error(s3_server, tmp_path):
         UploadProvider().create(props)
     failures = UploadProvider().check({}, props).failures
     assert [f.property for f in failures] == ["source"]
-    assert s3bucket.fingerprint(missing) == "missing"
+    assert s3tree.fingerprint(missing) == "missing"
 
 
 @pytest.mark.parametrize("head, held", [
@@ -397,15 +456,15 @@ def test_upload_of_a_missing_directory_is_a_clear_error(s3_server, tmp_path):
     ({"ContentLength": 3, "Metadata": {}, "ETag": f'"{"c" * 32}"', "ServerSideEncryption": "aws:kms"}, False),
 ], ids=["sha256", "other-sha256", "other-size", "md5-etag", "other-md5", "multipart-etag", "kms-etag"])
 def test_an_object_holds_the_content_its_sha256_or_plain_md5_etag_shows(head, held):
-    assert s3bucket.holds(head, {"sha256": "a" * 64, "size": 3, "md5": "c" * 32}) is held
+    assert s3manifest.holds(head, {"sha256": "a" * 64, "size": 3, "md5": "c" * 32}) is held
 
 
 def test_a_file_name_that_is_not_utf8_fails_the_listing(tmp_path):
     (tmp_path / "ok.bin").write_bytes(b"x")
     with open(os.fsencode(tmp_path) + b"/model-\xff.bin", "wb") as f:
         f.write(b"x")
-    with pytest.raises(s3bucket.SourceError, match=r"model-\\xff.bin is not UTF-8, so it cannot be an S3 key"):
-        s3bucket.local_files(str(tmp_path))
+    with pytest.raises(s3tree.SourceError, match=r"model-\\xff.bin is not UTF-8, so it cannot be an S3 key"):
+        s3tree.local_files(str(tmp_path))
 
 
 # --------------------------------------------------------------------------- generated config variants
@@ -459,7 +518,7 @@ def test_a_planned_upload_with_presets_puts_their_config_variants_beside_the_mod
 
 
 def test_an_upload_state_without_generated_files_is_unchanged_by_the_new_input():
-    olds = {k: f"v-{k}" for k in s3bucket.UPLOAD_INPUTS if k != "generated"}
+    olds = {k: f"v-{k}" for k in s3upload.UPLOAD_INPUTS if k != "generated"}
     p = UploadProvider()
     assert p.diff("id", olds, dict(olds)).changes is False
     assert p.diff("id", olds, {**olds, "generated": {}}).changes is False
@@ -484,7 +543,7 @@ def test_generated_files_that_do_not_fit_the_source_fail_before_the_bucket_chang
     created = UploadProvider().create(props)
     before = versions(s3_server, bucket)
     news = {**props, "generated": generated}
-    with pytest.raises(s3bucket.SourceError, match=f"^weight upload: {message}.*; nothing in the bucket was changed$") as info:
+    with pytest.raises(s3tree.SourceError, match=f"^weight upload: {message}.*; nothing in the bucket was changed$") as info:
         UploadProvider().update(created.id, created.outs, news)
     assert "\n" not in str(info.value)
     assert versions(s3_server, bucket) == before

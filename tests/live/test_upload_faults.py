@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from inference_platform.weights.s3 import providers as s3bucket
-from inference_platform.weights.s3.providers import BucketProvider, S3Error, SourceError, UploadProvider, sync_tree
+from inference_platform.weights.s3 import client as s3client
+from inference_platform.weights.s3 import manifest as s3manifest
+from inference_platform.weights.s3 import tree as s3tree
+from inference_platform.weights.s3 import upload as s3upload
+from inference_platform.weights.s3.bucket import BucketProvider
+from inference_platform.weights.s3.client import S3Error
+from inference_platform.weights.s3.tree import SourceError
+from inference_platform.weights.s3.upload import UploadProvider, sync_tree
 from tests.support.faultproxy import FaultProxy
 from tests.support.provider_process import file_modes_apply, run_provider
 
@@ -38,7 +44,7 @@ BIG_BYTES = PART + 1024 * 1024  # two parts
 @pytest.fixture(autouse=True)
 def small_parts(monkeypatch):
     # Multipart from 5 MiB (the smallest part S3 allows), as from 64 MiB in production.
-    monkeypatch.setattr(s3bucket, "MULTIPART_BYTES", PART)
+    monkeypatch.setattr(s3upload, "MULTIPART_BYTES", PART)
 
 
 def first_version() -> dict[str, bytes]:
@@ -85,7 +91,7 @@ class Deployed:
     def inputs(self) -> dict:
         """The upload's inputs as the program declares them now."""
         return self.via.props(bucket=self.bucket, source=str(self.root), prefix=PREFIX,
-                              fingerprint=s3bucket.fingerprint(str(self.root)))
+                              fingerprint=s3tree.fingerprint(str(self.root)))
 
     def bucket_props(self) -> dict:
         return self.via.props(bucket=self.bucket, versioning=True, noncurrentDays=7, forceDestroy=False)
@@ -125,7 +131,7 @@ def objects(d: Deployed) -> dict[str, bytes]:
 
 
 def manifest(d: Deployed) -> dict:
-    body = d.direct.client().get_object(Bucket=d.bucket, Key=s3bucket.manifest_key(PREFIX))["Body"].read()
+    body = d.direct.client().get_object(Bucket=d.bucket, Key=s3manifest.manifest_key(PREFIX))["Body"].read()
     return json.loads(body)
 
 
@@ -243,7 +249,7 @@ def test_unreadable_source_fails_before_the_bucket_changes(deployed, locked):
 
 def hooked(props: dict, operation: str, hook) -> tuple[object, Counter]:
     """The provider's own client, calling `hook(url)` just before each `operation` request is sent, counting calls."""
-    client = s3bucket.client(props)
+    client = s3client.client(props)
     calls: Counter = Counter()
     client.meta.events.register(f"before-send.s3.{operation}", lambda request, **_: hook(request.url))
     for op in ("PutObject", "CreateMultipartUpload", "CompleteMultipartUpload", "AbortMultipartUpload", "DeleteObjects"):
@@ -376,7 +382,7 @@ def test_what_cannot_be_uploaded_fails_before_the_bucket_changes(deployed, make,
     (d.root / "bert/vocab.txt").unlink()
     make(d.root)
     before = versions(d)
-    assert s3bucket.fingerprint(str(d.root)) == "unreadable"
+    assert s3tree.fingerprint(str(d.root)) == "unreadable"
     with pytest.raises(SourceError, match=message + ".*; nothing in the bucket was changed$") as failure:
         UploadProvider().update(d.id, d.outs, d.inputs())
     assert_one_line(str(failure.value))

@@ -8,7 +8,8 @@ import tomllib
 
 import pytest
 
-from inference_platform.weights.s3.providers import BUCKET_INPUTS, UPLOAD_INPUTS, BucketProvider, UploadProvider
+from inference_platform.weights.s3.bucket import BUCKET_INPUTS, BucketProvider
+from inference_platform.weights.s3.upload import UPLOAD_INPUTS, UploadProvider
 from platformctl.engine import render_stack
 from platformctl.propertypath import ANY, format_path, is_prefix, leaf_changes, parse, reset
 from platformctl.replacement import (

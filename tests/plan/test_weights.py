@@ -186,7 +186,7 @@ def test_model_repository_urls_from_a_weights_reference():
 def test_an_upload_whose_model_config_triton_refuses_is_refused(tmp_path):
     """Every config.pbtxt of an upload source is parsed with Triton's model config: a broken
     one fails the plan with the file named, and the upload itself refuses it too."""
-    from inference_platform.weights.s3 import providers as s3bucket
+    from inference_platform.weights.s3 import tree as s3tree
 
     (tmp_path / "good" / "1").mkdir(parents=True)
     (tmp_path / "good" / "config.pbtxt").write_text('name: "good"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')
@@ -199,11 +199,11 @@ def test_an_upload_whose_model_config_triton_refuses_is_refused(tmp_path):
     }
     secrets = ("s3AccessKeyId", "s3SecretAccessKey")
     assert render_raw(raw, secret_keys=secrets).of_type(UPLOAD)
-    s3bucket._refuse_broken_configs(str(tmp_path))
+    s3tree.refuse_broken_configs(str(tmp_path))
 
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "config.pbtxt").write_text('name: "bad"\ninstance_group [ { kind: KIND_GPUS } ]\n')
     with pytest.raises(ConfigError, match=r"uploads\[0\]\.source: bad/config\.pbtxt: invalid Triton model config: 2:"):
         render_raw(raw, secret_keys=secrets)
-    with pytest.raises(s3bucket.SourceError, match=r"bad/config\.pbtxt: .*; nothing was uploaded"):
-        s3bucket._refuse_broken_configs(str(tmp_path))
+    with pytest.raises(s3tree.SourceError, match=r"bad/config\.pbtxt: .*; nothing was uploaded"):
+        s3tree.refuse_broken_configs(str(tmp_path))

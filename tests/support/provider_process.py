@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import json, sys
-from inference_platform.weights.s3.providers import S3Error, UploadProvider
+from inference_platform.weights.s3.client import S3Error
+from inference_platform.weights.s3.upload import UploadProvider
 
 request = json.load(sys.stdin)
 try:

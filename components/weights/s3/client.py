@@ -1,0 +1,153 @@
+"""The boto3 client the providers use, its errors as one-line messages, and Content-MD5 checksums.
+
+Checksums: botocore (>= 1.36) puts a CRC32 header, not Content-MD5, on the operations the
+S3 API requires a checksum for (DeleteObjects, the bucket configuration PUTs); servers that
+predate flexible checksums refuse those. The client sends Content-MD5 there instead, and the
+uploads put it on every object and part (AWS and SeaweedFS refuse a body that does not match
+it); botocore adds no other checksum.
+
+A client is built afresh for every call from the resource's properties, where the credentials
+arrive as secret inputs: the providers hold none (see provider.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+CREDENTIAL_KEYS = ("accessKeyId", "secretAccessKey")
+# Error codes of servers that lack an optional feature (MinIO, Ceph RGW, ...).
+UNSUPPORTED_CODES = frozenset({"NotImplemented", "XNotImplemented", "MethodNotAllowed", "NotSupported"})
+CREDENTIAL_CODES = frozenset({
+    "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidClientTokenId", "InvalidSecurity",
+    "AccessDenied", "AuthorizationHeaderMalformed", "ExpiredToken", "InvalidToken",
+})
+_SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+
+
+class S3Error(Exception):
+    """A failure of a bucket or upload operation, phrased in one line for the person running `pulumi up`."""
+
+
+def plain(value: Any) -> Any:
+    # Secrets may arrive wrapped in Pulumi's wire signature when the engine keeps them.
+    if isinstance(value, dict) and value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
+        return value.get("value")
+    return value
+
+
+def endpoint_problem(endpoint: Any) -> Optional[str]:
+    """Why an endpoint URL is unusable, or None."""
+    if not isinstance(endpoint, str):
+        return "endpoint must be a URL such as https://s3.example.cloud"
+    parsed = urlparse(endpoint)
+    try:
+        parsed.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return f"endpoint {endpoint!r} has an invalid port"
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.path not in ("", "/"):
+        return f"endpoint {endpoint!r} is not a URL such as https://s3.example.cloud (scheme, host and optional port only)"
+    return None
+
+
+def client(props: dict[str, Any]):
+    """A fresh boto3 S3 client for the resource's endpoint, region and credentials."""
+    import boto3
+    from botocore.config import Config
+
+    endpoint = plain(props.get("endpoint"))
+    problem = endpoint_problem(endpoint)
+    if problem:
+        raise S3Error(problem)
+    key_id, secret = (plain(props.get(k)) for k in CREDENTIAL_KEYS)
+    if not key_id or not secret:
+        raise S3Error("S3 credentials are missing: set inference-platform:s3AccessKeyId and s3SecretAccessKey as secrets")
+    config = Config(
+        region_name=plain(props.get("region")) or "us-east-1",
+        # Path-style addressing works on every S3-compatible server. Checksums: see the module docstring
+        # (botocore's default, when_supported, would add CRC32 to every upload; not every server knows it).
+        s3={"addressing_style": "path"},
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+        retries={"max_attempts": 3, "mode": "standard"},
+        connect_timeout=10,
+        read_timeout=120,
+        max_pool_connections=32,
+    )
+    session = boto3.session.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
+    try:
+        s3 = session.client("s3", endpoint_url=endpoint, config=config)
+    except ValueError as err:
+        raise S3Error(f"endpoint {endpoint!r} is not usable: {err}") from None
+    s3.meta.events.register("before-sign.s3", md5_instead_of_flexible_checksum)
+    return s3
+
+
+def content_md5(body: bytes) -> str:
+    """The Content-MD5 header value of `body`."""
+    return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
+
+
+FLEXIBLE_CHECKSUM_HEADERS = ("x-amz-checksum-", "x-amz-sdk-checksum-algorithm")
+
+
+def md5_instead_of_flexible_checksum(request, **_) -> None:
+    """Before signing: where botocore put a flexible checksum on a body in memory, send Content-MD5 instead.
+
+    With ``request_checksum_calculation="when_required"`` botocore adds one only where
+    the API requires a checksum; AWS accepts Content-MD5 there, and so does every
+    server that predates flexible checksums (which refuse CRC32 alone).
+    """
+    flexible = [name for name in request.headers.keys() if name.lower().startswith(FLEXIBLE_CHECKSUM_HEADERS)]
+    if not flexible or not isinstance(request.body, (bytes, bytearray)):
+        return
+    for name in flexible + ["Content-MD5"]:
+        del request.headers[name]  # removes every copy; setting would add another
+    request.headers["Content-MD5"] = content_md5(bytes(request.body))
+
+
+def error_code(err: Exception) -> str:
+    return str(getattr(err, "response", {}).get("Error", {}).get("Code", ""))
+
+
+def http_status(err: Exception) -> int:
+    return int(getattr(err, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+def explain(err: Exception, what: str, endpoint: str) -> S3Error:
+    """Turn a botocore error into one clear sentence, on one line."""
+    if isinstance(err, S3Error):
+        return err
+    return S3Error(" ".join(_explanation(err, what, endpoint).split()))
+
+
+def _explanation(err: Exception, what: str, endpoint: str) -> str:
+    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+    if isinstance(err, EndpointConnectionError):
+        return f"{what}: cannot reach the S3 endpoint {endpoint} ({err})"
+    if isinstance(err, ClientError):
+        code, status = error_code(err), http_status(err)
+        message = err.response.get("Error", {}).get("Message", "")
+        if code in CREDENTIAL_CODES or status == 403:
+            return (
+                f"{what}: the S3 endpoint {endpoint} refused the credentials ({code or status}: {message}); "
+                "check the secrets inference-platform:s3AccessKeyId and s3SecretAccessKey"
+            )
+        return f"{what}: {code or status}: {message}".rstrip(": ")
+    if isinstance(err, BotoCoreError):
+        return f"{what}: S3 endpoint {endpoint}: {err}"
+    return f"{what}: {type(err).__name__}: {err}"
+
+
+def call_or_explain(props: dict[str, Any], what: str, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - every failure becomes one clear S3Error
+        raise explain(err, what, plain(props.get("endpoint"))) from None
+
+
+def unsupported(err: Exception) -> bool:
+    return error_code(err) in UNSUPPORTED_CODES or http_status(err) == 501
