@@ -24,16 +24,16 @@ class Registered(NamedTuple):
 
 COMPONENTS: dict[str, Registered] = {
     "InferencePlatform": Registered("platform", "settings.stack:Settings"),
-    "Cluster": Registered("cluster.cluster", "inputs:ClusterInputs"),
-    "GpuOperator": Registered("gpu.operator", "inputs:GpuOperatorInputs"),
-    "ColdStart": Registered("gpu.coldstart", "inputs:ColdStartInputs"),
-    "Mesh": Registered("mesh.mesh", "inputs:MeshInputs"),
-    "Observability": Registered("observability.observability", "inputs:ObservabilityInputs"),
-    "InferenceNamespaces": Registered("serving.namespaces", "inputs:InferenceNamespacesInputs"),
-    "WeightCaches": Registered("weights.caches", "inputs:WeightCachesInputs"),
-    "TritonService": Registered("serving.triton", "inputs:TritonServiceInputs"),
-    "InferenceGraph": Registered("serving.graphs", "inputs:InferenceGraphInputs"),
-    "ModelPipeline": Registered("tuning.pipeline", "inputs:ModelPipelineInputs"),
+    "Cluster": Registered("cluster.cluster", "cluster.inputs:ClusterInputs"),
+    "GpuOperator": Registered("gpu.operator", "gpu.inputs:GpuOperatorInputs"),
+    "ColdStart": Registered("gpu.coldstart", "gpu.inputs:ColdStartInputs"),
+    "Mesh": Registered("mesh.mesh", "mesh.inputs:MeshInputs"),
+    "Observability": Registered("observability.observability", "observability.inputs:ObservabilityInputs"),
+    "InferenceNamespaces": Registered("serving.namespaces", "serving.inputs:InferenceNamespacesInputs"),
+    "WeightCaches": Registered("weights.caches", "weights.inputs:WeightCachesInputs"),
+    "TritonService": Registered("serving.triton", "serving.inputs:TritonServiceInputs"),
+    "InferenceGraph": Registered("serving.graphs", "serving.inputs:InferenceGraphInputs"),
+    "ModelPipeline": Registered("tuning.pipeline", "tuning.inputs:ModelPipelineInputs"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Argument types of the components, generated from components/inputs.py and the settings
+"""Argument types of the components, generated from their inputs models and the settings
 models by `python -m platformctl docs`; do not edit. Keys are the models' Python names
 (the Pulumi schema and the stack file spell them in camelCase)."""
 

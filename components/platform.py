@@ -16,55 +16,63 @@ from typing import Optional, Union
 
 import pulumi
 
-from inference_platform import inputs
 from inference_platform.args import InferencePlatformArgs
 from inference_platform.cluster import autoscaler
 from inference_platform.cluster.cluster import Cluster
+from inference_platform.cluster.inputs import ClusterInputs
 from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
 from inference_platform.core.common import helm_release, init_component
 from inference_platform.gpu.coldstart import ColdStart
+from inference_platform.gpu.inputs import ColdStartInputs, GpuOperatorInputs
 from inference_platform.gpu.operator import GpuOperator
+from inference_platform.mesh.inputs import MeshInputs
 from inference_platform.mesh.mesh import Mesh, service_hosts
+from inference_platform.mesh.ref import MeshRef
+from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.observability import Observability
 from inference_platform.serving.graphs import InferenceGraph, kuberay_isolation, kuberay_operator_values
+from inference_platform.serving.inputs import InferenceGraphInputs, InferenceNamespacesInputs, TritonServiceInputs
 from inference_platform.serving.namespaces import InferenceNamespaces
 from inference_platform.serving.triton import TritonService
+from inference_platform.settings.component_args import M
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
+from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.pipeline import ModelPipeline
 from inference_platform.weights.caches import WeightCaches, namespaces_using
+from inference_platform.weights.inputs import WeightCachesInputs, WeightsRef
 
 
-def _given(model: type[inputs.M], **values) -> inputs.M:
+def _given(model: type[M], **values) -> M:
     """`model` of the values the stack sets: an unset one (None) keeps the model's default,
     as a key left out of a stack file does (the models refuse null)."""
     return model(**{key: value for key, value in values.items() if value is not None})
 
 
-def cluster_inputs(s: Settings) -> inputs.ClusterInputs:
-    return _given(inputs.ClusterInputs, cluster=s.cluster, production=s.production, kubeconfig=s.kubeconfig,
+def cluster_inputs(s: Settings) -> ClusterInputs:
+    return _given(ClusterInputs, cluster=s.cluster, production=s.production, kubeconfig=s.kubeconfig,
                   gpu_node_ready_seconds=gpu_node_ready_seconds(s))
 
 
-def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> inputs.GpuOperatorInputs:
-    return _given(inputs.GpuOperatorInputs, gpu_operator=s.gpu_operator, node_groups=s.cluster.node_groups,
+def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> GpuOperatorInputs:
+    return _given(GpuOperatorInputs, gpu_operator=s.gpu_operator, node_groups=s.cluster.node_groups,
                   magnum_labeller=s.cluster.magnum_labeller, cold_start=estimates)
 
 
-def cold_start_inputs(s: Settings) -> inputs.ColdStartInputs:
-    return inputs.ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.workloads)
+def cold_start_inputs(s: Settings) -> ColdStartInputs:
+    return ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.workloads)
 
 
-def mesh_inputs(s: Settings) -> inputs.MeshInputs:
-    return _given(inputs.MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts([*s.services, *s.graphs]), production=s.production,
+def mesh_inputs(s: Settings) -> MeshInputs:
+    return _given(MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts([*s.services, *s.graphs]), production=s.production,
                   storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot)
 
 
-def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> inputs.ObservabilityInputs:
+def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> ObservabilityInputs:
     return _given(
-        inputs.ObservabilityInputs,
+        ObservabilityInputs,
         observability=s.observability, ui=s.ui, production=s.production, services=s.services,
         gpu_groups=s.gpu_groups, tls=s.mesh.tls.enabled, mesh_installed=mesh.crds is not None,
         mesh_urls=mesh.urls, ui_urls=mesh.ui_urls, weights_s3=s.weight_caches.s3,
@@ -78,18 +86,18 @@ def ray_graphs(s: Settings) -> list:
     return [g for g in s.graphs if g.placement == "ray"]
 
 
-def namespaces_inputs(s: Settings) -> inputs.InferenceNamespacesInputs:
+def namespaces_inputs(s: Settings) -> InferenceNamespacesInputs:
     # The KubeRay operator runs in the mesh too: its calls to the Ray heads carry its identity.
     operator = {ep.RAY_NAMESPACE} if ray_graphs(s) else set()
-    return inputs.InferenceNamespacesInputs(
+    return InferenceNamespacesInputs(
         namespaces=sorted({svc.k8s_namespace for svc in s.services} | {g.k8s_namespace for g in s.graphs} | operator))
 
 
 def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate],
-                         namespaces: Optional[dict[str, pulumi.Resource]] = None) -> inputs.WeightCachesInputs:
+                         namespaces: Optional[dict[str, pulumi.Resource]] = None) -> WeightCachesInputs:
     # Names as the Namespaces output them: each claim and Secret waits for its namespace only.
     return _given(
-        inputs.WeightCachesInputs,
+        WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
         file_share_namespaces=namespaces_using(s.services, "fileShare", s.graphs),
         s3_namespaces=namespaces_using(s.services, "s3", s.graphs),
@@ -100,32 +108,32 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
     )
 
 
-def triton_inputs(s: Settings, index: int, mesh: inputs.MeshRef, weights: inputs.WeightsRef,
+def triton_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef,
                   estimates: list[GroupEstimate],
-                  tuning_priority_class: Optional[pulumi.Input[str]] = None) -> inputs.TritonServiceInputs:
+                  tuning_priority_class: Optional[pulumi.Input[str]] = None) -> TritonServiceInputs:
     svc = s.services[index]
     used = {v.gpu.group for v in svc.versions}
     return _given(
-        inputs.TritonServiceInputs,
+        TritonServiceInputs,
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
         cold_start=[e for e in estimates if e.group in used], mesh=mesh, tuning_priority_class=tuning_priority_class,
     )
 
 
-def graph_inputs(s: Settings, index: int, mesh: inputs.MeshRef, weights: inputs.WeightsRef) -> inputs.InferenceGraphInputs:
+def graph_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef) -> InferenceGraphInputs:
     graph = s.graphs[index]
     used = {step.gpu.group for step in graph.steps}
-    return inputs.InferenceGraphInputs(
+    return InferenceGraphInputs(
         graph=graph, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights, mesh=mesh,
     )
 
 
-def pipeline_inputs(s: Settings, weights: dict[str, inputs.WeightsRef],
-                    priority_class: Optional[pulumi.Input[str]] = None) -> inputs.ModelPipelineInputs:
+def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
+                    priority_class: Optional[pulumi.Input[str]] = None) -> ModelPipelineInputs:
     services = [svc for svc in s.services if svc.pipeline is not None]
     used = {v.gpu.group for svc in services for v in svc.versions if v.name == svc.pipeline.base_version}
     return _given(
-        inputs.ModelPipelineInputs,
+        ModelPipelineInputs,
         services=services, gpu_groups=[g for g in s.gpu_groups if g.name in used],
         weights={svc.k8s_namespace: weights[svc.k8s_namespace] for svc in services}, priority_class=priority_class,
     )

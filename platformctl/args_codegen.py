@@ -1,7 +1,8 @@
 """Generate components/args.py: the components' argument types, from the input models.
 
 A component's arguments are a TypedDict (what the Pulumi schema analyzer reads, and what a
-hosted component receives); the models in components/inputs.py (and the stack file's
+hosted component receives); the inputs model beside each component (`<package>/inputs.py`, named
+by the registry in components/__init__.py, with the stack file's
 settings models they hold) validate them and document every key. Each TypedDict here is
 written from one model, with its docstrings, so a key is documented in one place only.
 """
@@ -22,7 +23,7 @@ ARGS_FILE = Path(__file__).resolve().parent.parent / "components" / "args.py"
 # Component -> the model its arguments come from (the package's registry).
 COMPONENT_MODELS: dict[str, type[BaseModel]] = argument_models()
 
-HEADER = '''"""Argument types of the components, generated from components/inputs.py and the settings
+HEADER = '''"""Argument types of the components, generated from their inputs models and the settings
 models by `python -m platformctl docs`; do not edit. Keys are the models' Python names
 (the Pulumi schema and the stack file spell them in camelCase)."""
 

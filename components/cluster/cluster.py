@@ -13,9 +13,10 @@ import pulumi_openstack as openstack
 from inference_platform.args import ClusterArgs
 from inference_platform.cluster.autoscaler import NodeGroupAutoscaler
 from inference_platform.cluster.autoscaler import deployed as autoscaler_deployed
+from inference_platform.cluster.inputs import ClusterInputs
 from inference_platform.core.common import init_component, resource_opts
-from inference_platform.inputs import ClusterInputs, validated
 from inference_platform.settings.cluster import ClusterSettings, MagnumCluster, NodeGroup
+from inference_platform.settings.component_args import validated
 
 # node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
 # reads the live count back. Without this, the next `up` would resize every group to

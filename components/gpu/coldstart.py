@@ -23,9 +23,10 @@ from inference_platform.core.common import (
     resource_opts,
     standard_labels,
 )
+from inference_platform.gpu.inputs import ColdStartInputs
 from inference_platform.gpu.profiles import gpu_scheduling, placeholder_request
-from inference_platform.inputs import ColdStartInputs, validated
 from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.serving import Service
 
 NAMESPACE = ep.COLDSTART_NAMESPACE

@@ -20,11 +20,12 @@ from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
 from inference_platform.core.common import helm_release, init_component, namespace, resource_opts, standard_labels
 from inference_platform.core.node_contract import GPU_TAINT
+from inference_platform.gpu.inputs import GpuOperatorInputs
 from inference_platform.gpu.node_labels import device_plugin_config_name, group_taints, mig_config_name, tolerations
 from inference_platform.gpu.node_rules import CONTROL_PLANE_TAINT, NodeContract, NodeContractArgs
 from inference_platform.gpu.profiles import mig_mix
-from inference_platform.inputs import GpuOperatorInputs, validated
 from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.component_args import validated
 from inference_platform.timing.readiness import chart_timeout, custom_timeouts, node_join_budget
 
 NAMESPACE = ep.GPU_OPERATOR_NAMESPACE

@@ -21,12 +21,13 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from inference_platform import inputs
 from inference_platform.args import MeshArgs
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import init_component, resource_opts, standard_labels
+from inference_platform.mesh.inputs import MeshInputs
 from inference_platform.mesh.ref import GATEWAY, INGRESS_PRINCIPAL, MeshRef
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.mesh import GatewayTls
 from inference_platform.settings.serving import Service
 from inference_platform.timing.readiness import chart_timeout
@@ -64,18 +65,18 @@ def istiod_values() -> dict[str, Any]:
     }
 
 
-def gateway_values(a: inputs.MeshInputs) -> dict[str, Any]:
+def gateway_values(a: MeshInputs) -> dict[str, Any]:
     return {
         "service": {"type": "LoadBalancer", "annotations": dict(a.mesh.gateway_annotations)},
     }
 
 
-def ui_hosts(a: inputs.MeshInputs) -> list[str]:
+def ui_hosts(a: MeshInputs) -> list[str]:
     """The UI hosts the stack serves (Grafana only where observability installs it)."""
     return list(a.ui.hosts.values())
 
 
-def ui_urls(a: inputs.MeshInputs) -> dict[str, str]:
+def ui_urls(a: MeshInputs) -> dict[str, str]:
     """UI name -> the URL a browser opens."""
     return {name: ep.external_url(host, a.mesh.tls.enabled) for name, host in a.ui.hosts.items()}
 
@@ -94,7 +95,7 @@ def _servers(hosts: list[str], suffix: str, tls: GatewayTls) -> list[dict[str, A
     return [https, http]
 
 
-def gateway_spec(a: inputs.MeshInputs) -> dict[str, Any]:
+def gateway_spec(a: MeshInputs) -> dict[str, Any]:
     """The customer Gateway: the services' hosts, and the UI hosts on servers of their own."""
     servers: list[dict[str, Any]] = []
     for hosts, suffix in ((a.hosts, ""), (ui_hosts(a), "-ui")):
@@ -120,7 +121,7 @@ def ui_virtual_service_spec(name: str, host: str) -> dict[str, Any]:
     }
 
 
-def telemetry_spec(a: inputs.MeshInputs) -> dict[str, Any]:
+def telemetry_spec(a: MeshInputs) -> dict[str, Any]:
     return {
         "tracing": [
             {
@@ -162,7 +163,7 @@ def jaeger_config() -> dict[str, Any]:
     }
 
 
-def jaeger_values(a: inputs.MeshInputs) -> dict[str, Any]:
+def jaeger_values(a: MeshInputs) -> dict[str, Any]:
     values: dict[str, Any] = {"jaeger": {"image": {"tag": versions.JAEGER_IMAGE_TAG}}}
     if a.mesh.jaeger_storage == "persistent":
         values["userconfig"] = jaeger_config()
@@ -173,7 +174,7 @@ def jaeger_values(a: inputs.MeshInputs) -> dict[str, Any]:
     return values
 
 
-def kiali_auth(a: inputs.MeshInputs) -> dict[str, Any]:
+def kiali_auth(a: MeshInputs) -> dict[str, Any]:
     auth: dict[str, Any] = {"strategy": a.mesh.kiali_auth}
     oidc = a.mesh.kiali_openid
     if oidc is not None:
@@ -182,7 +183,7 @@ def kiali_auth(a: inputs.MeshInputs) -> dict[str, Any]:
     return auth
 
 
-def kiali_server(a: inputs.MeshInputs) -> dict[str, Any]:
+def kiali_server(a: MeshInputs) -> dict[str, Any]:
     """Kiali's public address when it has a host: at the host's root, so redirects and the
     openid callback (`https://<host>/`) point where the browser is."""
     if a.ui.kiali is None:
@@ -194,7 +195,7 @@ def kiali_server(a: inputs.MeshInputs) -> dict[str, Any]:
     }
 
 
-def kiali_values(a: inputs.MeshInputs) -> dict[str, Any]:
+def kiali_values(a: MeshInputs) -> dict[str, Any]:
     urls = ui_urls(a)
     tracing: dict[str, Any] = {
         "enabled": True,
@@ -236,7 +237,7 @@ class Mesh(pulumi.ComponentResource):
     """Browser URLs of the UIs the gateway serves on hosts of their own (Grafana, Kiali)."""
 
     def __init__(self, name: str, args: MeshArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        a = inputs.validated(inputs.MeshInputs, args, "Mesh")
+        a = validated(MeshInputs, args, "Mesh")
         init_component(self, "Mesh", name, opts)
         # Without the mesh these name the Gateway and principal the cluster's own Istio must provide.
         self.gateway = GATEWAY
@@ -256,7 +257,7 @@ class Mesh(pulumi.ComponentResource):
         self.register_outputs({"gateway": self.gateway, "ingressNamespace": self.ingress_namespace,
                                "ingressPrincipal": self.ingress_principal, "urls": self.urls, "uiUrls": self.ui_urls})
 
-    def _install(self, name: str, a: inputs.MeshInputs) -> None:
+    def _install(self, name: str, a: MeshInputs) -> None:
         def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
             return resource_opts(self, depends_on=deps)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform import inputs
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.core.node_contract import GROUP_LABEL
+from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.settings.observability import AlertingSettings, AlertReceiver
 from inference_platform.settings.serving import Service
 
@@ -293,7 +293,7 @@ def _service_rules(services: list[Service]) -> list[dict[str, Any]]:
     ]
 
 
-def _gpu_rules(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
+def _gpu_rules(a: ObservabilityInputs) -> list[dict[str, Any]]:
     t = a.observability.alerts
     gpu = [
         _alert(
@@ -341,7 +341,7 @@ def _gpu_rules(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
     return gpu
 
 
-def rule_groups(a: inputs.ObservabilityInputs) -> list[dict[str, Any]]:
+def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
     t = a.observability.alerts
     triton = [
         _alert(

@@ -21,14 +21,15 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 import yaml
 
-from inference_platform import inputs
 from inference_platform.args import ObservabilityArgs
 from inference_platform.cluster import autoscaler
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import init_component, resource_opts, shipped_dir, standard_labels
 from inference_platform.observability import alerts
+from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.serving import Service
 from inference_platform.settings.weights import loki_bucket_name
 from inference_platform.timing.readiness import chart_timeout
@@ -80,7 +81,7 @@ def datasources(mesh_urls: dict[str, str]) -> list[dict[str, Any]]:
     return sources
 
 
-def grafana_ini(a: inputs.ObservabilityInputs) -> dict[str, Any]:
+def grafana_ini(a: ObservabilityInputs) -> dict[str, Any]:
     """grafana.ini sections for a Grafana served on its own host: its public root URL (links,
     redirects, the OAuth callback) and, with auth `oidc`, the generic OAuth login."""
     ui = a.ui.grafana
@@ -108,7 +109,7 @@ def grafana_ini(a: inputs.ObservabilityInputs) -> dict[str, Any]:
     return ini
 
 
-def grafana_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
+def grafana_values(a: ObservabilityInputs) -> dict[str, Any]:
     """The grafana subchart's values inside kube-prometheus-stack."""
     values: dict[str, Any] = {
         "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
@@ -132,7 +133,7 @@ def grafana_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
     return values
 
 
-def kube_prometheus_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
+def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:
     o = a.observability
     allow_pods = ",".join(POD_LABELS)
     return {
@@ -174,7 +175,7 @@ def alertmanager_values() -> dict[str, Any]:
     return {"alertmanagerSpec": {"useExistingSecret": True}}
 
 
-def alertmanager_config_text(a: inputs.ObservabilityInputs) -> str:
+def alertmanager_config_text(a: ObservabilityInputs) -> str:
     secrets = {name: value.get_secret_value() for name, value in a.alert_receiver_secrets.items()}
     return yaml.safe_dump(alerts.alertmanager_config(a.observability.alerting, secrets), sort_keys=False)
 
@@ -205,7 +206,7 @@ def adapter_values() -> dict[str, Any]:
     }
 
 
-def loki_values(a: inputs.ObservabilityInputs) -> dict[str, Any]:
+def loki_values(a: ObservabilityInputs) -> dict[str, Any]:
     o = a.observability
     store = "s3" if o.loki_storage == "s3" else "filesystem"
     loki: dict[str, Any] = {
@@ -382,7 +383,7 @@ class Observability(pulumi.ComponentResource):
     """Secret. Grafana's admin password (user `admin`); unset when observability is not installed."""
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        a = inputs.validated(inputs.ObservabilityInputs, args, "Observability")
+        a = validated(ObservabilityInputs, args, "Observability")
         init_component(self, "Observability", name, opts)
         self.namespace = ep.MONITORING_NAMESPACE
         # The kube-prometheus-stack release, which installs the ServiceMonitor/PodMonitor/PrometheusRule
@@ -397,7 +398,7 @@ class Observability(pulumi.ComponentResource):
         self.register_outputs({"namespace": self.namespace, "urls": self.urls, "uiUrls": self.ui_urls,
                                "grafanaAdminPassword": self.grafana_admin_password})
 
-    def _install(self, name: str, a: inputs.ObservabilityInputs) -> None:
+    def _install(self, name: str, a: ObservabilityInputs) -> None:
         def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
             return resource_opts(self, depends_on=deps)
 

@@ -38,15 +38,17 @@ from inference_platform.core.common import (
 )
 from inference_platform.core.grammar import quantity
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
-from inference_platform.inputs import InferenceGraphInputs, WeightsRef, validated
 from inference_platform.mesh.routes import envoy_duration, unauthorized_route
 from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
 from inference_platform.observability.metrics import pod_monitor_spec
+from inference_platform.serving.inputs import InferenceGraphInputs
 from inference_platform.serving.model_config import ensemble_config
 from inference_platform.serving.triton import TritonService
 from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.graphs import Graph, GraphStep, graph_workload
+from inference_platform.weights.inputs import WeightsRef
 
 SERVE_PORT = 8000
 DASHBOARD_PORT = 8265

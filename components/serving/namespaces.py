@@ -13,7 +13,8 @@ import pulumi_kubernetes as k8s
 
 from inference_platform.args import InferenceNamespacesArgs
 from inference_platform.core.common import init_component, resource_opts, standard_labels
-from inference_platform.inputs import InferenceNamespacesInputs, validated
+from inference_platform.serving.inputs import InferenceNamespacesInputs
+from inference_platform.settings.component_args import validated
 
 
 class InferenceNamespaces(pulumi.ComponentResource):

@@ -31,10 +31,10 @@ from inference_platform.core import hardening
 from inference_platform.core.common import from_namespace, init_component, resource_opts, standard_labels
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
-from inference_platform.inputs import TritonServiceInputs, validated
 from inference_platform.mesh.routes import envoy_duration, unauthorized_route
 from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL, pod_monitor_spec
+from inference_platform.serving.inputs import TritonServiceInputs
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
 from inference_platform.serving.triton_server import (
     GRPC_PORT,
@@ -50,6 +50,7 @@ from inference_platform.serving.triton_server import (
     triton_args,
 )
 from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
 from inference_platform.settings.serving import Autoscaling, Service, Version, deployment_name
 from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate

@@ -11,12 +11,12 @@ import pulumi
 
 from inference_platform.core.common import restricted_security_context
 from inference_platform.gpu.profiles import container_resources
-from inference_platform.inputs import WeightsRef
 from inference_platform.observability.metrics import TRITON_METRICS_PORT
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.serving import Version
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG
 from inference_platform.weights.caches import triton_s3_url
+from inference_platform.weights.inputs import WeightsRef
 
 HTTP_PORT, GRPC_PORT = 8000, 8001
 # The tritonserver images run as the triton-server user (uid 1000).

@@ -56,12 +56,13 @@ from inference_platform.core.common import (
     standard_labels,
 )
 from inference_platform.gpu.profiles import container_resources
-from inference_platform.inputs import ModelPipelineInputs, WeightsRef, validated
 from inference_platform.serving.model_config import model_config_pb2, parse_model_config
 from inference_platform.serving.triton_server import analysis_server
 from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.serving import Service, Version
 from inference_platform.settings.tuning import ServicePipeline, TuningGoals
+from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.runs import (
     ANALYZER_CONFIG,
     HTTP_PORT,
@@ -82,6 +83,7 @@ from inference_platform.tuning.runs import (
     tools_files,
     tools_volume,
 )
+from inference_platform.weights.inputs import WeightsRef
 
 NAMESPACE = ep.ARGO_NAMESPACE
 RELEASE = "argo-workflows"

@@ -31,11 +31,12 @@ import pulumi_openstack as openstack
 
 from inference_platform.args import WeightCachesArgs
 from inference_platform.core.common import init_component, resource_opts, standard_labels
-from inference_platform.inputs import WeightCachesInputs, WeightsRef, validated
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.graphs import Graph
 from inference_platform.settings.serving import Service
 from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, FileShareCache
 from inference_platform.tuning.presets import all_presets, upload_variants
+from inference_platform.weights.inputs import WeightCachesInputs, WeightsRef
 from inference_platform.weights.s3.bucket import S3Bucket
 from inference_platform.weights.s3.upload import WeightUpload
 from inference_platform.weights.s3mount import S3BucketMount

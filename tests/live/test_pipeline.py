@@ -20,12 +20,13 @@ import yaml
 
 from inference_platform.core import versions
 from inference_platform.gpu.profiles import group_demands
-from inference_platform.inputs import ModelPipelineInputs, validated
 from inference_platform.serving.model_config import parse_model_config
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from inference_platform.tuning import pipeline
 from inference_platform.tuning import runs as tuning
+from inference_platform.tuning.inputs import ModelPipelineInputs
 from model_tools import publish
 from platformctl.patch import apply_patch, canary_patch, read_patch
 from platformctl.plan import HELM_RELEASE, is_k8s_object, manifest

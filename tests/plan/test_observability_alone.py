@@ -7,9 +7,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from inference_platform import inputs
 from inference_platform.core import endpoints as ep
 from inference_platform.observability import alerts
+from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.observability import Observability
 from inference_platform.settings.errors import ConfigError
 from platformctl.engine import SECRET, _run
@@ -85,7 +85,7 @@ def test_installs_the_stack_through_the_given_provider(alone):
 def test_rules_watch_the_given_services_and_groups(alone):
     plan, _ = alone
     [rule] = plan.of_type(RULE)
-    expected = alerts.rule_groups(inputs.ObservabilityInputs.model_validate(ARGS))
+    expected = alerts.rule_groups(ObservabilityInputs.model_validate(ARGS))
     assert rule.inputs["spec"]["groups"] == expected
     endpoints = next(g for g in expected if g["name"] == "inference-platform.endpoints")["rules"]
     assert [r["labels"]["url"] for r in endpoints] == ["https://shop.example.com"]

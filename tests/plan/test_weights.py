@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from inference_platform.inputs import WeightsRef
 from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.errors import ConfigError
 from inference_platform.weights.caches import (
@@ -16,6 +15,7 @@ from inference_platform.weights.caches import (
     preferred_export,
     triton_s3_url,
 )
+from inference_platform.weights.inputs import WeightsRef
 from platformctl.plan import manifest
 from tests.conftest import base_config, render_raw, stack_plan
 from tests.support import conformance

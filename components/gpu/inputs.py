@@ -1,0 +1,41 @@
+"""What GpuOperator and ColdStart take: their settings and the names they consume."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+from inference_platform.settings.base import Model
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
+from inference_platform.settings.serving import Service
+from inference_platform.timing.estimates import GroupEstimate
+
+
+class GpuOperatorInputs(Model):
+    """The NVIDIA GPU operator, its MIG and sharing configs, and the GPU node contract on the node groups."""
+
+    gpu_operator: GpuOperatorSettings = GpuOperatorSettings()
+    """Driver mode and DCGM exporter (the stack file's `gpuOperator`)."""
+    node_groups: list[NodeGroup] = Field(min_length=1)
+    """The cluster's node groups: GPU groups get the node contract, every group's taints are tolerated by the operator's node agents."""
+    magnum_labeller: Optional[str] = None
+    """The Magnum driver that labels the nodes (`magnum-cluster-api`, `magnum-capi-helm`, `heat`); unset on an existing cluster."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate: how long a joining GPU node takes before the operator's pods run on it (the Helm wait allows for it)."""
+
+    @property
+    def gpu_groups(self) -> list[NodeGroup]:
+        return [g for g in self.node_groups if g.is_gpu]
+
+
+class ColdStartInputs(Model):
+    """Spare GPU capacity (placeholder pods) and image pre-pull on the GPU node groups."""
+
+    cold_start: ColdStartSettings = ColdStartSettings()
+    """Spare slots per group and image pre-pull (the stack file's `coldStart`)."""
+    gpu_groups: list[NodeGroup] = []
+    """The GPU node groups."""
+    services: list[Service] = []
+    """The services placed on those groups: their images are pre-pulled, and a spare slot is sized like the first version on its group."""

@@ -1,0 +1,36 @@
+"""What Mesh takes: its settings and the names it consumes."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+from inference_platform.settings.base import Host, Model
+from inference_platform.settings.checks import ANONYMOUS_KIALI
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.mesh import MeshSettings
+from inference_platform.settings.ui import UiSettings
+
+
+class MeshInputs(Model):
+    """Istio (base, istiod, ingress gateway), the customer Gateway, Jaeger and Kiali."""
+
+    mesh: MeshSettings = MeshSettings()
+    """Mesh settings (the stack file's `mesh`)."""
+    ui: UiSettings = UiSettings()
+    """Hosts on which Grafana and Kiali are served through the gateway."""
+    hosts: list[Host] = []
+    """Host names of the inference services the customer Gateway serves."""
+    production: bool = False
+    """Protect Jaeger's volume; anonymous Kiali is refused."""
+    storage_class: Optional[str] = None
+    """StorageClass of Jaeger's volume (default: the cluster's)."""
+    node_boot_seconds: int = Field(default=120, ge=0, le=7200)
+    """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
+
+    def problems(self) -> list[tuple[KeyPath, str]]:
+        """What the stack file's cross checks refuse, for the component used alone."""
+        if self.production and self.mesh.kiali_auth == "anonymous":
+            return [(("mesh", "kiali_auth"), ANONYMOUS_KIALI)]
+        return []

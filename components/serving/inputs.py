@@ -1,0 +1,94 @@
+"""What InferenceNamespaces, TritonService and InferenceGraph take: their settings and the names
+they consume, the mesh and the weight caches as one handle each (`MeshRef`, `WeightsRef`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+from pydantic import AfterValidator, Field, field_validator
+
+from inference_platform.core.input_types import NameInput
+from inference_platform.mesh.ref import MeshRef
+from inference_platform.serving.model_config import ModelConfigError, parse_model_config
+from inference_platform.settings.base import DnsLabel, Model, TritonModelName
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.graphs import Graph, graph_problems
+from inference_platform.settings.serving import Service, service_problems
+from inference_platform.timing.estimates import GroupEstimate
+from inference_platform.weights.inputs import WeightsRef, missing_weights
+
+
+class InferenceNamespacesInputs(Model):
+    """Namespaces of the inference services: sidecar injection and STRICT mTLS for everything in them."""
+
+    namespaces: list[DnsLabel] = []
+    """Namespace names, each created once."""
+
+
+def _model_config_text(text: str) -> str:
+    try:
+        parse_model_config(text, "config.pbtxt")
+    except ModelConfigError as err:
+        raise ValueError(err.reason) from None  # the key path names the model
+    return text
+
+
+ModelConfigText = Annotated[str, AfterValidator(_model_config_text)]
+
+
+class TritonServiceInputs(Model):
+    """One Triton inference service: its versions with canary weights, autoscaling, auth, routing and monitoring."""
+
+    service: Service
+    """The service (one entry of the stack file's `services`)."""
+    gpu_groups: list[NodeGroup] = Field(min_length=1)
+    """The GPU node groups its versions run on."""
+    weights: WeightsRef = WeightsRef()
+    """Where the versions' model repositories are read."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
+    mesh: MeshRef = MeshRef()
+    """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
+    tuning_priority_class: Optional[NameInput] = None
+    """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (README "Tuning a model")."""
+    model_configs: dict[TritonModelName, ModelConfigText] = {}
+    """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
+
+    @field_validator("model_configs")
+    @classmethod
+    def _named_as_keyed(cls, configs: dict[str, str]) -> dict[str, str]:
+        # Triton loads a model only from the directory of its name (model_repository_manager.cc:
+        # "directory name must equal model name"); an empty name becomes the directory's.
+        for model, text in configs.items():
+            named = parse_model_config(text, f"model_configs.{model}").name
+            if named and named != model:
+                raise ValueError(f"the config of model {model!r} names model {named!r}; "
+                                 f"allowed: name: \"{model}\", or no name")
+        return configs
+
+    def problems(self) -> list[tuple[KeyPath, str]]:
+        """The stack file's checks of one service, with the same messages, and that `weights`
+        names what each version's cache needs."""
+        found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
+        return found + missing_weights(self.weights, ((("service", "versions", vi), v.model_repository)
+                                                      for vi, v in enumerate(self.service.versions)))
+
+
+class InferenceGraphInputs(Model):
+    """A chain of Triton models: a Triton ensemble on one GPU share, or a KubeRay RayService across nodes."""
+
+    graph: Graph
+    """The graph (one entry of the stack file's `graphs`)."""
+    gpu_groups: list[NodeGroup] = Field(min_length=1)
+    """The GPU node groups its steps run on."""
+    weights: WeightsRef = WeightsRef()
+    """Where the steps' model repositories are read."""
+    mesh: MeshRef = MeshRef()
+    """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
+
+    def problems(self) -> list[tuple[KeyPath, str]]:
+        """The stack file's checks of one graph, and that `weights` names what each step's cache needs."""
+        found = [(("graph", *path), why) for path, why in graph_problems(self.graph, {g.name: g for g in self.gpu_groups})]
+        return found + missing_weights(self.weights, ((("graph", "steps", si), step.model_repository)
+                                                      for si, step in enumerate(self.graph.steps)))
