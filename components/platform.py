@@ -4,7 +4,7 @@ This is the only module that sees the whole stack's `Settings` and the only one 
 knows the order in which parts are built: cluster -> (kubernetes Provider) -> mesh ->
 observability -> GPU stack -> inference namespaces -> weight caches -> Triton services ->
 inference graphs (with the KubeRay operator for those on Ray) -> the model pipeline (Argo Workflows).
-Each component gets its own inputs (components/inputs.py): its settings and the names
+Each component gets its own inputs (components/<package>/inputs.py): its settings and the names
 it consumes from the parts before it. Build order only makes handles available; `pulumi
 up` orders by dependencies: each component `dependsOn` the parts it needs (the GPU
 operator after the monitoring CRDs, inference namespaces after istiod), which

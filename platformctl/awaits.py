@@ -3,7 +3,7 @@
 The await rules are pulumi-kubernetes' own, recorded as data with the file they come from
 (`provider/pkg/...` in pulumi/pulumi-kubernetes at commit 94977969, v4.32.0 plus 27
 commits, the newest source available to us; the pinned SDK is 4.34.2). The budgets come
-from components/readiness.py. A wait shorter than its budget, a wait on pods that stay
+from components/timing/readiness.py. A wait shorter than its budget, a wait on pods that stay
 Pending by design, an unawaited Triton rollout, or an object depending on a slow rollout
 is a violation.
 """

@@ -1,7 +1,7 @@
 """Which input changes make `pulumi up` replace a resource, per resource type.
 
 The rules are data read from the providers' own sources at the pinned versions
-(`SOURCES`; tests/test_replacement.py fails when a pin moves and they were not
+(`SOURCES`; tests/plan/test_replacement.py fails when a pin moves and they were not
 re-read). Paths are in the language of propertypath.py. A change at or below a rule
 path forces a replacement; so does a change above one that adds or removes what the
 rule names (a whole `spec.selector` appearing). `rules_for` resolves a resource to

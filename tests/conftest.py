@@ -63,7 +63,7 @@ def as_magnum(raw: dict) -> dict:
 
 
 # Magnum's Heat driver boots Fedora CoreOS only, where the NVIDIA driver must come with the
-# image (components/driver_support.py).
+# image (components/core/driver_support.py).
 HEAT = {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1",
         "template": {"image": "fedora-coreos-40-nvidia", "os": "fedora-coreos"}}
 

@@ -19,7 +19,7 @@ from inference_platform.settings.serving import Service
 
 # kube-state-metrics turns the allow-listed label into label_<name with _>.
 NODE_GROUP_LABEL = "label_" + GROUP_LABEL.replace("/", "_").replace("-", "_").replace(".", "_")
-# Spare-capacity placeholder pods run at this PriorityClass (components/coldstart.py).
+# Spare-capacity placeholder pods run at this PriorityClass (components/gpu/coldstart.py).
 PLACEHOLDER_PRIORITY_CLASS = "gpu-placeholder"
 # Extended GPU resources as kube-state-metrics names them (nvidia.com/gpu -> nvidia_com_gpu).
 GPU_RESOURCE_REGEX = "nvidia_com_.*"

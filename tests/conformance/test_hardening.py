@@ -1,5 +1,5 @@
 """Hardening: checkov's Kubernetes checks pass on every example stack, and every deliberate
-exception is recorded in components/hardening.py and rendered as a skip annotation."""
+exception is recorded in components/core/hardening.py and rendered as a skip annotation."""
 
 from __future__ import annotations
 

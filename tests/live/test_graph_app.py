@@ -107,7 +107,7 @@ def test_tensors_cross_json_both_ways():
 
 
 def test_the_rendered_serve_config_is_one_serve_and_graph_app_accept():
-    """What components/graphs.py renders for the example stack: Serve's own schema takes it,
+    """What components/serving/graphs.py renders for the example stack: Serve's own schema takes it,
     graph_app reads its args, and its deployment entries name graph_app's deployments."""
     (service,) = [manifest(r) for r in stack_plan("studio-dev").resources
                   if is_k8s_object(r) and r.inputs.get("kind") == "RayService"]
@@ -138,7 +138,7 @@ APP, ORPHAN = "chain", "orphan"
 
 
 def step_deployment(name: str, replicas: int) -> dict:
-    """A step's entry as serveConfigV2 has it (components/graphs.py), without GPUs."""
+    """A step's entry as serveConfigV2 has it (components/serving/graphs.py), without GPUs."""
     return {"name": name,
             "autoscaling_config": {"min_replicas": replicas, "max_replicas": replicas, "target_ongoing_requests": 2},
             "ray_actor_options": {"num_cpus": 1, "num_gpus": 0, "resources": {name: 1}}}

@@ -1,5 +1,5 @@
 """The project's modules import each other without cycles, and checking a stack's settings
-loads no module that builds resources (tests/import_graph.py reads the imports)."""
+loads no module that builds resources (tests/support/import_graph.py reads the imports)."""
 
 from __future__ import annotations
 
