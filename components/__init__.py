@@ -49,3 +49,10 @@ def component_classes() -> list[type]:
 def argument_models() -> dict[str, type]:
     """Component name -> the pydantic model its arguments come from."""
     return {name: _load(*r.arguments.split(":")) for name, r in COMPONENTS.items()}
+
+
+def __getattr__(name: str):
+    """`from inference_platform import TritonService`: a registered component, loaded on first use."""
+    if name in COMPONENTS:
+        return _load(COMPONENTS[name].module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

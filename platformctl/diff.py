@@ -313,7 +313,7 @@ def _take_over(ra, rb, stack: str) -> tuple[dict[str, dict[str, Any]], dict[str,
 # in. The engine asks that provider's own diff (pulumi/dynamic/__main__.py, Diff), and ours
 # compare only their declared inputs, so a provider that moved module is no change: the state
 # keeps its old reference until a real update, and the old module path must keep loading
-# (components/weights/s3/).
+# (components/s3bucket.py).
 DYNAMIC_PREFIX = "pulumi-python:dynamic/"
 
 

@@ -43,7 +43,7 @@ RELEASES: dict[str, Release] = {
         pickled_modules={},
     ),
     # The package `inference_platform` in subpackages: type tokens and logical names unchanged.
-    "0.2.0": Release(type_tokens={}, pickled_modules={"components.s3bucket": "components/weights/s3/"}),
+    "0.2.0": Release(type_tokens={}, pickled_modules={"components.s3bucket": "components/s3bucket.py"}),
 }
 
 

@@ -24,3 +24,10 @@ def test_every_pickled_module_a_state_may_hold_still_imports_from_the_project_di
             done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False)
             assert done.returncode == 0, done.stderr
             assert all(name.startswith("inference_platform.weights.s3.") for name in done.stdout.split())
+
+
+def test_every_registered_component_imports_from_the_package_top():
+    import inference_platform
+
+    for name in COMPONENTS:
+        assert getattr(inference_platform, name).__name__ == name

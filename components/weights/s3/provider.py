@@ -5,7 +5,7 @@ dill into the resource's ``__provider`` input and loads it there. So the provide
 no state at all (no client, lock or credential): every call builds its own client from the
 resource's properties, where the credentials arrive as secret inputs. The classes are pickled
 by reference, so the provider process (started in the project directory) imports their modules
-(bucket.py, upload.py; states written before 0.2 name components/weights/s3/); they must stay
+(bucket.py, upload.py; states written before 0.2 name components/s3bucket.py); they must stay
 free of side effects at import time.
 """
 
