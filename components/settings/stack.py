@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional, get_args
 
-from pydantic import BeforeValidator, SecretStr
+from pydantic import BaseModel, BeforeValidator, SecretStr
 
 from inference_platform.core import grammar
 from inference_platform.settings.base import Model, _checked, _top_level_bool
@@ -76,7 +76,12 @@ class Settings(Model):
 
 
 def _holds_secret(annotation: Any) -> bool:
-    return annotation is SecretStr or any(_holds_secret(a) for a in get_args(annotation))
+    """A SecretStr anywhere inside: in the type's arguments or in a nested model's fields."""
+    if annotation is SecretStr:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return any(_holds_secret(f.annotation) for f in annotation.model_fields.values())
+    return any(_holds_secret(a) for a in get_args(annotation))
 
 
 # The top-level keys whose values are secrets: a stack file must give them as secure values.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from pydantic import ValidationError
 
@@ -372,9 +374,29 @@ def test_secret_keys_are_the_top_level_keys_that_hold_a_secret():
     from pydantic import SecretStr, create_model
 
     from inference_platform.settings import stack
+    from inference_platform.settings.base import Model
 
     assert stack.SECRET_KEYS == ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcClientSecret",
                                  "alertReceiverSecrets")
     # A new secret field, at any depth of its annotation, joins them.
-    grown = create_model("Grown", __base__=stack.Settings, registry_token=(Optional[dict[str, list[SecretStr]]], None))
-    assert "registryToken" in tuple(f.alias or n for n, f in grown.model_fields.items() if stack._holds_secret(f.annotation))
+    token = create_model("Token", __base__=Model, value=(SecretStr, ...))
+    grown = create_model("Grown", __base__=stack.Settings, registry_token=(Optional[dict[str, list[SecretStr]]], None),
+                         registry_tokens=(list[token], []), registry_user=(str, "pull"))
+    held = tuple(f.alias or n for n, f in grown.model_fields.items() if stack._holds_secret(f.annotation))
+    assert held == (*stack.SECRET_KEYS, "registryToken", "registryTokens")
+
+
+def test_clashing_deployment_names_are_refused_by_the_loader():
+    raw = base_config()
+    svc = raw["services"][0]
+    raw["services"] = [
+        dict(copy.deepcopy(svc), name="a-b", namespace="shared", hosts=["a-b.example.com"]),
+        dict(copy.deepcopy(svc), name="a", namespace="shared", hosts=["a.example.com"]),
+    ]
+    raw["services"][0]["versions"][0]["name"] = "c"
+    raw["services"][1]["versions"][0]["name"] = "b-c"
+    raw["cluster"]["nodeGroups"][1]["maxNodes"] = 4
+    with pytest.raises(ConfigError) as err:
+        parse_settings(raw, "stacks/Pulumi.t.yaml")
+    assert err.value.paths == ["inference-platform:services[1].versions[0].name"]
+    assert "Deployment name 'a-b-c' in namespace 'shared' is already a-b/c's" in str(err.value)
