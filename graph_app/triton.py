@@ -9,7 +9,7 @@ KServe `datatype` and `Model.infer(inputs=..., output_memory_type="cpu")` yieldi
 whose `outputs` are Tensors (_model.py; the "cpu" form as in python/test/test_api.py), read
 with `to_bytes_array()` for BYTES and `numpy.from_dlpack` otherwise (_tensor.py).
 
-This module is exercised here only by resolving its import path (tests/live/test_graph_app.py);
+This module is exercised here only by resolving its import path (tests/test_graph_app.py);
 the Ray tests run the same application with stand-in backends.
 """
 
