@@ -35,12 +35,14 @@ from .errors import UsageError
 from .gpu_report import gpu_report
 from .invariants import PlanInvariantError, check_plan
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
-from .stack_names import RULE, InvalidStackName, check_stack_name, shown
+from .stack_names import RULE, InvalidStackName, check_stack_name, known_stacks, shown
 
 
 def _existing_stack_file(path: Path) -> Path:
     if not path.is_file():
-        raise UsageError(f"no stack file {shown_path(path)}")
+        stacks = known_stacks(ROOT / "stacks")
+        listed = f"; stacks in stacks/: {', '.join(stacks)}" if stacks else "; stacks/ holds no stack file"
+        raise UsageError(f"no stack file {shown_path(path)}{listed} (or give --stack-file FILE)")
     return path
 
 

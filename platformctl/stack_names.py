@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from .errors import UsageError
 
@@ -26,8 +27,21 @@ def shown(text: str, limit: int = 80) -> str:
     return repr(text)
 
 
+_STACK_FILE = re.compile(r"(?:.*/)?Pulumi\.([a-z0-9][a-z0-9._-]*)\.ya?ml")
+
+
 def check_stack_name(name: str) -> str:
     """The name itself when it is a plain stack name; no separator or `..` can reach a path."""
     if len(name) > MAX_LENGTH or not _GRAMMAR.fullmatch(name) or ".." in name:
-        raise InvalidStackName(f"invalid stack name {shown(name)}: {RULE}")
+        hint = ""
+        if (m := _STACK_FILE.fullmatch(name)) and ".." not in m.group(1):
+            # A stack file's path where a name belongs: say both ways to plan it.
+            hint = f"; for that file give the stack's name, {m.group(1)!r}, or --stack-file {shown(name)}"
+        raise InvalidStackName(f"invalid stack name {shown(name)}: {RULE}{hint}")
     return name
+
+
+def known_stacks(stacks_dir: Path) -> list[str]:
+    """The stacks whose files are in stacks_dir (Pulumi.<stack>.yaml), by name."""
+    names = (p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml"))
+    return sorted(n for n in names if _GRAMMAR.fullmatch(n) and ".." not in n)

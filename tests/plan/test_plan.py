@@ -56,6 +56,13 @@ def test_missing_stack_exits_2():
     result = run_ctl("plan", "no-such-stack")
     assert result.returncode == 2
     assert "no stack file stacks/Pulumi.no-such-stack.yaml" in result.stderr
+    assert f"stacks in stacks/: {', '.join(STACKS)}" in result.stderr and "--stack-file" in result.stderr
+
+
+def test_a_stack_file_path_given_as_the_stack_name_gets_both_ways_to_plan_it():
+    result = run_ctl("plan", "stacks/Pulumi.demo-dev.yaml")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "give the stack's name, 'demo-dev', or --stack-file 'stacks/Pulumi.demo-dev.yaml'" in result.stderr
 
 
 @pytest.mark.parametrize("stack", STACKS)
