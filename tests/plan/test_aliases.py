@@ -13,7 +13,8 @@ import pytest
 
 from platformctl.__main__ import main
 from platformctl.aliases import resolve
-from platformctl.diff import NotAPlan, diff_plans, exit_code, format_diff, load_plan_json
+from platformctl.diff import NotAPlan, diff_plans, exit_code, load_plan_json
+from platformctl.diff_view import format_diff
 from platformctl.engine import render_function
 from tests.conftest import stack_plan
 

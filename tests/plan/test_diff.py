@@ -46,7 +46,8 @@ from pathlib import Path  # noqa: E402
 import yaml  # noqa: E402
 
 from platformctl.__main__ import main  # noqa: E402
-from platformctl.diff import Change, exit_code, format_diff  # noqa: E402
+from platformctl.diff import Change, exit_code  # noqa: E402
+from platformctl.diff_view import format_diff  # noqa: E402
 from platformctl.engine import render_stack  # noqa: E402
 from platformctl.plan import write_plan  # noqa: E402
 from tests.conftest import ROOT, stack_plan  # noqa: E402
