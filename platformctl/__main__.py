@@ -21,8 +21,8 @@ from inference_platform.settings.loader import settings_from_config
 from . import args_codegen, docs
 from .atomic import write_text
 from .diff import NotAPlan, diff_plans, load_plan_json
-from .diff_view import diff_json, format_diff
 from .diff import exit_code as diff_exit_code
+from .diff_view import diff_json, format_diff
 from .engine import (
     ROOT,
     render_config,

@@ -378,12 +378,13 @@ def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
 def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
     """The deployed resource's own flags decide (the engine's state is the old plan)."""
     why = f" ({change.reason})" if change.reason else ""
+    name = f"{change.type} {change.key.rsplit('::', 1)[-1]}"  # the URN is in --urns and --output json
     out = []
     if old.get("protect"):
-        out.append(f"error: {change.action} of protected resource {change.key}{why}")
+        out.append(f"error: {change.action} of protected resource {name}{why}")
     if old.get("retainOnDelete"):
         fate = "the old one" if change.action == "replace" else "it"
-        out.append(f"error: {change.action} of retainOnDelete resource {change.key}{why}: "
+        out.append(f"error: {change.action} of retainOnDelete resource {name}{why}: "
                    f"{fate} stays in the cloud, no longer managed by Pulumi")
     return out
 

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from .diff import ACTIONS, Change
 
 _MARK = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
-ROOT_COMPONENT = "inference-platform:index:InferencePlatform"
+ROOT_COMPONENT = "InferencePlatform"  # under any module token it had
 SECRET_TYPES = ("kubernetes:core/v1:Secret",)
 SECRET_FIELDS = ("data", "stringData")
 ABSENT = "(absent)"
@@ -65,7 +65,7 @@ def component_of(key: str, resources: dict[str, dict[str, Any]]) -> str:
         parent = by_urn.get(r.get("parent") or "")
         if parent is None:
             return "(stack)"
-        if parent["type"] == ROOT_COMPONENT:
+        if parent["type"].rsplit(":", 1)[-1] == ROOT_COMPONENT:
             return f"{r['type']} {r['name']}"
         r = parent
     return "(stack)"

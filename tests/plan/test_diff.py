@@ -145,8 +145,8 @@ def test_a_replaced_cluster_replaces_what_takes_its_id_and_the_provider_built_fr
     assert changes["ng"].reason == f"input clusterId <- replaced {cluster['urn'].split('::', 1)[1]}"
     assert changes["k8s"].action == "replace" and changes["ns"].reason.startswith("provider ")
     assert d["errors"] == [
-        f"error: replace of protected resource {changes['magnum'].key} (input keypair)",
-        f"error: replace of retainOnDelete resource {changes['ng'].key} ({changes['ng'].reason}): "
+        "error: replace of protected resource openstack:containerinfra/cluster:Cluster magnum (input keypair)",
+        f"error: replace of retainOnDelete resource openstack:containerinfra/nodeGroup:NodeGroup ng ({changes['ng'].reason}): "
         "the old one stays in the cloud, no longer managed by Pulumi",
     ]
     assert exit_code(d) == 1
@@ -158,8 +158,10 @@ def test_deleting_a_protected_resource_is_an_error_and_creating_is_not():
     assert changes["share"].action == "delete" and changes["cm"].action == "create"
     assert len(d["errors"]) == 2 and all("delete of" in e for e in d["errors"])
     out = format_diff(d)
-    assert out.splitlines()[-1] == "1 to create, 0 to update, 0 to replace, 1 to delete; 2 errors"
-    assert f"- delete {changes['share'].key}" in out and f"+ create {changes['cm'].key}" in out
+    # Errors come first, then the summary, then the changes named by type and logical name.
+    assert out.splitlines()[:3] == d["errors"] + ["1 to create, 0 to update, 0 to replace, 1 to delete; 2 errors"]
+    assert "- delete openstack:sharedfilesystem/share:Share share" in out
+    assert "+ create kubernetes:core/v1:ConfigMap cm" in out
 
 
 def test_a_type_without_rules_is_an_error_not_a_guess():
@@ -218,15 +220,18 @@ def _acme(tmp_path: Path) -> Path:
 
 def test_cli_acme_prod_against_itself_has_no_changes(tmp_path, capsys):
     assert main(["diff", str(_acme(tmp_path)), "acme-prod"]) == 0
-    assert capsys.readouterr().out == "0 to create, 0 to update, 0 to replace, 0 to delete; 0 errors\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "0 to create, 0 to update, 0 to replace, 0 to delete; 0 errors"
+    assert out[1] == "new acme-prod: stack rendered now from stacks/Pulumi.acme-prod.yaml"
 
 
 def test_cli_changed_magnum_keypair_is_a_protected_replacement(tmp_path, capsys):
     edited = _edited_plan(tmp_path, lambda c: c["inference-platform:cluster"]["magnum"].update(keypair="acme-ops-2"))
     assert main(["diff", str(_acme(tmp_path)), str(edited)]) == 1
     out = capsys.readouterr().out.splitlines()
-    cluster = "inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum"
-    assert f"+- replace {cluster} (input keypair)" in out
+    cluster = "openstack:containerinfra/cluster:Cluster acme-prod-cluster-magnum"
+    assert f"  +- replace {cluster} (input keypair)" in out
+    assert out.index(f"error: replace of protected resource {cluster} (input keypair)") < out.index(f"  +- replace {cluster} (input keypair)")
     assert f"error: replace of protected resource {cluster} (input keypair)" in out
 
 
@@ -236,8 +241,8 @@ def test_cli_raised_max_nodes_of_an_extra_group_updates_it_in_place(tmp_path, ca
 
     assert main(["diff", str(_acme(tmp_path)), str(_edited_plan(tmp_path, edit))]) == 0
     out = capsys.readouterr().out
-    group = "inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/nodeGroup:NodeGroup::acme-prod-cluster-gpu-l4"
-    assert f"~ update {group}\n    inputs.maxNodeCount\n" in out
+    group = "openstack:containerinfra/nodeGroup:NodeGroup acme-prod-cluster-gpu-l4"
+    assert f"~ update {group}\n      inputs.maxNodeCount: 4 -> 3\n" in out
     assert "replace" not in out.replace("0 to replace", "")
 
 
