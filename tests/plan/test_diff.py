@@ -258,3 +258,62 @@ def test_cli_raised_max_nodes_of_the_default_group_is_a_note_not_a_new_cluster(t
     assert "0 to replace" in out
 
 
+
+
+# --------------------------------------------------------------------------- the readable diff
+
+
+def _demo_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
+    stack_file.write_text(text.replace("weight: 90", f"weight: {weights[0]}").replace("weight: 10", f"weight: {weights[1]}"))
+    return write_plan(render_stack("demo-dev", stack_file), tmp_path / "edited", stack_file)
+
+
+def test_a_canary_shift_from_90_to_50_shows_both_numbers_under_its_component(tmp_path, capsys):
+    main_plan = write_plan(stack_plan("demo-dev"), tmp_path / "main")
+    assert main(["diff", str(main_plan), str(_demo_canary(tmp_path, (50, 50)))]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2:] == [
+        "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors",
+        "inference-platform:index:TritonService resnet:",
+        "  ~ update kubernetes:networking.istio.io/v1:VirtualService resnet-virtualservice",
+        "      inputs.spec.http[0].route[0].weight: 90 -> 50",
+        "      inputs.spec.http[0].route[1].weight: 10 -> 50",
+        "      inputs.spec.http[1].route[0].weight: 90 -> 50",
+        "      inputs.spec.http[1].route[1].weight: 10 -> 50",
+    ]
+
+
+def test_the_diff_names_full_urns_only_with_urns(tmp_path, capsys):
+    main_plan = write_plan(stack_plan("demo-dev"), tmp_path / "main")
+    edited = _demo_canary(tmp_path, (70, 30))
+    assert main(["diff", str(main_plan), str(edited)]) == 0
+    assert "urn:pulumi" not in capsys.readouterr().out
+    assert main(["diff", "--urns", str(main_plan), str(edited)]) == 0
+    assert ("  ~ update urn:pulumi:STACK::inference-platform::inference-platform:index:InferencePlatform$"
+            "inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice"
+            ) in capsys.readouterr().out.splitlines()
+
+
+def test_diff_output_json_has_the_documented_shape(tmp_path, capsys):
+    import json
+
+    main_plan = write_plan(stack_plan("demo-dev"), tmp_path / "main")
+    assert main(["diff", "--output", "json", str(main_plan), str(_demo_canary(tmp_path, (50, 50)))]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert sorted(d) == ["errors", "notes", "renamed", "resources", "sources", "summary", "version"]
+    assert d["summary"] == {"create": 0, "update": 1, "replace": 0, "delete": 0, "renamed": 0, "errors": 0}
+    [vs] = d["resources"]
+    assert (vs["action"], vs["type"], vs["name"], vs["component"]) == (
+        "update", "kubernetes:networking.istio.io/v1:VirtualService", "resnet-virtualservice",
+        "inference-platform:index:TritonService resnet")
+    assert vs["changes"][0] == {"path": "inputs.spec.http[0].route[0].weight", "old": 90, "new": 50}
+
+
+def test_a_secret_value_stays_redacted_in_the_diff():
+    old = _r("kubernetes:core/v1:Secret", "s3", {"stringData": {"key": "old-plain"}, "metadata": {"name": "s3"}})
+    new = _r("kubernetes:core/v1:Secret", "s3", {"stringData": {"key": "new-plain"}, "metadata": {"name": "s3"}})
+    out = format_diff(diff_plans({"stack": "s", "resources": [old]}, {"stack": "s", "resources": [new]}))
+    assert "plain" not in out
+    assert "inputs.stringData.key: \"[secret]\" -> \"[secret]\"" in out
