@@ -61,8 +61,7 @@ def checked_stack_file(plan_path: Path, allow_changed: bool) -> Optional[Path]:
     if record is None:
         return None
     if not record.path.is_file():
-        raise StackFileChanged(f"plan {plan_path}: its stack file {record.path} no longer exists; "
-                               "plan the stack again, or pass --stack-file")
+        raise StackFileChanged(f"plan {plan_path}: its stack file {record.path} no longer exists; plan the stack again")
     if not allow_changed and file_sha256(record.path) != record.sha256:
         raise StackFileChanged(f"plan {plan_path}: its stack file {record.path} changed since the plan was written "
                                f"(sha256 differs); plan again, or pass {CHANGED_FLAG} to use the file as it is now")
