@@ -9,6 +9,7 @@ leaves anything half-written.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -19,8 +20,9 @@ from inference_platform.settings.loader import settings_from_config
 
 from . import args_codegen, docs
 from .atomic import write_text
-from .diff import NotAPlan, diff_plans, format_diff, load_plan_json
+from .diff import NotAPlan, diff_plans, load_plan_json
 from .diff import exit_code as diff_exit_code
+from .diff_view import diff_json, format_diff
 from .engine import (
     ROOT,
     render_config,
@@ -35,6 +37,7 @@ from .errors import UsageError
 from .gpu_report import gpu_report
 from .invariants import PlanInvariantError, check_plan
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
+from .plan_marker import CHANGED_FLAG, checked_stack_file
 from .stack_names import RULE, InvalidStackName, check_stack_name, known_stacks, shown
 
 
@@ -46,11 +49,17 @@ def _existing_stack_file(path: Path) -> Path:
     return path
 
 
-def _plan_json(arg: str) -> dict:
-    """A saved plan directory / resources.json, or a stack name (rendered now)."""
+def _plan_json(arg: str, allow_changed: bool = False, sources: list[str] | None = None) -> dict:
+    """A saved plan directory / resources.json, or a stack name (rendered now); each one's
+    source is appended to `sources` (a saved plan: the stack file its marker records)."""
+    sources = [] if sources is None else sources
     path = Path(arg)
     if os.path.lexists(path):
-        return load_plan_json(path)
+        data = load_plan_json(path)
+        recorded = checked_stack_file(path, allow_changed)
+        sources.append(f"{arg}: saved plan of stack {data['stack']}"
+                       + (f", rendered from {shown_path(recorded)}" if recorded else " (its stack file is not recorded)"))
+        return data
     try:
         check_stack_name(arg)
     except InvalidStackName:
@@ -58,6 +67,7 @@ def _plan_json(arg: str) -> dict:
     stack_file = stack_path(arg)
     if not stack_file.is_file():
         raise NotAPlan(f"{shown(arg)} is neither a saved plan (no such file or directory) nor a stack (no stack file {shown_path(stack_file)})")
+    sources.append(f"{arg}: stack rendered now from {shown_path(stack_file)}")
     return render_stack(arg, stack_file).to_json()
 
 
@@ -68,7 +78,7 @@ def cmd_plan(args) -> int:
     settings, plan = _settings_and_plan(args.stack, stack_file)
     engine_report = check_plan(plan, settings)  # await budgets and ordering: refused before anything is written
     try:
-        write_plan(plan, out)
+        write_plan(plan, out, stack_file)
     except OSError as err:
         return _fail(f"cannot write the plan to {out}: {os_error_line(err)}", 1)
     print(tree(plan))
@@ -94,8 +104,14 @@ def cmd_plan_example(args) -> int:
 
 def cmd_diff(args) -> int:
     # Exit 1 when the change would replace or delete a protected or retainOnDelete resource.
-    d = diff_plans(_plan_json(args.a), _plan_json(args.b))
-    print(format_diff(d))
+    sources: list[str] = []
+    d = diff_plans(_plan_json(args.a, args.allow_changed_stack_file, sources),
+                   _plan_json(args.b, args.allow_changed_stack_file, sources))
+    if args.output == "json":
+        print(json.dumps(diff_json(d, sources), indent=2, sort_keys=True))
+    else:
+        print("\n".join(f"{label} {s}" for label, s in zip(("old", "new"), sources, strict=True)))
+        print(format_diff(d, urns=args.urns))
     return diff_exit_code(d)
 
 
@@ -131,20 +147,26 @@ def _settings_and_plan(stack: str, stack_file: Path):
 
 
 def _policy_inputs(args):
-    """Settings from the stack file (or --stack-file), the plan rendered now or read from --plan."""
-    stack_file = _stack_file(args)
+    """Settings, the plan and the stack file they come from: the plan rendered now from the stack
+    file (or --stack-file), or read from --plan with the stack file its marker records."""
     if getattr(args, "plan", None):
-        return stack_settings(stack_file), load_plan_json(Path(args.plan))
+        plan_path = Path(args.plan)
+        plan_json = load_plan_json(plan_path)
+        recorded = None if args.stack_file else checked_stack_file(plan_path, args.allow_changed_stack_file)
+        stack_file = recorded or _stack_file(args)
+        how = "recorded in the plan" if recorded else "given by --stack-file" if args.stack_file else "not recorded in the plan; by stack name"
+        return stack_settings(stack_file), plan_json, f"{shown_path(stack_file)} ({how})"
+    stack_file = _stack_file(args)
     settings, plan = _settings_and_plan(args.stack, stack_file)
-    return settings, plan.to_json()
+    return settings, plan.to_json(), shown_path(stack_file)
 
 
 def cmd_policy(args) -> int:
     from .policy import exit_code, format_report, policy_config, run_policies
 
-    settings, plan_json = _policy_inputs(args)
+    settings, plan_json, source = _policy_inputs(args)
     violations = run_policies(plan_json, policy_config(settings))
-    print(f"policy pack over stack {args.stack}:")
+    print(f"policy pack over stack {args.stack}, stack file {source}:")
     print(format_report(violations))
     return exit_code(violations)
 
@@ -191,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("diff", help="compare two plans: stack names or saved plan directories")
     d.add_argument("a")
     d.add_argument("b")
+    d.add_argument("--urns", action="store_true", help="name resources by full URN (default: type and logical name)")
+    d.add_argument("--output", choices=("text", "json"), default="text", help="json: the stable shape of docs/diff.md, for CI")
+    d.add_argument(CHANGED_FLAG, action="store_true", help="read a saved plan whose recorded stack file changed since")
     d.set_defaults(func=cmd_diff)
     r = sub.add_parser("docs", help="regenerate the README configuration reference and OS support table")
     r.add_argument("--check", action="store_true", help="fail when the README is out of date")
@@ -198,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     pol = sub.add_parser("policy", help="run the policy pack over a stack's offline plan; exit 1 on a mandatory violation")
     pol.add_argument("stack")
     pol.add_argument("--plan", help="a saved plan directory or resources.json instead of rendering the stack now")
-    pol.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
+    pol.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml; with --plan, the one the plan records)")
+    pol.add_argument(CHANGED_FLAG, action="store_true", help="with --plan: use the recorded stack file even if it changed since")
     pol.set_defaults(func=cmd_policy)
     pc = sub.add_parser("policy-config", help="print the policy-pack config of a stack (for --policy-pack-config)")
     pc.add_argument("stack")

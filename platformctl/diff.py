@@ -378,12 +378,13 @@ def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
 def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
     """The deployed resource's own flags decide (the engine's state is the old plan)."""
     why = f" ({change.reason})" if change.reason else ""
+    name = f"{change.type} {change.key.rsplit('::', 1)[-1]}"  # the URN is in --urns and --output json
     out = []
     if old.get("protect"):
-        out.append(f"error: {change.action} of protected resource {change.key}{why}")
+        out.append(f"error: {change.action} of protected resource {name}{why}")
     if old.get("retainOnDelete"):
         fate = "the old one" if change.action == "replace" else "it"
-        out.append(f"error: {change.action} of retainOnDelete resource {change.key}{why}: "
+        out.append(f"error: {change.action} of retainOnDelete resource {name}{why}: "
                    f"{fate} stays in the cloud, no longer managed by Pulumi")
     return out
 
@@ -410,31 +411,11 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "changes": changes,
         "errors": sorted(errors + alias_errors),
         "notes": sorted(notes),
+        # The compared resources by key (old keyed by the new keys where an alias takes it over):
+        # what diff_view reads values, names and components from.
+        "old": ra,
+        "new": rb,
     }
-
-
-_MARK = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
-
-
-def format_diff(d: dict[str, Any]) -> str:
-    """One line per resource that an alias renames (`> rename OLD -> NEW`; its change, if
-    any, follows under the new key), one per change (`+ create`, `~ update`, `+- replace`,
-    `- delete`) with its changed paths indented below, then the error lines and a count. An
-    update that only inherits unknown inputs lists them with the replaced dependency they wait for."""
-    lines = [f"> rename {old} -> {new}" for old, new in d["renamed"].items()]
-    for c in d["changes"]:
-        line = f"{_MARK[c.action]} {c.action} {c.key}"
-        if c.action == "replace":
-            line += f" ({c.reason})" + (" [delete-first]" if c.delete_first else "")
-        lines.append(line)
-        lines += [f"    {p}" for p in c.paths]
-        if c.action == "update" and not c.paths:
-            lines += [f"    {p} <- replaced {dep}" for p, dep in c.unknown.items()]
-    lines += d["errors"] + d["notes"]
-    counts = {a: sum(c.action == a for c in d["changes"]) for a in ACTIONS}
-    renamed = f", {len(d['renamed'])} renamed" if d["renamed"] else ""
-    lines.append(", ".join(f"{n} to {a}" for a, n in counts.items()) + f"{renamed}; {len(d['errors'])} errors")
-    return "\n".join(lines)
 
 
 def exit_code(d: dict[str, Any]) -> int:

@@ -9,12 +9,13 @@ import re
 import stat
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
 from .atomic import replace_dir
 from .errors import UsageError
+from .plan_marker import MARKER, marker_text
 from .plan_model import Plan, Resource
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -50,8 +51,6 @@ def helm_release(r: Resource) -> dict[str, Any]:
 
 # Longest file name stem we write; Kubernetes names alone may reach 253 characters.
 _MAX_STEM = 200
-# Written into every plan directory: the mark that the directory may be replaced.
-MARKER = ".platformctl-plan"
 
 
 class PlanDirRefused(UsageError):
@@ -136,14 +135,15 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def write_plan(plan: Plan, out_dir: Path) -> Path:
+def write_plan(plan: Plan, out_dir: Path, stack_file: Optional[Path] = None) -> Path:
     """out_dir/resources.json and out_dir/manifests/ (one object or release per file),
-    replacing a previous plan in out_dir atomically; never a directory the tool did not write."""
+    replacing a previous plan in out_dir atomically; never a directory the tool did not write.
+    The marker records stack_file (path and sha256), the file the plan was rendered from."""
     files = manifest_files(plan)
     resources = json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
 
     def fill(tmp: Path) -> None:
-        _write(tmp / MARKER, f"plan of stack {plan.stack} by python -m platformctl; replaced by the next plan\n")
+        _write(tmp / MARKER, marker_text(plan.stack, stack_file))
         _write(tmp / "resources.json", resources)
         manifests = tmp / "manifests"
         manifests.mkdir()

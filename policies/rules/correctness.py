@@ -53,7 +53,7 @@ def _injection(args: StackValidationArgs, report) -> None:
         declared = namespaces.get(ns)
         if declared is None:
             report(fix(f"Triton workload runs in namespace {ns}, which the stack does not declare",
-                       "create the namespace in the stack (namespaces.py) with the label istio-injection=enabled"), r.urn)
+                       "name the namespace in the stack file's services[].namespace (the platform declares it with istio-injection=enabled)"), r.urn)
         elif get(labels_of(declared.props), INJECTION_LABEL) != "enabled":
             report(fix(f"namespace {ns} holds Triton workloads but lacks istio-injection=enabled",
                        "label the namespace istio-injection=enabled so Triton pods get the mesh sidecar"), declared.urn)
@@ -244,7 +244,7 @@ def _gpu_quantities(args: ResourceValidationArgs, report) -> None:
     for c in (c for pod in pod_specs(args.resource_type, args.props) for _, c in containers(pod)):
         for problem in gpu_quantity_problems(c):
             report(fix(f"container {get(c, 'name')!r}: {problem}",
-                       "set GPU limits to a whole count and requests equal to them (gpu_profiles.gpu_scheduling does)"), None)
+                       "set GPU limits to a whole count and requests equal to them: give the service a GPU group from the stack file's cluster.nodeGroups instead of hand-written resources"), None)
 
 
 gpu_requests_equal_limits = ResourceValidationPolicy(
@@ -292,7 +292,7 @@ def _gpu_pod_scheduling(pod: Mapping, groups: Mapping, report) -> None:
         report(fix(f"GPU pod does not tolerate the {GPU_TAINT_KEY} taint",
                    f"add a toleration for {GPU_TAINT_KEY} (NoSchedule), as gpu_profiles.gpu_scheduling builds"), None)
     selector = _labels(get(pod, "nodeSelector"))
-    hint = "set nodeSelector to the GPU group's selector (cluster.nodeGroups[].selector), as gpu_profiles.gpu_scheduling does"
+    hint = "set nodeSelector to the GPU group's selector: the stack file's cluster.nodeGroups[].selector"
     if not selector:
         report(fix("GPU pod selects no GPU group (it has no nodeSelector)", hint), None)
     elif groups and selected_group(pod, groups) is None:

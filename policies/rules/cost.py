@@ -63,7 +63,7 @@ def _chart_versions(args: ResourceValidationArgs, report) -> None:
     if not isinstance(version, str) or not EXACT_VERSION.match(version):
         what = "has no version" if not version else f"version {version!r} is not an exact version"
         report(fix(f"chart {get(args.props, 'chart')!r} {what}",
-                   "pin an exact chart version (e.g. 1.30.3) in components/core/versions.py; no ranges or wildcards"), None)
+                   "pin an exact chart version (e.g. 1.30.3); no ranges or wildcards"), None)
 
 
 chart_versions_pinned = ResourceValidationPolicy(

@@ -147,7 +147,7 @@ def helm_image_problems(values: Any) -> list[str]:
 
 
 def _images_pinned(args: ResourceValidationArgs, report) -> None:
-    hint = "pin the image to a release tag (e.g. :25.01-py3) or a digest (@sha256:...); versions.py holds the pins"
+    hint = "pin the image to a release tag (e.g. :25.01-py3) or a digest (@sha256:...) in the stack file (e.g. services[].versions[].image)"
     for pod in pod_specs(args.resource_type, args.props):
         for field, c in containers(pod):
             problem = image_problem(get(c, "image", default=""))

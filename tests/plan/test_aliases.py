@@ -13,7 +13,8 @@ import pytest
 
 from platformctl.__main__ import main
 from platformctl.aliases import resolve
-from platformctl.diff import NotAPlan, diff_plans, exit_code, format_diff, load_plan_json
+from platformctl.diff import NotAPlan, diff_plans, exit_code, load_plan_json
+from platformctl.diff_view import format_diff
 from platformctl.engine import render_function
 from tests.conftest import stack_plan
 
@@ -187,16 +188,16 @@ def test_diff_of_retyped_components_with_aliases_renames_everything_and_changes_
     assert len(d["renamed"]) == 5
     provider = "inference-platform::test:index:Outer$pulumi:providers:kubernetes::app-k8s"
     assert d["renamed"]["inference-platform::test:outer:Outer$pulumi:providers:kubernetes::app-k8s"] == provider
-    out = format_diff(d).splitlines()
+    out = format_diff(d, urns=True).splitlines()
     assert f"> rename inference-platform::test:outer:Outer$pulumi:providers:kubernetes::app-k8s -> {provider}" in out
-    assert out[-1] == "0 to create, 0 to update, 0 to replace, 0 to delete, 5 renamed; 0 errors"
+    assert out[0] == "0 to create, 0 to update, 0 to replace, 0 to delete, 5 renamed; 0 errors"
 
 
 def test_without_aliases_retyped_components_are_deleted_and_created():
     d = diff_plans(_program(index=False), _program(index=True, aliased=False))
     assert d["renamed"] == {}
     assert [c.action for c in d["changes"]] == ["create"] * 5 + ["delete"] * 5
-    assert format_diff(d).splitlines()[-1] == "5 to create, 0 to update, 0 to replace, 5 to delete; 0 errors"
+    assert format_diff(d).splitlines()[0] == "5 to create, 0 to update, 0 to replace, 5 to delete; 0 errors"
 
 
 def test_a_renamed_resource_is_compared_with_its_old_self_and_its_dependents_wait_for_it():
@@ -246,10 +247,10 @@ def test_demo_dev_moving_its_components_to_index_tokens_with_aliases_replaces_no
 
     (tmp_path / "old.json").write_text(json.dumps(_without_aliases(old)))
     (tmp_path / "new.json").write_text(json.dumps(new))
-    assert main(["diff", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 0
+    assert main(["diff", "--urns", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 0
     out = capsys.readouterr().out.splitlines()
     count = len(plan["resources"])
-    assert out[-1] == f"0 to create, 0 to update, 0 to replace, 0 to delete, {count} renamed; 0 errors"
+    assert out[2] == f"0 to create, 0 to update, 0 to replace, 0 to delete, {count} renamed; 0 errors"
     cluster = "inference-platform::inference-platform:{}:InferencePlatform$inference-platform:{}:Cluster::demo-dev-cluster"
     assert f"> rename {cluster.format('platform', 'cluster')} -> {cluster.format('index', 'index')}" in out
 

@@ -46,7 +46,8 @@ from pathlib import Path  # noqa: E402
 import yaml  # noqa: E402
 
 from platformctl.__main__ import main  # noqa: E402
-from platformctl.diff import Change, exit_code, format_diff  # noqa: E402
+from platformctl.diff import Change, exit_code  # noqa: E402
+from platformctl.diff_view import format_diff  # noqa: E402
 from platformctl.engine import render_stack  # noqa: E402
 from platformctl.plan import write_plan  # noqa: E402
 from tests.conftest import ROOT, stack_plan  # noqa: E402
@@ -144,8 +145,8 @@ def test_a_replaced_cluster_replaces_what_takes_its_id_and_the_provider_built_fr
     assert changes["ng"].reason == f"input clusterId <- replaced {cluster['urn'].split('::', 1)[1]}"
     assert changes["k8s"].action == "replace" and changes["ns"].reason.startswith("provider ")
     assert d["errors"] == [
-        f"error: replace of protected resource {changes['magnum'].key} (input keypair)",
-        f"error: replace of retainOnDelete resource {changes['ng'].key} ({changes['ng'].reason}): "
+        "error: replace of protected resource openstack:containerinfra/cluster:Cluster magnum (input keypair)",
+        f"error: replace of retainOnDelete resource openstack:containerinfra/nodeGroup:NodeGroup ng ({changes['ng'].reason}): "
         "the old one stays in the cloud, no longer managed by Pulumi",
     ]
     assert exit_code(d) == 1
@@ -157,8 +158,10 @@ def test_deleting_a_protected_resource_is_an_error_and_creating_is_not():
     assert changes["share"].action == "delete" and changes["cm"].action == "create"
     assert len(d["errors"]) == 2 and all("delete of" in e for e in d["errors"])
     out = format_diff(d)
-    assert out.splitlines()[-1] == "1 to create, 0 to update, 0 to replace, 1 to delete; 2 errors"
-    assert f"- delete {changes['share'].key}" in out and f"+ create {changes['cm'].key}" in out
+    # Errors come first, then the summary, then the changes named by type and logical name.
+    assert out.splitlines()[:3] == d["errors"] + ["1 to create, 0 to update, 0 to replace, 1 to delete; 2 errors"]
+    assert "- delete openstack:sharedfilesystem/share:Share share" in out
+    assert "+ create kubernetes:core/v1:ConfigMap cm" in out
 
 
 def test_a_type_without_rules_is_an_error_not_a_guess():
@@ -217,15 +220,18 @@ def _acme(tmp_path: Path) -> Path:
 
 def test_cli_acme_prod_against_itself_has_no_changes(tmp_path, capsys):
     assert main(["diff", str(_acme(tmp_path)), "acme-prod"]) == 0
-    assert capsys.readouterr().out == "0 to create, 0 to update, 0 to replace, 0 to delete; 0 errors\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "0 to create, 0 to update, 0 to replace, 0 to delete; 0 errors"
+    assert out[1] == "new acme-prod: stack rendered now from stacks/Pulumi.acme-prod.yaml"
 
 
 def test_cli_changed_magnum_keypair_is_a_protected_replacement(tmp_path, capsys):
     edited = _edited_plan(tmp_path, lambda c: c["inference-platform:cluster"]["magnum"].update(keypair="acme-ops-2"))
     assert main(["diff", str(_acme(tmp_path)), str(edited)]) == 1
     out = capsys.readouterr().out.splitlines()
-    cluster = "inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum"
-    assert f"+- replace {cluster} (input keypair)" in out
+    cluster = "openstack:containerinfra/cluster:Cluster acme-prod-cluster-magnum"
+    assert f"  +- replace {cluster} (input keypair)" in out
+    assert out.index(f"error: replace of protected resource {cluster} (input keypair)") < out.index(f"  +- replace {cluster} (input keypair)")
     assert f"error: replace of protected resource {cluster} (input keypair)" in out
 
 
@@ -235,8 +241,8 @@ def test_cli_raised_max_nodes_of_an_extra_group_updates_it_in_place(tmp_path, ca
 
     assert main(["diff", str(_acme(tmp_path)), str(_edited_plan(tmp_path, edit))]) == 0
     out = capsys.readouterr().out
-    group = "inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/nodeGroup:NodeGroup::acme-prod-cluster-gpu-l4"
-    assert f"~ update {group}\n    inputs.maxNodeCount\n" in out
+    group = "openstack:containerinfra/nodeGroup:NodeGroup acme-prod-cluster-gpu-l4"
+    assert f"~ update {group}\n      inputs.maxNodeCount: 4 -> 3\n" in out
     assert "replace" not in out.replace("0 to replace", "")
 
 
@@ -252,3 +258,62 @@ def test_cli_raised_max_nodes_of_the_default_group_is_a_note_not_a_new_cluster(t
     assert "0 to replace" in out
 
 
+
+
+# --------------------------------------------------------------------------- the readable diff
+
+
+def _demo_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
+    stack_file.write_text(text.replace("weight: 90", f"weight: {weights[0]}").replace("weight: 10", f"weight: {weights[1]}"))
+    return write_plan(render_stack("demo-dev", stack_file), tmp_path / "edited", stack_file)
+
+
+def test_a_canary_shift_from_90_to_50_shows_both_numbers_under_its_component(tmp_path, capsys):
+    main_plan = write_plan(stack_plan("demo-dev"), tmp_path / "main")
+    assert main(["diff", str(main_plan), str(_demo_canary(tmp_path, (50, 50)))]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2:] == [
+        "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors",
+        "inference-platform:index:TritonService resnet:",
+        "  ~ update kubernetes:networking.istio.io/v1:VirtualService resnet-virtualservice",
+        "      inputs.spec.http[0].route[0].weight: 90 -> 50",
+        "      inputs.spec.http[0].route[1].weight: 10 -> 50",
+        "      inputs.spec.http[1].route[0].weight: 90 -> 50",
+        "      inputs.spec.http[1].route[1].weight: 10 -> 50",
+    ]
+
+
+def test_the_diff_names_full_urns_only_with_urns(tmp_path, capsys):
+    main_plan = write_plan(stack_plan("demo-dev"), tmp_path / "main")
+    edited = _demo_canary(tmp_path, (70, 30))
+    assert main(["diff", str(main_plan), str(edited)]) == 0
+    assert "urn:pulumi" not in capsys.readouterr().out
+    assert main(["diff", "--urns", str(main_plan), str(edited)]) == 0
+    assert ("  ~ update urn:pulumi:STACK::inference-platform::inference-platform:index:InferencePlatform$"
+            "inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice"
+            ) in capsys.readouterr().out.splitlines()
+
+
+def test_diff_output_json_has_the_documented_shape(tmp_path, capsys):
+    import json
+
+    main_plan = write_plan(stack_plan("demo-dev"), tmp_path / "main")
+    assert main(["diff", "--output", "json", str(main_plan), str(_demo_canary(tmp_path, (50, 50)))]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert sorted(d) == ["errors", "notes", "renamed", "resources", "sources", "summary", "version"]
+    assert d["summary"] == {"create": 0, "update": 1, "replace": 0, "delete": 0, "renamed": 0, "errors": 0}
+    [vs] = d["resources"]
+    assert (vs["action"], vs["type"], vs["name"], vs["component"]) == (
+        "update", "kubernetes:networking.istio.io/v1:VirtualService", "resnet-virtualservice",
+        "inference-platform:index:TritonService resnet")
+    assert vs["changes"][0] == {"path": "inputs.spec.http[0].route[0].weight", "old": 90, "new": 50}
+
+
+def test_a_secret_value_stays_redacted_in_the_diff():
+    old = _r("kubernetes:core/v1:Secret", "s3", {"stringData": {"key": "old-plain"}, "metadata": {"name": "s3"}})
+    new = _r("kubernetes:core/v1:Secret", "s3", {"stringData": {"key": "new-plain"}, "metadata": {"name": "s3"}})
+    out = format_diff(diff_plans({"stack": "s", "resources": [old]}, {"stack": "s", "resources": [new]}))
+    assert "plain" not in out
+    assert "inputs.stringData.key: \"[secret]\" -> \"[secret]\"" in out

@@ -262,8 +262,9 @@ def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout
     finally:
         edited.unlink()
-    assert out.strip().endswith("0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors")
-    assert "~ update inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:TritonService$kubernetes:networking.istio.io/v1:VirtualService::resnet-virtualservice" in out
+    assert "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors" in out.splitlines()
+    assert "~ update kubernetes:networking.istio.io/v1:VirtualService resnet-virtualservice" in out
+    assert "inputs.spec.http[0].route[0].weight: 90 -> 70" in out
 
 
 def test_route_durations_are_exact_protobuf_durations():

@@ -250,3 +250,14 @@ def test_mapping_proxies_are_read_like_dicts():
     # The CLI hands props over as read-only Mapping proxies; the runner does the same.
     bad = copy.deepcopy(deployment(pod_spec=pod(privileged_container())))
     assert check("pod-security-restricted", [bad])
+
+
+def test_policy_hints_speak_of_stack_file_keys_never_of_internal_modules():
+    import re
+
+    from tests.conftest import ROOT
+
+    for source in (ROOT / "policies" / "rules").glob("*.py"):
+        for line in source.read_text().splitlines():
+            strings = re.findall(r'"([^"]*)"', line)
+            assert not [s for s in strings if re.search(r"\w+\.py\b|\w+\.\w+ does\b", s)], f"{source.name}: {line.strip()}"
