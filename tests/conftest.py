@@ -52,6 +52,20 @@ def base_config() -> dict:
     return copy.deepcopy(BASE_CONFIG)
 
 
+def clashing_deployment_names() -> dict:
+    """Two services in one namespace whose `<service>-<version>` are both `a-b-c`."""
+    raw = base_config()
+    svc = raw["services"][0]
+    raw["services"] = [
+        dict(copy.deepcopy(svc), name="a-b", namespace="shared", hosts=["a-b.example.com"]),
+        dict(copy.deepcopy(svc), name="a", namespace="shared", hosts=["a.example.com"]),
+    ]
+    raw["services"][0]["versions"][0]["name"] = "c"
+    raw["services"][1]["versions"][0]["name"] = "b-c"
+    raw["cluster"]["nodeGroups"][1]["maxNodes"] = 4
+    return raw
+
+
 def as_magnum(raw: dict) -> dict:
     """The raw config turned into a Magnum cluster's: the driver labels the groups, so no
     selectors, and the groups run the template's OS."""

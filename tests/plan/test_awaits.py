@@ -14,7 +14,7 @@ from platformctl import awaits
 from platformctl.__main__ import main
 from platformctl.engine import render_stack, stack_settings
 from platformctl.invariants import PlanInvariantError, check_plan, plan_resources, problems
-from tests.conftest import ROOT, STACKS, base_config, render_raw, stack_plan
+from tests.conftest import ROOT, STACKS, base_config, clashing_deployment_names, render_raw, stack_plan
 from tests.support.random_stacks import SEEDS, random_plan
 
 DATA_STACKS = sorted(ROOT.glob("tests/data/Pulumi.*.yaml"))
@@ -194,15 +194,7 @@ def test_progress_deadline_covers_a_cold_start():
 
 
 def test_clashing_deployment_names_are_refused():
-    raw = base_config()
-    svc = raw["services"][0]
-    raw["services"] = [
-        dict(copy.deepcopy(svc), name="a-b", namespace="shared", hosts=["a-b.example.com"]),
-        dict(copy.deepcopy(svc), name="a", namespace="shared", hosts=["a.example.com"]),
-    ]
-    raw["services"][0]["versions"][0]["name"] = "c"
-    raw["services"][1]["versions"][0]["name"] = "b-c"
-    raw["cluster"]["nodeGroups"][1]["maxNodes"] = 4
+    raw = clashing_deployment_names()
     with pytest.raises(ConfigError) as err:
         render_raw(raw)
     assert "inference-platform:services[1].versions[0].name: Deployment name 'a-b-c' in namespace 'shared'" in str(err.value)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from pydantic import ValidationError
 
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import Settings
-from tests.conftest import as_magnum, base_config
+from tests.conftest import as_magnum, base_config, clashing_deployment_names
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 
@@ -387,15 +385,7 @@ def test_secret_keys_are_the_top_level_keys_that_hold_a_secret():
 
 
 def test_clashing_deployment_names_are_refused_by_the_loader():
-    raw = base_config()
-    svc = raw["services"][0]
-    raw["services"] = [
-        dict(copy.deepcopy(svc), name="a-b", namespace="shared", hosts=["a-b.example.com"]),
-        dict(copy.deepcopy(svc), name="a", namespace="shared", hosts=["a.example.com"]),
-    ]
-    raw["services"][0]["versions"][0]["name"] = "c"
-    raw["services"][1]["versions"][0]["name"] = "b-c"
-    raw["cluster"]["nodeGroups"][1]["maxNodes"] = 4
+    raw = clashing_deployment_names()
     with pytest.raises(ConfigError) as err:
         parse_settings(raw, "stacks/Pulumi.t.yaml")
     assert err.value.paths == ["inference-platform:services[1].versions[0].name"]
