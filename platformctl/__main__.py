@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             check_stack_name(args.stack)
         return args.func(args)
     except ConfigError as err:
-        return _fail(err.one_line(), 2)
+        # One complete line per problem: file, key path, what is wrong.
+        return _fail("\n".join(err.lines()), 2, lines=True)
     except UsageError as err:
         return _fail(str(err), 2)
     except PlanInvariantError as err:
@@ -233,9 +234,11 @@ def os_error_line(err: OSError) -> str:
     return f"{paths}: {reason}" if paths else reason
 
 
-def _fail(message: str, code: int) -> int:
-    # One line, whatever the message echoes (file names and stack names may hold newlines).
-    print(message.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+def _fail(message: str, code: int, lines: bool = False) -> int:
+    # One line, whatever the message echoes (file names and stack names may hold newlines);
+    # `lines`: several lines, each already escaped by its maker (ConfigError.lines).
+    for line in message.split("\n") if lines else [message]:
+        print(line.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
     return code
 
 
