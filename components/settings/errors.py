@@ -74,7 +74,7 @@ class ConfigError(Exception):
         """One complete line per problem: file, key path, what is wrong (input echoed in a
         message cannot break the line)."""
         return [f"{self.stack_file}: invalid configuration: {path}: {msg}".replace("\r", "\\r").replace("\n", "\\n")
-                for path, (_, msg) in zip(self.paths, self.problems)]
+                for path, (_, msg) in zip(self.paths, self.problems, strict=True)]
 
     def one_line(self) -> str:
         """All problems on one line, for logs that keep one line per event."""

@@ -35,7 +35,7 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as err:
-        schema = [(path, msg + near_miss_hint(path, raw, other_keys) if msg == MISSING else msg)
+        schema = [(path, msg + near_miss_hint(path, other_keys) if msg == MISSING else msg)
                   for path, msg in pydantic_problems(err, SECRET_KEYS)]
         raise ConfigError(stack_file, problems + schema, source=raw) from None
     if problems:

@@ -10,7 +10,7 @@ namespaces that are not close to ours (`mycompany:owner`) stay allowed, as Pulum
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from typing import Iterable
 
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.errors import KeyPath, RawKey
@@ -73,25 +73,11 @@ def namespace_problems(keys: Iterable[str]) -> list[tuple[KeyPath, str]]:
             for written in sorted(keys) if ":" in written and misspelt_namespace(written)]
 
 
-def near_miss_hint(path: KeyPath, source: dict[str, Any], other_keys: Iterable[str]) -> str:
-    """For a required key that is missing: a key in the file that was probably meant for it
-    (`customer` under a misspelt namespace, or a misspelt `custmer` beside it), as a hint."""
-    if not path or not isinstance(path[-1], str):
+def near_miss_hint(path: KeyPath, other_keys: Iterable[str]) -> str:
+    """For a required top-level key that is missing: the same key under another namespace
+    (`inference-platfrom:customer`), which was probably meant for it. (A misspelt key in our
+    namespace is reported by the schema itself, with the keys allowed.)"""
+    if len(path) != 1 or not isinstance(path[0], str):
         return ""
-    missing, parent = path[-1], source
-    for part in path[:-1]:
-        parent = parent[part] if isinstance(parent, (dict, list)) and _has(parent, part) else None
-    candidates = [k for k in parent if isinstance(k, str)] if isinstance(parent, dict) else []
-    close = difflib.get_close_matches(missing, candidates, n=1, cutoff=0.75)
-    if len(path) == 1:
-        close += [k for k in sorted(other_keys) if k.partition(":")[2] == missing]
-    if not close:
-        return ""
-    written = close[0] if ":" in close[0] or len(path) > 1 else f"{NAMESPACE}:{close[0]}"
-    return f" (the file has `{written}`: a misspelling of `{missing}`?)"
-
-
-def _has(container: Any, part: Any) -> bool:
-    if isinstance(container, dict):
-        return part in container
-    return isinstance(part, int) and 0 <= part < len(container)
+    elsewhere = [k for k in sorted(other_keys) if k.partition(":")[2] == path[0]]
+    return f" (the file has `{elsewhere[0]}`: meant for `{NAMESPACE}:{path[0]}`?)" if elsewhere else ""
