@@ -1,8 +1,8 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
 | plan-example DIR | patch STACK_FILE PATCH_FILE [--check]
 
-Bad input (stack file, stack name, plan file, patch file, output directory) prints one line and
-exits 2; a file system error prints one line naming the path and exits 1. Neither
+Bad input (stack file, stack name, plan file, patch file, output directory) prints one line (a
+stack file with several problems: one complete line each) and exits 2; a file system error prints one line naming the path and exits 1. Neither
 leaves anything half-written.
 """
 

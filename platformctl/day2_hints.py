@@ -37,6 +37,8 @@ def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[
         return (f"; the autoscaler sizes the first node group from here on; to resize it now: "
                 f"`openstack coe cluster resize <cluster> {new_inputs.get('nodeCount')} --nodegroup {DEFAULT_GROUP}`" + _where(name))
     if kind == MAGNUM_NODE_GROUP and path == ("nodeCount",):
+        # An unnamed NodeGroup is auto-named too (`openstack coe nodegroup list <cluster>`).
+        group = new_inputs.get("name") or f"{name}-<suffix>"
         return (f"; the autoscaler sizes the group from here on; to resize it now: `openstack coe cluster resize "
-                f"<cluster> {new_inputs.get('nodeCount')} --nodegroup {new_inputs.get('name') or name}`")
+                f"<cluster> {new_inputs.get('nodeCount')} --nodegroup {group}`")
     return ""

@@ -33,16 +33,18 @@ def _item_label(items: list, index: int) -> str:
 def format_path(path: KeyPath, namespace: str = NAMESPACE, source: Any = None) -> str:
     """`("services", 1, "versions", 0, "weight")` -> `inference-platform:services[resnet].versions[v2].weight`
     where `source` (the config the path points into) names the items, else by position:
-    `services[1].versions[0].weight`; without a namespace, a component argument's path."""
+    `services[1].versions[0].weight` (also for a problem with the item's name itself:
+    `services[1].name`); without a namespace, a component argument's path."""
     if path and isinstance(path[0], RawKey):
         text, path, source = str(path[0]), path[1:], None
         node = None
     else:
         text = f"{namespace}:" if namespace else ""
         node = source
-    for part in path:
+    for i, part in enumerate(path):
         if isinstance(part, int):
-            if isinstance(node, list):
+            # A problem with an item's name itself names the item by position.
+            if isinstance(node, list) and path[i + 1:] != ("name",):
                 text += f"[{_item_label(node, part)}]"
                 node = node[part] if 0 <= part < len(node) else None
             else:

@@ -110,7 +110,7 @@ BAD = [
      "inference-platform:cluster.magnum.fixedNetwork", ["required with fixedSubnet"]),
     ("subnet-cidr-with-fixed-subnet", [("cluster.mode", "magnum"), ("cluster.magnum", {"fixedNetwork": "n", "fixedSubnet": "s", "subnetCidr": "10.1.0.0/24"})],
      "inference-platform:cluster.magnum.subnetCidr", ["read from Neutron"]),
-    ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[worker].name", ["role Magnum gives its own node groups"]),
+    ("magnum-reserved-role", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.name", "worker"), (f"{V0}.gpu.group", "worker")], "inference-platform:cluster.nodeGroups[1].name", ["role Magnum gives its own node groups"]),
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
     ("per-try-over-route-timeout", [("services.0.timeoutSeconds", 60), ("services.0.retries", {"perTryTimeoutSeconds": 90})],
@@ -398,5 +398,5 @@ def test_clashing_deployment_names_are_refused_by_the_loader():
     raw["cluster"]["nodeGroups"][1]["maxNodes"] = 4
     with pytest.raises(ConfigError) as err:
         parse_settings(raw, "stacks/Pulumi.t.yaml")
-    assert err.value.paths == ["inference-platform:services[a].versions[b-c].name"]
+    assert err.value.paths == ["inference-platform:services[a].versions[0].name"]
     assert "Deployment name 'a-b-c' in namespace 'shared' is already a-b/c's" in str(err.value)
