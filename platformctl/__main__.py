@@ -1,8 +1,8 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
 | plan-example DIR | patch STACK_FILE PATCH_FILE [--check]
 
-Bad input (stack file, stack name, plan file, patch file, output directory) prints one line and
-exits 2; a file system error prints one line naming the path and exits 1. Neither
+Bad input (stack file, stack name, plan file, patch file, output directory) prints one line (a
+stack file with several problems: one complete line each) and exits 2; a file system error prints one line naming the path and exits 1. Neither
 leaves anything half-written.
 """
 
@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             check_stack_name(args.stack)
         return args.func(args)
     except ConfigError as err:
-        return _fail(err.one_line(), 2)
+        # One complete line per problem: file, key path, what is wrong.
+        return _fail("\n".join(err.lines()), 2, lines=True)
     except UsageError as err:
         return _fail(str(err), 2)
     except PlanInvariantError as err:
@@ -261,9 +262,11 @@ def os_error_line(err: OSError) -> str:
     return f"{paths}: {reason}" if paths else reason
 
 
-def _fail(message: str, code: int) -> int:
-    # One line, whatever the message echoes (file names and stack names may hold newlines).
-    print(message.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+def _fail(message: str, code: int, lines: bool = False) -> int:
+    # One line, whatever the message echoes (file names and stack names may hold newlines);
+    # `lines`: several lines, each already escaped by its maker (ConfigError.lines).
+    for line in message.split("\n") if lines else [message]:
+        print(line.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
     return code
 
 

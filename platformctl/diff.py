@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from . import aliases
+from .day2_hints import ignored_change_hint
 from .errors import UsageError
 from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset
@@ -337,7 +338,7 @@ def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
         for ignore in ignores:
             kept = reset(old_in, new_in, ignore)
             notes += [f"note: {key}: inputs.{format_path(p)} changed but ignoreChanges keeps the old value"
-                      for p in leaf_changes(kept, new_in)]
+                      + ignored_change_hint(new, p, new_in) for p in leaf_changes(kept, new_in)]
             new_in = kept
         paths = [p for f in COMPARED for p in changed_paths(dict(old, inputs=old_in).get(f), dict(new, inputs=new_in).get(f), f)]
         unknown = _unknown_inputs(new, new_in, ignores, replaced, rb, tokens)

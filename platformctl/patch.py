@@ -128,24 +128,25 @@ def apply_patch(data: bytes, patch: AddVersion, shown: str) -> str:
     text = data.decode("utf-8")
     services_key = next((k for k in raw if k in (f"{NAMESPACE}:services", "services")), None)
     services = raw.get(services_key, [])
+    named = {"services": services}  # key paths name the service and version
     names = [s["name"] for s in services]
     if patch.service not in names:
         allowed = f"allowed: {', '.join(names)}" if names else "the stack has no services"
-        raise ConfigError(shown, [(("services",), f"no service named {patch.service!r}; {allowed}")])
+        raise ConfigError(shown, source=named, problems=[(("services",), f"no service named {patch.service!r}; {allowed}")])
     si = names.index(patch.service)
     versions = [v["name"] for v in services[si]["versions"]]
     at = ("services", si, "versions")
     if patch.base not in versions:
-        raise ConfigError(shown, [(at, f"no version named {patch.base!r} to copy (addVersion.from); "
+        raise ConfigError(shown, source=named, problems=[(at, f"no version named {patch.base!r} to copy (addVersion.from); "
                                        f"allowed: {', '.join(versions)}")])
     if patch.name in versions:
-        raise ConfigError(shown, [((*at, versions.index(patch.name), "name"),
+        raise ConfigError(shown, source=named, problems=[((*at, versions.index(patch.name), "name"),
                                    f"version {patch.name!r} is already present; a patch adds a new version "
                                    f"(present: {', '.join(versions)})")])
     vi = versions.index(patch.base)
     base_weight = services[si]["versions"][vi]["weight"]
     if base_weight < patch.weight:
-        raise ConfigError(shown, [((*at, vi, "weight"),
+        raise ConfigError(shown, source=named, problems=[((*at, vi, "weight"),
                                    f"{base_weight} is lower than the new version's weight {patch.weight}, "
                                    f"which is taken from it; allowed: a new version's weight up to {base_weight}")])
 

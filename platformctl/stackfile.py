@@ -44,6 +44,9 @@ class StackFileError(ConfigError):
     def one_line(self) -> str:
         return f"{self.location}: {self.message}".replace("\n", "\\n").replace("\r", "\\r")
 
+    def lines(self) -> list[str]:
+        return [self.one_line()]
+
 
 class _CoreResolver(yaml.resolver.BaseResolver):
     """YAML 1.2 core schema, as Pulumi's Go YAML library resolves plain scalars."""

@@ -10,7 +10,7 @@ from inference_platform.core import driver_support, grammar
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
-from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.errors import KeyPath, how_to_set_secret
 from inference_platform.settings.graphs import graph_problems
 from inference_platform.settings.serving import deployment_name, pipeline_problems, service_problems
 from inference_platform.settings.stack import Settings
@@ -81,8 +81,8 @@ def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     ui = s.ui
     oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
     if oidc and s.grafana_oidc_client_secret is None:
-        problems.append((("grafanaOidcClientSecret",), f"ui.grafana.auth 'oidc' needs the secret {NAMESPACE}:grafanaOidcClientSecret "
-                         "(pulumi config set --secret grafanaOidcClientSecret ...)"))
+        problems.append((("grafanaOidcClientSecret",), f"ui.grafana.auth 'oidc' needs the secret {NAMESPACE}:grafanaOidcClientSecret; "
+                         + how_to_set_secret("grafanaOidcClientSecret")))
     if not oidc and s.grafana_oidc_client_secret is not None:
         problems.append((("grafanaOidcClientSecret",), "applies to ui.grafana.auth 'oidc' only; remove the key"))
     if s.production and ui.allow_plain_http:
@@ -167,7 +167,7 @@ def platform_part_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     if s.weight_caches.s3 is not None:
         for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
             if value is None:
-                problems.append(((key,), f"weightCaches.s3 needs the secret {NAMESPACE}:{key} (pulumi config set --secret {key} ...)"))
+                problems.append(((key,), f"weightCaches.s3 needs the secret {NAMESPACE}:{key}; {how_to_set_secret(key)}"))
     return problems
 
 
@@ -226,7 +226,7 @@ def alerting_problems(s: Settings) -> list[tuple[KeyPath, str]]:
             problems.append((base + ("receivers", i, "name"), "'null' is Alertmanager's receiver that drops alerts; pick another name"))
         if r.name not in s.alert_receiver_secrets:
             problems.append((base + ("receivers", i), f"receiver {r.name!r} needs its {r.kind} credential in the secret "
-                             f"{NAMESPACE}:alertReceiverSecrets.{r.name} (pulumi config set --secret --path 'alertReceiverSecrets.{r.name}' ...)"))
+                             f"{NAMESPACE}:alertReceiverSecrets.{r.name}; {how_to_set_secret('alertReceiverSecrets', r.name)}"))
     for severity in ("critical", "warning"):
         for i, name in enumerate(getattr(a, severity)):
             if name not in seen:

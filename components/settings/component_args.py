@@ -26,9 +26,9 @@ def validated(model: type[M], args: Any, component: str) -> M:
     try:
         checked = model.model_validate(args)
     except ValidationError as err:
-        raise ConfigError(f"{component}Args", pydantic_problems(err, SECRET_KEYS), namespace="") from None
+        raise ConfigError(f"{component}Args", pydantic_problems(err, SECRET_KEYS), namespace="", source=args) from None
     # What the stack file's cross checks say about this component's own settings.
     problems = checked.problems() if hasattr(checked, "problems") else []
     if problems:
-        raise ConfigError(f"{component}Args", problems, namespace="")
+        raise ConfigError(f"{component}Args", problems, namespace="", source=args)
     return checked

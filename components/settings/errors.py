@@ -13,39 +13,92 @@ from inference_platform.settings.base import NAMESPACE
 KeyPath = tuple[Union[str, int], ...]
 
 
-def format_path(path: KeyPath, namespace: str = NAMESPACE) -> str:
-    """`("services", 1, "versions", 0, "weight")` -> `inference-platform:services[1].versions[0].weight`
-    (without a namespace, a component argument's path: `service.versions[0].weight`)."""
-    text = f"{namespace}:" if namespace else ""
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+class RawKey(str):
+    """A config key outside the project's namespace, shown as written (`inference-platfrom:production`)."""
+
+
+def _item_label(items: list, index: int) -> str:
+    """A list item by its `name` where that names it alone (`resnet`), else by position (`1`)."""
+    item = items[index] if 0 <= index < len(items) else None
+    name = item.get("name") if isinstance(item, dict) else None
+    if isinstance(name, str) and _NAME.fullmatch(name) and not name.isdigit():
+        if sum(isinstance(i, dict) and i.get("name") == name for i in items) == 1:
+            return name
+    return str(index)
+
+
+def format_path(path: KeyPath, namespace: str = NAMESPACE, source: Any = None) -> str:
+    """`("services", 1, "versions", 0, "weight")` -> `inference-platform:services[resnet].versions[v2].weight`
+    where `source` (the config the path points into) names the items, else by position:
+    `services[1].versions[0].weight` (also for a problem with the item's name itself:
+    `services[1].name`); without a namespace, a component argument's path."""
+    if path and isinstance(path[0], RawKey):
+        text, path, source = str(path[0]), path[1:], None
+        node = None
+    else:
+        text = f"{namespace}:" if namespace else ""
+        node = source
     for i, part in enumerate(path):
         if isinstance(part, int):
-            text += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z0-9_/.-]+", str(part)):
-            text += ("." if i else "") + str(part)
+            # A problem with an item's name itself names the item by position.
+            if isinstance(node, list) and path[i + 1:] != ("name",):
+                text += f"[{_item_label(node, part)}]"
+                node = node[part] if 0 <= part < len(node) else None
+            else:
+                text += f"[{part}]"
+                node = None
         else:
-            # A key from the stack file with spaces, quotes or newlines: quoted and escaped.
-            text += f"[{json.dumps(str(part))}]"
+            if re.fullmatch(r"[A-Za-z0-9_/.-]+", str(part)):
+                text += ("." if text and not text.endswith(":") else "") + str(part)
+            else:
+                # A key from the stack file with spaces, quotes or newlines: quoted and escaped.
+                text += f"[{json.dumps(str(part))}]"
+            node = node.get(part) if isinstance(node, dict) else None
     return text
 
 
 class ConfigError(Exception):
-    """Invalid stack configuration: one or more (key path, problem) pairs."""
+    """Invalid stack configuration: one or more (key path, problem) pairs; `source`, the config
+    as written, names list items in the key paths."""
 
-    def __init__(self, stack_file: str, problems: list[tuple[KeyPath, str]], namespace: str = NAMESPACE):
+    def __init__(self, stack_file: str, problems: list[tuple[KeyPath, str]], namespace: str = NAMESPACE,
+                 source: Any = None):
         self.stack_file = stack_file
         self.problems = problems
         self.namespace = namespace
-        super().__init__(self.one_line())
+        self.source = source
+        super().__init__("\n".join(self.lines()))
+
+    def lines(self) -> list[str]:
+        """One complete line per problem: file, key path, what is wrong (input echoed in a
+        message cannot break the line)."""
+        return [f"{self.stack_file}: invalid configuration: {path}: {msg}".replace("\r", "\\r").replace("\n", "\\n")
+                for path, (_, msg) in zip(self.paths, self.problems, strict=True)]
 
     def one_line(self) -> str:
-        # Messages may echo input; the offline plan promises exactly one line.
-        parts = [f"{format_path(p, self.namespace)}: {msg}".replace("\n", "\\n") for p, msg in self.problems]
-        return f"{self.stack_file}: invalid configuration: " + "; ".join(parts)
+        """All problems on one line, for logs that keep one line per event."""
+        return "; ".join(self.lines())
 
     @property
     def paths(self) -> list[str]:
-        return [format_path(p, self.namespace) for p, _ in self.problems]
+        return [format_path(p, self.namespace, self.source) for p, _ in self.problems]
 
+
+MISSING = "required key is missing"
+
+
+def how_to_set_secret(*keys: str) -> str:
+    """How to give a secret: the stack file's `secure:` form, which the offline plan reads without
+    decrypting, and the CLI command that writes the real ciphertext for `pulumi up`."""
+    written = "{secure: <any text>}"
+    for key in reversed(keys):
+        written = f"{{{key}: {written}}}"
+    dotted = ".".join(keys)
+    command = f"pulumi config set --secret --path '{dotted}' ..." if len(keys) > 1 else f"pulumi config set --secret {dotted} ..."
+    return f"offline, write `{written[1:-1]}` under config: in the stack file; for `pulumi up`, run `{command}`"
 
 # Strict type errors, with what the stack file should say instead.
 _TYPE_ERRORS = {
@@ -79,6 +132,6 @@ def pydantic_problems(err: ValidationError, hidden: Collection[str] = ()) -> lis
         if e["type"] in _TYPE_ERRORS and not (loc and loc[0] in hidden):
             msg = f"{msg}, not {_describe(e['input'])}" + _TYPE_ERRORS[e["type"]]
         if e["type"] == "missing":
-            msg = "required key is missing"
+            msg = MISSING
         problems.append((loc, msg))
     return problems

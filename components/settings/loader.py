@@ -17,27 +17,33 @@ from inference_platform.gpu.profiles import check_gpu_settings
 from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes
-from inference_platform.settings.errors import ConfigError, KeyPath, pydantic_problems
+from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, how_to_set_secret, pydantic_problems
+from inference_platform.settings.namespaces import namespace_problems, near_miss_hint
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.tuning.presets import upload_preset_problems
 
 
-def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset()) -> Settings:
-    """Validate a dict of config keys (without the namespace prefix) into Settings, or raise ConfigError."""
-    problems: list[tuple[KeyPath, str]] = []
-    for key in SECRET_KEYS:
-        if key in raw and key not in secret_keys:
-            problems.append(((key,), f"must be a secret; set it with `pulumi config set --secret {key} ...`"))
-    if problems:
-        raise ConfigError(stack_file, problems)
+def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset(),
+                   other_keys: Iterable[str] = ()) -> Settings:
+    """Validate a dict of config keys (without the namespace prefix) into Settings, or raise
+    ConfigError with every problem the schema finds. `other_keys`: the file's keys in other
+    namespaces (`openstack:authUrl`), refused where they misspell ours."""
+    other_keys = tuple(other_keys)
+    problems: list[tuple[KeyPath, str]] = namespace_problems(other_keys)
+    problems += [((key,), f"must be a secret, not plain text: {how_to_set_secret(key)}")
+                 for key in SECRET_KEYS if key in raw and key not in secret_keys]
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(stack_file, pydantic_problems(err, SECRET_KEYS)) from None
+        schema = [(path, msg + near_miss_hint(path, other_keys) if msg == MISSING else msg)
+                  for path, msg in pydantic_problems(err, SECRET_KEYS)]
+        raise ConfigError(stack_file, problems + schema, source=raw) from None
+    if problems:
+        raise ConfigError(stack_file, problems, source=raw)
     for stage in STACK_CHECKS:
         problems = [problem for check in stage for problem in check(settings)]
         if problems:
-            raise ConfigError(stack_file, problems)
+            raise ConfigError(stack_file, problems, source=raw)
     return settings
 
 
@@ -63,11 +69,11 @@ def load_settings() -> Settings:
 
 def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], stack_file: str) -> Settings:
     """Settings from config as the engine passes it (`inference-platform:<key>` -> text or JSON
-    text; other namespaces ignored), or ConfigError naming stack_file."""
+    text; other namespaces ignored unless they misspell ours), or ConfigError naming stack_file."""
     prefix = NAMESPACE + ":"
     raw = {k[len(prefix):]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
     secrets = frozenset(k[len(prefix):] for k in secret_keys if k.startswith(prefix))
-    return parse_settings(raw, stack_file, secrets)
+    return parse_settings(raw, stack_file, secrets, [k for k in config if not k.startswith(prefix)])
 
 
 def upload_config_problems(settings: Settings) -> list[tuple[KeyPath, str]]:

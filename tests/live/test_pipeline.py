@@ -425,7 +425,7 @@ def test_a_pipeline_without_argo_is_one_line(tmp_path):
                              "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
-    assert ("inference-platform:services[0].pipeline: needs modelPipeline.enabled: true "
+    assert ("inference-platform:services[resnet].pipeline: needs modelPipeline.enabled: true "
             "(Argo Workflows runs the pipeline)") in line
     assert not (tmp_path / "out").exists()
 
@@ -440,7 +440,7 @@ def test_a_pipeline_builds_for_a_version_of_known_release(edit, words):
     edit(raw)
     with pytest.raises(ConfigError) as info:
         parse_settings(raw, "stacks/Pulumi.test.yaml")
-    assert info.value.paths == ["inference-platform:services[0].pipeline.baseVersion"]
+    assert info.value.paths == ["inference-platform:services[svc].pipeline.baseVersion"]
     assert words in info.value.one_line()
 
 

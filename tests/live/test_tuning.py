@@ -315,7 +315,7 @@ def test_tuning_needs_the_triton_release_of_its_image():
     raw = tuned_config(image="registry.example.com/custom-triton:1.0")
     with pytest.raises(ConfigError) as info:
         parse_settings(raw, "stacks/Pulumi.test.yaml")
-    assert info.value.paths == ["inference-platform:services[0].versions[0].tuning.sdkImage"]
+    assert info.value.paths == ["inference-platform:services[svc].versions[v1].tuning.sdkImage"]
     raw["services"][0]["versions"][0]["tuning"]["sdkImage"] = "nvcr.io/nvidia/tritonserver:25.01-py3-sdk"
     parse_settings(raw, "stacks/Pulumi.test.yaml")
 

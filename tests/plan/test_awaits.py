@@ -197,7 +197,7 @@ def test_clashing_deployment_names_are_refused():
     raw = clashing_deployment_names()
     with pytest.raises(ConfigError) as err:
         render_raw(raw)
-    assert "inference-platform:services[1].versions[0].name: Deployment name 'a-b-c' in namespace 'shared'" in str(err.value)
+    assert "inference-platform:services[a].versions[0].name: Deployment name 'a-b-c' in namespace 'shared'" in str(err.value)
 
 
 def test_longer_stages_lengthen_every_wait():

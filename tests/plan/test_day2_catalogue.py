@@ -174,8 +174,13 @@ def test_everyday_edit(tmp_path, stack, edit, expected):
     assert classified == expected
 
 
-def test_default_group_bounds_are_kept_out_with_a_note(tmp_path):
+def test_default_group_bounds_are_kept_out_with_a_note_that_says_what_to_run(tmp_path):
     d = diff_plans(stack_plan("acme-prod").to_json(), _edited(tmp_path, "acme-prod", lambda c: _group(c, 0).update(maxNodes=8)))
     assert d["changes"] == [] and d["errors"] == []
-    assert d["notes"] == ["note: inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum: "
-                          'inputs.labels.max_node_count changed but ignoreChanges keeps the old value']
+    (note,) = d["notes"]
+    assert note.startswith("note: inference-platform::inference-platform:index:InferencePlatform$inference-platform:index:Cluster"
+                           "$openstack:containerinfra/cluster:Cluster::acme-prod-cluster-magnum: "
+                           "inputs.labels.max_node_count changed but ignoreChanges keeps the old value; ")
+    assert "\n" not in note
+    assert note.endswith("`openstack coe nodegroup update <cluster> default-worker replace max_node_count=8`, "
+                         "where <cluster> is the Magnum cluster acme-prod-cluster-magnum-<suffix> (`openstack coe cluster list`)")

@@ -128,7 +128,8 @@ def test_ignored_changes_do_not_count():
     assert d["changes"] == []
     assert [n.split(": ", 2)[2] for n in d["notes"]] == [
         "inputs.labels.a changed but ignoreChanges keeps the old value",
-        "inputs.nodeCount changed but ignoreChanges keeps the old value"]
+        "inputs.nodeCount changed but ignoreChanges keeps the old value; the autoscaler sizes the group from here on; "
+        "to resize it now: `openstack coe cluster resize <cluster> 5 --nodegroup ng-<suffix>`"]
 
 
 def test_a_replaced_cluster_replaces_what_takes_its_id_and_the_provider_built_from_it():

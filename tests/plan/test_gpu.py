@@ -196,7 +196,7 @@ def test_magnum_refuses_a_gpu_default_group():
     raw["cluster"]["nodeGroups"][1]["flavor"] = "m1.large"
     with pytest.raises(ConfigError) as err:
         parse(raw)
-    assert err.value.paths == ["inference-platform:cluster.nodeGroups[0].gpu"]
+    assert err.value.paths == ["inference-platform:cluster.nodeGroups[gpu].gpu"]
     assert "list a CPU group first" in str(err.value)
 
 
@@ -215,7 +215,7 @@ def test_named_profiles_follow_the_operator_defaults():
             assert p.compute * p.max_count <= gpu.compute and p.memory * p.max_count <= gpu.memory
 
 
-G = "inference-platform:cluster.nodeGroups[1].gpu.sharing.migProfile"
+G = "inference-platform:cluster.nodeGroups[gpu].gpu.sharing.migProfile"
 BAD_MIXES = [
     ("too-many-compute", "A100-80GB", {"3g.40gb": 2, "1g.10gb": 2}, G, ["compute slices", "3g.40gb 3/4"]),
     ("too-much-memory", "A100-40GB", {"3g.20gb": 2, "1g.5gb": 1}, G, ["9 of 8 memory slices"]),
@@ -262,7 +262,7 @@ def test_version_slice_must_be_in_its_groups_mix():
     raw["services"][0]["versions"][0]["gpu"]["migProfile"] = "2g.20gb"
     with pytest.raises(ConfigError) as err:
         parse(raw)
-    assert err.value.paths == ["inference-platform:services[0].versions[0].gpu.migProfile"]
+    assert err.value.paths == ["inference-platform:services[svc].versions[v1].gpu.migProfile"]
     assert "no 2g.20gb slices" in str(err.value) and "2 x 1g.10gb, 1 x 3g.40gb" in str(err.value)
 
 
@@ -281,7 +281,7 @@ def test_minimum_that_cannot_fit_is_a_config_error():
     raw["services"][0]["autoscaling"] = {"minReplicas": 3, "maxReplicas": 3}
     with pytest.raises(ConfigError) as err:
         parse(raw)
-    assert err.value.paths == ["inference-platform:cluster.nodeGroups[1].maxNodes"]
+    assert err.value.paths == ["inference-platform:cluster.nodeGroups[gpu].maxNodes"]
     assert "need 3 x nvidia.com/gpu, but maxNodes 2 offers 2; maxNodes 3 would hold them" in str(err.value)
 
 

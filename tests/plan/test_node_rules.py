@@ -437,15 +437,15 @@ G = "inference-platform:cluster.nodeGroups"
 
 
 @pytest.mark.parametrize("magnum,group,path,words", [
-    (False, {"labels": {"team": "ml"}}, f"{G}[1].labels.team", ["has no prefix", "example.com/team"]),
-    (False, {"labels": {"node.kubernetes.io/pool": "a"}}, f"{G}[1].labels.node.kubernetes.io/pool", ["kubernetes.io"]),
-    (False, {"labels": {GROUP_LABEL: "x"}}, f"{G}[1].labels.{GROUP_LABEL}", ["set by the platform"]),
-    (False, {"selector": {"example.com/pool": "gpu"}, "labels": {"example.com/pool": "gpu2"}}, f"{G}[1].labels.example.com/pool",
+    (False, {"labels": {"team": "ml"}}, f"{G}[gpu].labels.team", ["has no prefix", "example.com/team"]),
+    (False, {"labels": {"node.kubernetes.io/pool": "a"}}, f"{G}[gpu].labels.node.kubernetes.io/pool", ["kubernetes.io"]),
+    (False, {"labels": {GROUP_LABEL: "x"}}, f"{G}[gpu].labels.{GROUP_LABEL}", ["set by the platform"]),
+    (False, {"selector": {"example.com/pool": "gpu"}, "labels": {"example.com/pool": "gpu2"}}, f"{G}[gpu].labels.example.com/pool",
      ["selector"]),
-    (False, {"taints": [{"key": "dedicated"}]}, f"{G}[1].taints[0].key", ["has no prefix"]),
-    (False, {"taints": [{"key": "example.com/a"}, {"key": "example.com/a", "value": "b"}]}, f"{G}[1].taints[1]",
+    (False, {"taints": [{"key": "dedicated"}]}, f"{G}[gpu].taints[0].key", ["has no prefix"]),
+    (False, {"taints": [{"key": "example.com/a"}, {"key": "example.com/a", "value": "b"}]}, f"{G}[gpu].taints[1]",
      ["a second example.com/a taint"]),
-    (True, {"taints": [{"key": "nvidia.com/gpu", "value": "h100", "effect": "NoSchedule"}]}, f"{G}[1].taints[0].key",
+    (True, {"taints": [{"key": "nvidia.com/gpu", "value": "h100", "effect": "NoSchedule"}]}, f"{G}[gpu].taints[0].key",
      ["every NVIDIA GPU node is tainted"]),
 ])
 def test_what_nfd_would_drop_or_fight_over_is_refused(magnum, group, path, words):

@@ -125,7 +125,7 @@ def test_applying_twice_is_refused_and_leaves_the_file(patched):
     names = [v["name"] for v in patched["service"]["versions"]]
     names.insert(patched["base"] + 1, CANARY)
     assert refused(code, err) == (
-        f"{patched['file']}: invalid configuration: inference-platform:services[0].versions[{patched['base'] + 1}].name: "
+        f"{patched['file']}: invalid configuration: inference-platform:services[{patched['service']['name']}].versions[{patched['base'] + 1}].name: "
         f"version '{CANARY}' is already present; a patch adds a new version (present: {', '.join(names)})")
     assert out == "" and patched["file"].read_bytes() == before
 
@@ -280,21 +280,21 @@ STACK_REFUSALS = {
     "unknown service": ({**DEMO_PATCH, "service": "nope"},
                         "inference-platform:services: no service named 'nope'; allowed: resnet"),
     "unknown from": (demo_patch(**{"from": "v9"}),
-                     "inference-platform:services[0].versions: no version named 'v9' to copy (addVersion.from); "
+                     "inference-platform:services[resnet].versions: no version named 'v9' to copy (addVersion.from); "
                      "allowed: v1, v2"),
-    "name present": (demo_patch(name="v2"), "inference-platform:services[0].versions[1].name: version 'v2' is "
+    "name present": (demo_patch(name="v2"), "inference-platform:services[resnet].versions[1].name: version 'v2' is "
                      "already present; a patch adds a new version (present: v1, v2)"),
     "from weight too low": (demo_patch(**{"from": "v2", "weight": 20}),
-                            "inference-platform:services[0].versions[1].weight: 10 is lower than the new version's "
+                            "inference-platform:services[resnet].versions[v2].weight: 10 is lower than the new version's "
                             "weight 20, which is taken from it; allowed: a new version's weight up to 10"),
     # The result's own problems, as `make plan` reports them.
     "cache not configured": (demo_patch(modelRepository={"cache": "s3", "path": "resnet/v3"}),
-                             "inference-platform:services[0].versions[1].modelRepository.cache: weight cache 's3' "
+                             "inference-platform:services[resnet].versions[v3].modelRepository.cache: weight cache 's3' "
                              "is not configured under weightCaches; configured: fileShare"),
     "image not pinned": (demo_patch(image="nvcr.io/nvidia/tritonserver"),
-                         "inference-platform:services[0].versions[1].image: 'nvcr.io/nvidia/tritonserver' is not a "
+                         "inference-platform:services[resnet].versions[v3].image: 'nvcr.io/nvidia/tritonserver' is not a "
                          "pinned image: add a :tag or an @sha256: digest"),
-    "name not a DNS label": (demo_patch(name="V_3"), "inference-platform:services[0].versions[1].name: 'V_3' is not "
+    "name not a DNS label": (demo_patch(name="V_3"), "inference-platform:services[resnet].versions[1].name: 'V_3' is not "
                              "a DNS label"),
 }
 

@@ -47,8 +47,36 @@ def test_invalid_stack_exits_2_with_one_line(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("stacks/Pulumi.zz-broken.yaml: ")
-    assert "inference-platform:cluster.nodeGroups[1].gpu.perNodes: unknown key" in lines[0]
+    assert "inference-platform:cluster.nodeGroups[gpu-a100].gpu.perNodes: unknown key" in lines[0]
     assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_misspelt_namespace_that_would_turn_production_off_exits_2_with_one_line(tmp_path):
+    text = (ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text()
+    assert "\n  inference-platform:production: true\n" in text
+    stack_file = tmp_path / "Pulumi.acme-prod.yaml"
+    stack_file.write_text(text.replace("inference-platform:production: true", "inference-platfrom:production: true"))
+    result = run_ctl("plan", "acme-prod", "--stack-file", str(stack_file), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"{stack_file}: invalid configuration: inference-platfrom:production: namespace 'inference-platfrom' is not "
+        "this project's, so Pulumi would ignore the key silently; did you mean `inference-platform:production`? "
+        "Allowed namespaces: inference-platform (this project), pulumi, kubernetes, openstack, random, aws, "
+        "azure-native, gcp, tls, command, or any namespace not close to 'inference-platform'"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_several_problems_print_one_complete_line_each_exit_2_and_write_nothing(tmp_path):
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
+    stack_file.write_text(text.replace("perNode: 1", "perNodes: 1").replace("weight: 90", "weight: lots"))
+    result = run_ctl("plan", "demo-dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, result.stderr
+    assert lines[0].startswith(f"{stack_file}: invalid configuration: inference-platform:cluster.nodeGroups[gpu-a100].gpu.perNodes: ")
+    assert lines[1].startswith(f"{stack_file}: invalid configuration: inference-platform:services[resnet].versions[v1].weight: ")
     assert not (tmp_path / "out").exists()
 
 

@@ -48,7 +48,7 @@ def test_demo_dev_splits_90_10():
 
 
 def test_weights_summing_to_99_are_refused():
-    with pytest.raises(ConfigError, match=r"services\[0\]\.versions: version weights sum to 99"):
+    with pytest.raises(ConfigError, match=r"services\[svc\]\.versions: version weights sum to 99"):
         render_raw(two_versions(90, 9))
 
 
@@ -324,7 +324,7 @@ def test_per_try_timeout_above_the_route_timeout_is_refused():
     raw["services"][0] |= {"timeoutSeconds": 60, "retries": {"perTryTimeoutSeconds": 61}}
     with pytest.raises(ConfigError) as info:
         parse_settings(raw, "stacks/Pulumi.t.yaml")
-    assert info.value.paths == ["inference-platform:services[0].retries.perTryTimeoutSeconds"]
+    assert info.value.paths == ["inference-platform:services[svc].retries.perTryTimeoutSeconds"]
     assert "exceeds the service's timeoutSeconds (60 s)" in info.value.one_line()
 
 
@@ -398,7 +398,7 @@ def test_exit_timeout_in_server_args_may_only_raise_the_platforms():
     raw["services"][0]["versions"][0]["serverArgs"] = {"exit-timeout-secs": 60}
     with pytest.raises(ConfigError) as info:
         parse_settings(raw, "stacks/Pulumi.t.yaml")
-    assert info.value.paths == ["inference-platform:services[0].versions[0].serverArgs.exit-timeout-secs"]
+    assert info.value.paths == ["inference-platform:services[svc].versions[v1].serverArgs.exit-timeout-secs"]
     assert "allowed: at least 90" in info.value.one_line()
 
 
@@ -469,7 +469,7 @@ def test_bad_server_args_are_refused(args, words):
     raw["services"][0]["versions"][0]["serverArgs"] = args
     with pytest.raises(ConfigError) as info:
         parse_settings(raw, "stacks/Pulumi.t.yaml")
-    assert info.value.paths == ["inference-platform:services[0].versions[0].serverArgs"]
+    assert info.value.paths == ["inference-platform:services[svc].versions[v1].serverArgs"]
     assert words in info.value.one_line() and "\n" not in info.value.one_line()
 
 

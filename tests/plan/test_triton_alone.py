@@ -141,7 +141,7 @@ def test_triton_service_waits_for_what_its_options_name():
      "version weights sum to 90 (60 + 30); they must sum to 100"),
     (service(version("v1", 50), version("v1", 50)), "service.versions[1].name",
      "duplicate version name 'v1' in service 'chat'"),
-    (service({**version("v1", 100), "gpu": {"group": "h100"}}), "service.versions[0].gpu.group",
+    (service({**version("v1", 100), "gpu": {"group": "h100"}}), "service.versions[v1].gpu.group",
      "no GPU node group named 'h100'; GPU groups: gpu"),
     (service(version("v1", 100), mirror={"version": "v9", "percent": 5}), "service.mirror.version",
      "no version named 'v9'; versions: v1"),
@@ -157,5 +157,5 @@ def test_triton_service_needs_the_weights_its_caches_read():
     args = triton_args(service(version("v1", 100, cache="s3")), weights={"claim_name": CLAIM_NAME})
     with pytest.raises(ConfigError) as info:
         render(lambda opts: TritonService("chat", args, opts))
-    assert info.value.paths == ["service.versions[0].modelRepository.cache"]
+    assert info.value.paths == ["service.versions[v1].modelRepository.cache"]
     assert "weights.s3_secret_name, weights.s3_endpoint, weights.s3_bucket" in info.value.one_line()

@@ -1,7 +1,7 @@
 """A corpus of hostile stack files generated from the example stacks, and unusual valid ones.
 
 Each hostile case is (id, file bytes, what the one error line must name): a key path
-(`inference-platform:services[0].versions[1].weight`) or, for files that are not a
+(`inference-platform:services[resnet].versions[v2].weight`, items by name) or, for files that are not a
 well-formed mapping, a `file:line:col` location (`LOCATION`).
 """
 
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
+
+from inference_platform.settings.errors import format_path
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "inference-platform"
@@ -26,12 +28,11 @@ def dump(doc: Any) -> bytes:
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode()
 
 
-def key_path(path: tuple) -> str:
-    """("services", 0, "hosts", 1) -> inference-platform:services[0].hosts[1]."""
-    text = f"{NS}:"
-    for i, part in enumerate(path):
-        text += f"[{part}]" if isinstance(part, int) else ("." if i else "") + part
-    return text
+def key_path(path: tuple, doc: dict | None = None) -> str:
+    """("services", 0, "hosts", 1) -> inference-platform:services[0].hosts[1], or with the stack
+    file `doc` the path points into, items by name: inference-platform:services[resnet].hosts[1]."""
+    config = {k.removeprefix(f"{NS}:"): v for k, v in doc["config"].items()} if doc else None
+    return format_path(path, NS, config)
 
 
 def _set(doc: dict, path: tuple, value: Any) -> dict:
@@ -89,7 +90,8 @@ def type_cases() -> Iterator[tuple[str, bytes, Any]]:
             for i, bad in enumerate(_wrong_types(value, path)):
                 if "serverArgs" in path and type(bad) is int:
                     continue  # `pulumi config set --path` writes flag values as integers: taken as text
-                yield f"{stack}:type:{key_path(path)}:{i}", dump(_set(doc, path, bad)), key_path(path)
+                bad_doc = _set(doc, path, bad)
+                yield f"{stack}:type:{key_path(path)}:{i}", dump(bad_doc), key_path(path, bad_doc)
 
 
 V = ("services", 0, "versions", 0)
@@ -290,12 +292,12 @@ UI_VALUES: list[tuple[str, tuple, Any]] = [
 ]
 
 
-def _expected_path(path: tuple, value: Any) -> str:
+def _expected_path(path: tuple, value: Any, doc: dict) -> str:
     """Where the error must point: the key itself, or the deepest key of a mapping value."""
     while isinstance(value, dict) and len(value) == 1:
         (k, value), = value.items()
         path = path + (k,)
-    return key_path(path)
+    return key_path(path, doc)
 
 
 # Cases whose error lands on a key other than the one mutated (a cross-field rule).
@@ -363,7 +365,7 @@ def value_cases() -> Iterator[tuple[str, bytes, Any]]:
             else:
                 doc = _set(base, path, value)
             where = _REDIRECTED.get(case)
-            expected = key_path(where) if where else _expected_path(path, value)
+            expected = key_path(where, doc) if where else _expected_path(path, value, doc)
             yield f"{base_name}:{case}", dump(doc), expected
 
 

@@ -54,48 +54,48 @@ PIPELINE = {"baseVersion": "v1", "model": "m", "inputs": {"input": [3]}, "reposi
 # (case id, edits, expected key path, words the message must contain)
 BAD = [
     ("unknown-top-key", [("servics", [])], "inference-platform:servics", ["unknown key", "services"]),
-    ("unknown-nested-key", [(f"{V0}.weigth", 3)], "inference-platform:services[0].versions[0].weigth", ["unknown key", "weight"]),
-    ("wrong-type-weight", [(f"{V0}.weight", "lots")], "inference-platform:services[0].versions[0].weight", ["integer"]),
-    ("weight-out-of-range", [(f"{V0}.weight", 120)], "inference-platform:services[0].versions[0].weight", ["less than or equal to 100"]),
-    ("weights-not-100", [(f"{V0}.weight", 99)], "inference-platform:services[0].versions", ["sum to 99", "must sum to 100"]),
+    ("unknown-nested-key", [(f"{V0}.weigth", 3)], "inference-platform:services[svc].versions[v1].weigth", ["unknown key", "weight"]),
+    ("wrong-type-weight", [(f"{V0}.weight", "lots")], "inference-platform:services[svc].versions[v1].weight", ["integer"]),
+    ("weight-out-of-range", [(f"{V0}.weight", 120)], "inference-platform:services[svc].versions[v1].weight", ["less than or equal to 100"]),
+    ("weights-not-100", [(f"{V0}.weight", 99)], "inference-platform:services[svc].versions", ["sum to 99", "must sum to 100"]),
     ("missing-customer", [("customer", DELETE)], "inference-platform:customer", ["required"]),
     ("bad-customer-name", [("customer", "ACME Corp")], "inference-platform:customer", ["not a DNS label"]),
     ("bad-cluster-mode", [("cluster.mode", "eks")], "inference-platform:cluster.mode", ["'existing' or 'magnum'"]),
     ("no-node-groups", [("cluster.nodeGroups", [])], "inference-platform:cluster.nodeGroups", ["at least 1"]),
-    ("min-over-max", [("cluster.nodeGroups.1.minNodes", 3)], "inference-platform:cluster.nodeGroups[1]", ["minNodes (3) exceeds maxNodes (2)"]),
-    ("unknown-gpu-model", [("cluster.nodeGroups.1.gpu.model", "RTX-4090")], "inference-platform:cluster.nodeGroups[1].gpu.model", ["A100-80GB"]),
-    ("mig-on-non-mig-gpu", [("cluster.nodeGroups.1.gpu", {"model": "L4-24GB", "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}})], "inference-platform:cluster.nodeGroups[1].gpu", ["no MIG", "MIG-capable"]),
-    ("mig-without-profile", [("cluster.nodeGroups.1.gpu.sharing", {"mode": "mig"})], "inference-platform:cluster.nodeGroups[1].gpu.sharing", ["needs migProfile"]),
-    ("time-slicing-without-replicas", [("cluster.nodeGroups.1.gpu.sharing", {"mode": "time-slicing"})], "inference-platform:cluster.nodeGroups[1].gpu.sharing", ["needs replicas"]),
-    ("bad-sharing-mode", [("cluster.nodeGroups.1.gpu.sharing", {"mode": "vgpu"})], "inference-platform:cluster.nodeGroups[1].gpu.sharing.mode", ["'none'", "'mig'", "'time-slicing'", "'mps'"]),
+    ("min-over-max", [("cluster.nodeGroups.1.minNodes", 3)], "inference-platform:cluster.nodeGroups[gpu]", ["minNodes (3) exceeds maxNodes (2)"]),
+    ("unknown-gpu-model", [("cluster.nodeGroups.1.gpu.model", "RTX-4090")], "inference-platform:cluster.nodeGroups[gpu].gpu.model", ["A100-80GB"]),
+    ("mig-on-non-mig-gpu", [("cluster.nodeGroups.1.gpu", {"model": "L4-24GB", "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}})], "inference-platform:cluster.nodeGroups[gpu].gpu", ["no MIG", "MIG-capable"]),
+    ("mig-without-profile", [("cluster.nodeGroups.1.gpu.sharing", {"mode": "mig"})], "inference-platform:cluster.nodeGroups[gpu].gpu.sharing", ["needs migProfile"]),
+    ("time-slicing-without-replicas", [("cluster.nodeGroups.1.gpu.sharing", {"mode": "time-slicing"})], "inference-platform:cluster.nodeGroups[gpu].gpu.sharing", ["needs replicas"]),
+    ("bad-sharing-mode", [("cluster.nodeGroups.1.gpu.sharing", {"mode": "vgpu"})], "inference-platform:cluster.nodeGroups[gpu].gpu.sharing.mode", ["'none'", "'mig'", "'time-slicing'", "'mps'"]),
     ("duplicate-node-group", [("cluster.nodeGroups.0.name", "gpu")], "inference-platform:cluster.nodeGroups[1].name", ["duplicate node group"]),
-    ("service-to-missing-group", [(f"{V0}.gpu.group", "gpu-h100")], "inference-platform:services[0].versions[0].gpu.group", ["no GPU node group named 'gpu-h100'", "GPU groups: gpu"]),
-    ("service-to-cpu-group", [(f"{V0}.gpu.group", "cpu")], "inference-platform:services[0].versions[0].gpu.group", ["no GPU node group named 'cpu'"]),
-    ("missing-weight-cache", [(f"{V0}.modelRepository.cache", "s3")], "inference-platform:services[0].versions[0].modelRepository.cache", ["'s3' is not configured", "configured: fileShare"]),
+    ("service-to-missing-group", [(f"{V0}.gpu.group", "gpu-h100")], "inference-platform:services[svc].versions[v1].gpu.group", ["no GPU node group named 'gpu-h100'", "GPU groups: gpu"]),
+    ("service-to-cpu-group", [(f"{V0}.gpu.group", "cpu")], "inference-platform:services[svc].versions[v1].gpu.group", ["no GPU node group named 'cpu'"]),
+    ("missing-weight-cache", [(f"{V0}.modelRepository.cache", "s3")], "inference-platform:services[svc].versions[v1].modelRepository.cache", ["'s3' is not configured", "configured: fileShare"]),
     ("duplicate-service", [("services", "DUP")], "inference-platform:services[1].name", ["name 'svc' is already used by services[0]"]),
-    ("duplicate-version", [("services.0.versions", "DUPV")], "inference-platform:services[0].versions[1].name", ["duplicate version name 'v1'"]),
-    ("wildcard-host", [("services.0.hosts", ["*.example.com"])], "inference-platform:services[0].hosts[0]", ["no wildcards"]),
-    ("auth-none-in-production", [("production", True), ("services.0.auth", {"mode": "none"})], "inference-platform:services[0].auth.mode", ["not allowed in a production stack", "basic, jwt"]),
-    ("jwt-without-issuer", [("services.0.auth", {"mode": "jwt"})], "inference-platform:services[0].auth", ["needs jwt.issuer"]),
-    ("mirror-to-missing-version", [("services.0.mirror", {"version": "v9", "percent": 10})], "inference-platform:services[0].mirror.version", ["no version named 'v9'", "versions: v1"]),
+    ("duplicate-version", [("services.0.versions", "DUPV")], "inference-platform:services[svc].versions[1].name", ["duplicate version name 'v1'"]),
+    ("wildcard-host", [("services.0.hosts", ["*.example.com"])], "inference-platform:services[svc].hosts[0]", ["no wildcards"]),
+    ("auth-none-in-production", [("production", True), ("services.0.auth", {"mode": "none"})], "inference-platform:services[svc].auth.mode", ["not allowed in a production stack", "basic, jwt"]),
+    ("jwt-without-issuer", [("services.0.auth", {"mode": "jwt"})], "inference-platform:services[svc].auth", ["needs jwt.issuer"]),
+    ("mirror-to-missing-version", [("services.0.mirror", {"version": "v9", "percent": 10})], "inference-platform:services[svc].mirror.version", ["no version named 'v9'", "versions: v1"]),
     ("spare-slots-missing-group", [("coldStart", {"spareSlots": {"gpu-x": 1}})], "inference-platform:coldStart.spareSlots.gpu-x", ["no GPU node group named 'gpu-x'"]),
     ("queue-time-model-not-a-label", [("services.0.autoscaling", {"queueTimeModel": "my model"})],
-     "inference-platform:services[0].autoscaling.queueTimeModel", ["'my model' is not a Triton model name", "1-63 characters of [A-Za-z0-9-_.]"]),
+     "inference-platform:services[svc].autoscaling.queueTimeModel", ["'my model' is not a Triton model name", "1-63 characters of [A-Za-z0-9-_.]"]),
     ("queue-time-model-empty", [(f"{V0}.autoscaling", {"queueTimeModel": ""})],
-     "inference-platform:services[0].versions[0].autoscaling.queueTimeModel", ["'' is not a Triton model name"]),
-    ("startup-budget-below-load", [(f"{V0}.modelLoadSeconds", 1200)], "inference-platform:services[0].versions[0]", ["startupBudgetSeconds (900) is shorter than modelLoadSeconds (1200)"]),
+     "inference-platform:services[svc].versions[v1].autoscaling.queueTimeModel", ["'' is not a Triton model name"]),
+    ("startup-budget-below-load", [(f"{V0}.modelLoadSeconds", 1200)], "inference-platform:services[svc].versions[v1]", ["startupBudgetSeconds (900) is shorter than modelLoadSeconds (1200)"]),
     ("existing-share-without-server", [("weightCaches.fileShare", {"mode": "existing"})], "inference-platform:weightCaches.fileShare", ["needs server and path"]),
     ("anonymous-kiali-in-production", [("production", True), ("mesh", {"kialiAuth": "anonymous"})], "inference-platform:mesh.kialiAuth", ["not allowed in a production stack"]),
     ("gpu-quota-exceeded", [("cluster.gpuQuota", 1)], "inference-platform:cluster.gpuQuota", ["2 GPUs, over the quota of 1"]),
-    ("bad-memory-quantity", [(f"{V0}.resources", {"memory": "16 GB"})], "inference-platform:services[0].versions[0].resources.memory", ["not a Kubernetes quantity"]),
-    ("magnum-gpu-min-zero", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.minNodes", 0)], "inference-platform:cluster.nodeGroups[1].minNodes", ["never adds the first one", "minNodes: 1"]),
+    ("bad-memory-quantity", [(f"{V0}.resources", {"memory": "16 GB"})], "inference-platform:services[svc].versions[v1].resources.memory", ["not a Kubernetes quantity"]),
+    ("magnum-gpu-min-zero", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.minNodes", 0)], "inference-platform:cluster.nodeGroups[gpu].minNodes", ["never adds the first one", "minNodes: 1"]),
     ("capi-helm-cpu-min-zero", [("cluster.mode", "magnum"), ("cluster.magnum", {"clusterApiDriver": "magnum-capi-helm"}),
                                 ("cluster.nodeGroups.1", {"name": "batch", "flavor": "m1", "minNodes": 0, "maxNodes": 2})],
-     "inference-platform:cluster.nodeGroups[1].minNodes", ["magnum-capi-helm refuses minNodes 0"]),
-    ("existing-group-without-selector", [("cluster.nodeGroups.0.selector", DELETE)], "inference-platform:cluster.nodeGroups[0].selector",
+     "inference-platform:cluster.nodeGroups[batch].minNodes", ["magnum-capi-helm refuses minNodes 0"]),
+    ("existing-group-without-selector", [("cluster.nodeGroups.0.selector", DELETE)], "inference-platform:cluster.nodeGroups[cpu].selector",
      ["required in mode existing"]),
     ("magnum-group-with-selector", [("cluster.mode", "magnum"), ("cluster.nodeGroups.0.selector", {"pool": "cpu"})],
-     "inference-platform:cluster.nodeGroups[0].selector", ["not in mode magnum", "labels the group's nodes itself"]),
+     "inference-platform:cluster.nodeGroups[cpu].selector", ["not in mode magnum", "labels the group's nodes itself"]),
     ("heat-plain-kube-tag", [("cluster.mode", "magnum"), ("cluster.magnum", {"driver": "heat"})],
      "inference-platform:cluster.magnum.kubernetesVersion", ["rancher/hyperkube", "v1.34.1-rancher1"]),
     ("capi-rancher-kube-tag", [("cluster.mode", "magnum"), ("cluster.magnum", {"kubernetesVersion": "v1.34.1-rancher1"})],
@@ -112,47 +112,47 @@ BAD = [
     ("even-master-count", [("cluster.mode", "magnum"), ("cluster.magnum", {"masterCount": 2})], "inference-platform:cluster.magnum.masterCount", ["odd"]),
     ("s3-without-credentials", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights"})], "inference-platform:s3AccessKeyId", ["needs the secret"]),
     ("per-try-over-route-timeout", [("services.0.timeoutSeconds", 60), ("services.0.retries", {"perTryTimeoutSeconds": 90})],
-     "inference-platform:services[0].retries.perTryTimeoutSeconds", ["90 s exceeds the service's timeoutSeconds (60 s)", "allowed: at most timeoutSeconds"]),
+     "inference-platform:services[svc].retries.perTryTimeoutSeconds", ["90 s exceeds the service's timeoutSeconds (60 s)", "allowed: at most timeoutSeconds"]),
     ("exit-timeout-below-route-timeout", [("services.0.timeoutSeconds", 120), (f"{V0}.serverArgs", {"exit-timeout-secs": "30"})],
-     "inference-platform:services[0].versions[0].serverArgs.exit-timeout-secs", ["shorter than the service's timeoutSeconds (120 s)", "allowed: at least 120"]),
+     "inference-platform:services[svc].versions[v1].serverArgs.exit-timeout-secs", ["shorter than the service's timeoutSeconds (120 s)", "allowed: at least 120"]),
     ("list-on-single-valued-flag", [(f"{V0}.serverArgs", {"log-verbose": ["1", "2"]})],
-     "inference-platform:services[0].versions[0].serverArgs", ["--log-verbose takes one value, not a list", "backend-config"]),
+     "inference-platform:services[svc].versions[v1].serverArgs", ["--log-verbose takes one value, not a list", "backend-config"]),
     ("misspelt-buffer-manager-flag", [(f"{V0}.serverArgs", {"buffer-management-thread-count": "2"})],
-     "inference-platform:services[0].versions[0].serverArgs", ["'buffer-management-thread-count' is not allowed", "buffer-manager-thread-count"]),
+     "inference-platform:services[svc].versions[v1].serverArgs", ["'buffer-management-thread-count' is not allowed", "buffer-manager-thread-count"]),
     ("retry-on-with-space", [("services.0.retries", {"retryOn": "connect-failure, unavailable"})],
-     "inference-platform:services[0].retries.retryOn", ["without spaces"]),
+     "inference-platform:services[svc].retries.retryOn", ["without spaces"]),
     ("receiver-without-secret", [("observability", {"alerting": {"receivers": [{"name": "oncall", "pagerduty": {}}], "critical": ["oncall"]}})],
-     "inference-platform:observability.alerting.receivers[0]", ["needs its pagerduty credential", "alertReceiverSecrets.oncall", "--secret"]),
+     "inference-platform:observability.alerting.receivers[oncall]", ["needs its pagerduty credential", "alertReceiverSecrets.oncall", "--secret"]),
     ("duplicate-receiver", [("observability", {"alerting": {"receivers": [{"name": "a", "webhook": {}}, {"name": "a", "pagerduty": {}}]}})],
      "inference-platform:observability.alerting.receivers[1].name", ["duplicate receiver name 'a'"]),
     ("warning-to-unknown-receiver", [("observability", {"alerting": {"warning": ["chat"]}})],
      "inference-platform:observability.alerting.warning[0]", ["no receiver named 'chat'", "receivers: none"]),
     # Tuning and the model pipeline.
     ("tuning-model-with-slash", [(f"{V0}.tuning", {"model": "models/resnet"})],
-     "inference-platform:services[0].versions[0].tuning.model", ["should match pattern"]),
+     "inference-platform:services[svc].versions[v1].tuning.model", ["should match pattern"]),
     ("tuning-unknown-objective", [(f"{V0}.tuning", {"model": "m", "objectives": {"speed": 10}})],
-     "inference-platform:services[0].versions[0].tuning.objectives.speed", ["'throughput'", "'gpuUtilization'", '"speed"']),
+     "inference-platform:services[svc].versions[v1].tuning.objectives.speed", ["'throughput'", "'gpuUtilization'", '"speed"']),
     ("tuning-objective-weight-zero", [(f"{V0}.tuning", {"model": "m", "objectives": {"throughput": 0}})],
-     "inference-platform:services[0].versions[0].tuning.objectives.throughput", ["greater than or equal to 1"]),
+     "inference-platform:services[svc].versions[v1].tuning.objectives.throughput", ["greater than or equal to 1"]),
     ("tuning-negative-latency-budget", [(f"{V0}.tuning", {"model": "m", "constraints": {"latencyP99Ms": -1}})],
-     "inference-platform:services[0].versions[0].tuning.constraints.latencyP99Ms", ["greater than or equal to 0.01"]),
+     "inference-platform:services[svc].versions[v1].tuning.constraints.latencyP99Ms", ["greater than or equal to 0.01"]),
     ("tuning-keeps-nothing", [(f"{V0}.tuning", {"model": "m", "keep": 0})],
-     "inference-platform:services[0].versions[0].tuning.keep", ["greater than or equal to 1"]),
+     "inference-platform:services[svc].versions[v1].tuning.keep", ["greater than or equal to 1"]),
     ("tuning-sdk-image-not-an-image", [(f"{V0}.tuning", {"model": "m", "sdkImage": "not an image"})],
-     "inference-platform:services[0].versions[0].tuning.sdkImage", ["is not an image reference"]),
+     "inference-platform:services[svc].versions[v1].tuning.sdkImage", ["is not an image reference"]),
     ("preset-name-uppercase", [("tuningPresets", {"Fast": {}})], "inference-platform:tuningPresets.Fast", ["should match pattern"]),
     ("preset-preferred-over-max", [("tuningPresets", {"fast": {"maxBatchSize": 4, "preferredBatchSizes": [8]}})],
      "inference-platform:tuningPresets.fast", ["exceed maxBatchSize 4", "allowed: sizes up to maxBatchSize"]),
     ("pipeline-prefix-escapes", [("services.0.pipeline", {**PIPELINE, "repositoryPrefix": "../x"}), ("modelPipeline", {"enabled": True})],
-     "inference-platform:services[0].pipeline.repositoryPrefix", ["is not a relative path", "no '..'"]),
+     "inference-platform:services[svc].pipeline.repositoryPrefix", ["is not a relative path", "no '..'"]),
     ("pipeline-zero-dim", [("services.0.pipeline", {**PIPELINE, "inputs": {"input": [0]}}), ("modelPipeline", {"enabled": True})],
-     "inference-platform:services[0].pipeline.inputs.input[0]", ["greater than or equal to 1"]),
+     "inference-platform:services[svc].pipeline.inputs.input[0]", ["greater than or equal to 1"]),
     ("pipeline-input-name-with-space", [("services.0.pipeline", {**PIPELINE, "inputs": {"a b": [3]}}), ("modelPipeline", {"enabled": True})],
-     'inference-platform:services[0].pipeline.inputs["a b"]', ["should match pattern"]),
+     'inference-platform:services[svc].pipeline.inputs["a b"]', ["should match pattern"]),
     ("pipeline-canary-over-half", [("services.0.pipeline", {**PIPELINE, "canaryWeight": 60}), ("modelPipeline", {"enabled": True})],
-     "inference-platform:services[0].pipeline.canaryWeight", ["less than or equal to 50"]),
+     "inference-platform:services[svc].pipeline.canaryWeight", ["less than or equal to 50"]),
     ("pipeline-unknown-base-version", [("services.0.pipeline", {**PIPELINE, "baseVersion": "v9"}), ("modelPipeline", {"enabled": True})],
-     "inference-platform:services[0].pipeline.baseVersion", ["no version named 'v9'", "versions: v1"]),
+     "inference-platform:services[svc].pipeline.baseVersion", ["no version named 'v9'", "versions: v1"]),
     ("s3-adopt-with-force-destroy", [("weightCaches.s3", {"endpoint": "https://s3.example.com", "bucket": "weights", "adopt": True, "forceDestroy": True})],
      "inference-platform:weightCaches.s3.forceDestroy", ["not allowed with adopt: true", "allowed: forceDestroy: false"]),
 ]
@@ -190,7 +190,7 @@ def test_a_selector_on_magnum_is_refused_where_it_was_written_only():
     raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
     with pytest.raises(ConfigError) as info:
         parse(raw)
-    assert info.value.paths == ["inference-platform:cluster.nodeGroups[0].selector"]
+    assert info.value.paths == ["inference-platform:cluster.nodeGroups[cpu].selector"]
 
 
 def test_secret_keys_must_be_secret():
@@ -207,8 +207,8 @@ def test_all_problems_reported_together():
     with pytest.raises(ConfigError) as info:
         parse(raw)
     assert set(info.value.paths) == {
-        "inference-platform:services[0].versions",
-        "inference-platform:services[0].versions[0].gpu.group",
+        "inference-platform:services[svc].versions",
+        "inference-platform:services[svc].versions[v1].gpu.group",
     }
 
 
@@ -297,7 +297,7 @@ def test_path_forms_pulumi_writes(tmp_path, form, path, value, accepted):
     else:
         with pytest.raises(ConfigError) as err:
             _settings_of(tmp_path, dump(doc).decode())
-        assert key_path(path) in err.value.one_line() or key_path(path[:-1]) in err.value.one_line()
+        assert key_path(path, doc) in err.value.one_line() or key_path(path[:-1], doc) in err.value.one_line()
 
 
 # --------------------------------------------------------------------------- UI hosts
@@ -388,5 +388,5 @@ def test_clashing_deployment_names_are_refused_by_the_loader():
     raw = clashing_deployment_names()
     with pytest.raises(ConfigError) as err:
         parse_settings(raw, "stacks/Pulumi.t.yaml")
-    assert err.value.paths == ["inference-platform:services[1].versions[0].name"]
+    assert err.value.paths == ["inference-platform:services[a].versions[0].name"]
     assert "Deployment name 'a-b-c' in namespace 'shared' is already a-b/c's" in str(err.value)

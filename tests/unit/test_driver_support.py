@@ -9,7 +9,7 @@ from inference_platform.core import driver_support as support
 from inference_platform.core import versions
 from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
 from inference_platform.settings.cluster import MagnumTemplate
-from inference_platform.settings.errors import ConfigError, format_path
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.gpu import DriverSettings
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import Settings
@@ -18,7 +18,7 @@ from tests.conftest import HEAT, STACKS, as_magnum, base_config, gpu_operator_va
 from tests.support import conformance
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
-GPU_OS = "inference-platform:cluster.nodeGroups[1].os"
+GPU_OS = "inference-platform:cluster.nodeGroups[gpu].os"
 TEMPLATE_OS = "inference-platform:cluster.magnum.template.os"
 BRANCH = "inference-platform:gpuOperator.driver.branch"
 ON_HEAT = {k: v for k, v in HEAT.items() if k != "template"}
@@ -56,7 +56,7 @@ def magnum(template: dict | None = None, mode: str = "precompiled", **cluster) -
 
 
 def _problem(err: ConfigError, path: str) -> str:
-    (message,) = [m for p, m in err.problems if format_path(p) == path]
+    (message,) = [m for p, (_, m) in zip(err.paths, err.problems, strict=True) if p == path]
     return message
 
 
@@ -211,7 +211,7 @@ def test_groups_sharing_the_template_os_share_one_error():
 def test_group_os_must_fit_the_template(cluster, bad, words, good):
     raw = magnum({"os": "ubuntu-24.04"}, "preinstalled", **cluster)
     index = 0 if "default" in words else 1
-    path = f"inference-platform:cluster.nodeGroups[{index}].os"
+    path = f"inference-platform:cluster.nodeGroups[{raw['cluster']['nodeGroups'][index]['name']}].os"
     raw["cluster"]["nodeGroups"][index]["os"] = bad
     err = refused(raw)
     assert err.paths == [path]
@@ -223,7 +223,7 @@ def test_group_os_must_fit_the_template(cluster, bad, words, good):
 def test_cpu_group_os_checked_against_the_driver_too():
     raw = magnum()
     raw["cluster"]["nodeGroups"][0]["os"] = "rhel-9"
-    assert refused(raw).paths == ["inference-platform:cluster.nodeGroups[0].os"]
+    assert refused(raw).paths == ["inference-platform:cluster.nodeGroups[cpu].os"]
 
 
 def test_gpu_group_with_its_own_image_must_say_its_os():
