@@ -1,5 +1,5 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
-| plan-example DIR | patch STACK_FILE PATCH_FILE [--check]
+| plan-example DIR | patch STACK_FILE PATCH_FILE [--check] | init CUSTOMER ENV
 
 Bad input (stack file, stack name, plan file, patch file, output directory) prints one line and
 exits 2; a file system error prints one line naming the path and exits 1. Neither
@@ -166,6 +166,18 @@ def cmd_patch(args) -> int:
     return 0
 
 
+def cmd_init(args) -> int:
+    from .init import checked_names, init_stack
+
+    checked_names(args.customer, args.environment)  # before the stack name they make is checked
+    stack = f"{args.customer}-{args.environment}"
+    stack_file = Path(args.stack_file) if args.stack_file else stack_path(stack)
+    init_stack(stack_file, args.customer, args.environment, args.cluster, args.gpu_group, args.cache)
+    print(f"wrote {shown_path(stack_file)}; plan it with: python -m platformctl plan {stack}"
+          + (f" --stack-file {shown_path(stack_file)}" if args.stack_file else ""))
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench
 
@@ -173,6 +185,8 @@ def cmd_bench(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .init import CACHES, CLUSTER_MODES
+
     parser = argparse.ArgumentParser(prog="platformctl")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="render a stack offline into build/STACK")
@@ -207,6 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("patch_file")
     pa.add_argument("--check", action="store_true", help="print the diff, write nothing")
     pa.set_defaults(func=cmd_patch)
+    i = sub.add_parser("init", help="write a new commented stack file stacks/Pulumi.CUSTOMER-ENV.yaml that plans at once")
+    i.add_argument("customer")
+    i.add_argument("environment")
+    i.add_argument("--cluster", choices=CLUSTER_MODES, default="existing",
+                   help="existing: a cluster you reach with a kubeconfig; magnum: one this stack creates (default existing)")
+    i.add_argument("--gpu-group", action="append", default=[], metavar="NAME=MODEL",
+                   help="a GPU node group and its GPU model, e.g. a100=A100-80GB (repeatable; a cpu group is always written)")
+    i.add_argument("--cache", choices=CACHES, default="fileShare",
+                   help="where model weights are read from: an NFS file share or an S3 bucket (default fileShare)")
+    i.add_argument("--stack-file", help="write here instead of stacks/Pulumi.CUSTOMER-ENV.yaml")
+    i.set_defaults(func=cmd_init)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)
