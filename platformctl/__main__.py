@@ -77,16 +77,38 @@ def cmd_plan(args) -> int:
 
 
 def cmd_plan_example(args) -> int:
-    """Render a program of examples/ (or any Pulumi program using the components) offline."""
+    """Render a program of examples/ (or any Pulumi program using the components) offline, like
+    `plan`: manifests to --out, the component tree, what `pulumi up` waits for, the policy run."""
+    from .awaits import format_program_waits
+    from .ordering import violations
+    from .policy import format_report, run_policies
+
     program_dir = Path(args.dir)
     stack_file = _existing_stack_file(Path(args.stack_file) if args.stack_file else program_dir / "Pulumi.example.yaml")
+    out = Path(args.out) if args.out else ROOT / "build" / f"example-{program_dir.resolve().name}"
+    plan_dir_replaceable(out)  # refuse now rather than after rendering
     references = {}
     for reference in args.reference:
         name, sep, stack = reference.partition("=")
         if not (sep and name):
             raise UsageError(f"--reference {shown(reference)}: expected NAME=STACK, e.g. organization/inference-platform/demo-dev=demo-dev")
         references[name] = render_stack(stack).outputs
-    print(tree(render_program_stack(program_dir, stack_file, references)))
+    plan = render_program_stack(program_dir, stack_file, references)
+    plan_json = plan.to_json()
+    found = violations(plan_json["resources"])
+    if found:
+        raise PlanInvariantError(found)
+    try:
+        write_plan(plan, out)
+    except OSError as err:
+        return _fail(f"cannot write the plan to {out}: {os_error_line(err)}", 1)
+    print(tree(plan))
+    print(format_program_waits(plan_json["resources"]))
+    # The pack's default enforcement levels, no stack facts: a stack-wide policy may flag what the
+    # program leaves to the cluster or another stack (a namespace, mesh-wide mTLS); shown, not fatal.
+    print(f"policy pack over program {program_dir.resolve().name} (default enforcement; findings outside the program are expected):")
+    print(format_report(run_policies(plan_json, {})))
+    print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     return 0
 
 
@@ -197,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("plan-example", help="render a program that uses the components (examples/DIR) offline")
     e.add_argument("dir")
     e.add_argument("--stack-file", help="the program's stack file (default DIR/Pulumi.example.yaml)")
+    e.add_argument("--out", help=f"output directory (default build/example-DIR); replaced only if absent, empty or a plan ({MARKER})")
     e.add_argument("--reference", action="append", default=[], metavar="NAME=STACK",
                    help="a StackReference NAME reads the outputs of platform stack STACK (rendered now)")
     e.set_defaults(func=cmd_plan_example)
