@@ -2,11 +2,23 @@
 models by `python -m platformctl docs`; do not edit. Keys are the models' Python names
 (the Pulumi schema and the stack file spell them in camelCase)."""
 
-# ruff: noqa: E501
+# Ruff reads the strings inside Literal[...] as names (Literal is bound twice below); importing this
+# module evaluates every annotation, so a real undefined name still fails.
+# ruff: noqa: E501, F722, F821
 
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
+
+if TYPE_CHECKING:
+    from typing import Literal
+else:
+    class Literal:
+        """A choice field: `Literal[...]` to type checkers; its values' type to the Pulumi schema
+        analyzer, which knows Enum classes but not Literal (the description lists the choices)."""
+
+        def __class_getitem__(cls, values):
+            return type(values[0] if isinstance(values, tuple) else values)
 
 
 class ExistingClusterArgs(TypedDict):
@@ -21,7 +33,7 @@ class MagnumTemplateArgs(TypedDict):
 
     image: NotRequired[str]
     """Glance image of the cluster's nodes, by the cloud's name for it: an image with the Kubernetes of kubernetesVersion and the `os_distro` property the driver selects on (`ubuntu`, `debian`, `rockylinux`, `flatcar` or `fedora-coreos`). Set `os` to what it is. Default: `ubuntu-24.04`."""
-    os: NotRequired[str]
+    os: NotRequired[Literal["ubuntu-22.04", "ubuntu-24.04", "ubuntu-26.04", "debian-12", "debian-13", "rhel-8", "rhel-9", "rhel-10", "rocky-8", "rocky-9", "rocky-10", "flatcar", "fedora-coreos"]]
     """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (README: OS and GPU driver mode). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`. Default: `ubuntu-24.04`."""
     external_network_id: NotRequired[str]
     """External network for floating IPs and load balancers. Default: `public`."""
@@ -31,7 +43,7 @@ class MagnumTemplateArgs(TypedDict):
     """Default flavor of worker nodes. Default: `m1.large`."""
     docker_volume_size: NotRequired[int]
     """Container storage volume per node, GB (Triton images are large). Default: `100`."""
-    network_driver: NotRequired[str]
+    network_driver: NotRequired[Literal["calico", "flannel", "cilium"]]
     """Kubernetes network driver (calico supports NetworkPolicy). One of: `calico`, `flannel`, `cilium`. Default: `calico`."""
     dns_nameserver: NotRequired[str]
     """DNS nameserver of the cluster network. Default: `8.8.8.8`."""
@@ -46,9 +58,9 @@ class MagnumTemplateArgs(TypedDict):
 class MagnumClusterArgs(TypedDict):
     """Arguments of `MagnumCluster` (see the README's configuration reference)."""
 
-    driver: NotRequired[str]
+    driver: NotRequired[Literal["clusterApi", "heat"]]
     """Which Magnum Kubernetes driver the cloud runs: `clusterApi` (Cluster API, the maintained drivers) or `heat` (Magnum's Heat driver: Fedora CoreOS only, deprecated in 2025.1 and removed after 2026.1). One of: `clusterApi`, `heat`. Default: `clusterApi`."""
-    cluster_api_driver: NotRequired[str]
+    cluster_api_driver: NotRequired[Literal["magnum-cluster-api", "magnum-capi-helm"]]
     """With driver `clusterApi`: which Cluster API driver: `magnum-cluster-api` (vexxhost) or `magnum-capi-helm` (openstack/magnum-capi-helm). They read different labels and label nodes differently. One of: `magnum-cluster-api`, `magnum-capi-helm`. Default: `magnum-cluster-api`."""
     template_id: NotRequired[str]
     """Use this existing ClusterTemplate instead of creating one from `template`."""
@@ -79,16 +91,16 @@ class TaintArgs(TypedDict):
     """Taint key."""
     value: NotRequired[str]
     """Taint value (may be empty)."""
-    effect: NotRequired[str]
+    effect: NotRequired[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]]
     """Taint effect. One of: `NoSchedule`, `PreferNoSchedule`, `NoExecute`. Default: `NoSchedule`."""
 
 
 class GpuSharingArgs(TypedDict):
     """Arguments of `GpuSharing` (see the README's configuration reference)."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[Literal["none", "mig", "time-slicing", "mps"]]
     """How one physical GPU is shared: `none` (whole GPUs), `mig` (hardware partitions), `time-slicing` or `mps` (replicas of one GPU). One of: `none`, `mig`, `time-slicing`, `mps`. Default: `none`."""
-    mig_strategy: NotRequired[str]
+    mig_strategy: NotRequired[Literal["single", "mixed"]]
     """MIG only: `single` (all slices alike, advertised as `nvidia.com/gpu`) or `mixed` (advertised as `nvidia.com/mig-<profile>`). Default `single`. One of: `single`, `mixed`."""
     mig_profile: NotRequired[Any]
     """MIG only: a named mig-parted profile (e.g. `all-1g.10gb`) or a custom mix per GPU, e.g. `{1g.10gb: 2, 3g.40gb: 1}`."""
@@ -101,7 +113,7 @@ class GpuSharingArgs(TypedDict):
 class GpuSpecArgs(TypedDict):
     """Arguments of `GpuSpec` (see the README's configuration reference)."""
 
-    model: str
+    model: Literal["A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB", "A30-24GB", "L40S-48GB", "L4-24GB", "T4-16GB"]
     """GPU model of every node in the group. One of: `A100-40GB`, `A100-80GB`, `H100-80GB`, `H100-94GB`, `H200-141GB`, `A30-24GB`, `L40S-48GB`, `L4-24GB`, `T4-16GB`."""
     per_node: NotRequired[int]
     """Physical GPUs per node. Default: `1`."""
@@ -118,7 +130,7 @@ class NodeGroupArgs(TypedDict):
     """OpenStack flavor of the group's nodes (Magnum clusters: required for every group after the first, which defaults to the template's flavor)."""
     image: NotRequired[str]
     """Magnum only: Glance image of the group's nodes (default: the cluster template's image)."""
-    os: NotRequired[str]
+    os: NotRequired[Literal["ubuntu-22.04", "ubuntu-24.04", "ubuntu-26.04", "debian-12", "debian-13", "rhel-8", "rhel-9", "rhel-10", "rocky-8", "rocky-9", "rocky-10", "flatcar", "fedora-coreos"]]
     """OS of the group's nodes, which decides the GPU driver modes that work (README: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`."""
     min_nodes: NotRequired[int]
     """Fewest nodes the cluster autoscaler keeps. Default: `1`."""
@@ -139,7 +151,7 @@ class NodeGroupArgs(TypedDict):
 class ClusterSettingsArgs(TypedDict):
     """Arguments of `ClusterSettings` (see the README's configuration reference)."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[Literal["existing", "magnum"]]
     """`magnum`: create an OpenStack Magnum cluster; `existing`: use a cluster that already exists. One of: `existing`, `magnum`. Default: `existing`."""
     existing: NotRequired[ExistingClusterArgs]
     """Settings of mode `existing`."""
@@ -154,7 +166,7 @@ class ClusterSettingsArgs(TypedDict):
 class DriverSettingsArgs(TypedDict):
     """Arguments of `DriverSettings` (see the README's configuration reference)."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[Literal["precompiled", "compiled", "preinstalled"]]
     """`precompiled`: driver images NVIDIA builds per kernel (fastest node start; Ubuntu only); `compiled`: built on each node (the OSes the GPU operator supports); `preinstalled`: the node image has the driver (any OS). Checked against each GPU group's `os`. One of: `precompiled`, `compiled`, `preinstalled`. Default: `precompiled`."""
     branch: NotRequired[str]
     """Driver branch (precompiled: one NVIDIA publishes for the nodes' OS, 580 or 595; 595 only on Ubuntu 26.04) or the major of the pinned driver version (compiled: 595). Default: `595`."""
@@ -230,11 +242,11 @@ class MeshSettingsArgs(TypedDict):
     """TLS of the customer Gateway."""
     tracing_sampling_percent: NotRequired[float]
     """Percent of requests traced to Jaeger. Default: `1.0`."""
-    jaeger_storage: NotRequired[str]
+    jaeger_storage: NotRequired[Literal["memory", "persistent"]]
     """Jaeger trace storage. One of: `memory`, `persistent`. Default: `memory`."""
     jaeger_storage_size: NotRequired[str]
     """Volume size for persistent Jaeger storage. Default: `10Gi`."""
-    kiali_auth: NotRequired[str]
+    kiali_auth: NotRequired[Literal["token", "openid", "anonymous"]]
     """Kiali login strategy; `anonymous` is refused in production stacks. One of: `token`, `openid`, `anonymous`. Default: `token`."""
     kiali_openid: NotRequired[KialiOpenIdArgs]
     """Identity provider of Kiali's `openid` strategy (required with it)."""
@@ -328,7 +340,7 @@ class ObservabilitySettingsArgs(TypedDict):
     """Prometheus volume size. Default: `50Gi`."""
     storage_class: NotRequired[str]
     """StorageClass of observability volumes (default: the cluster default)."""
-    loki_storage: NotRequired[str]
+    loki_storage: NotRequired[Literal["filesystem", "s3"]]
     """Loki chunk storage: a volume, or the S3 weight cache's endpoint. One of: `filesystem`, `s3`. Default: `filesystem`."""
     loki_storage_size: NotRequired[str]
     """Loki volume size (filesystem storage). Default: `20Gi`."""
@@ -362,7 +374,7 @@ class GrafanaUiArgs(TypedDict):
 
     host: str
     """Host name Grafana is served on through the ingress gateway."""
-    auth: NotRequired[str]
+    auth: NotRequired[Literal["admin", "oidc"]]
     """Login: `admin` (user `admin`, password in the stack output `grafanaAdminPassword`) or `oidc` (an identity provider, with the admin login kept for recovery). One of: `admin`, `oidc`. Default: `admin`."""
     oidc: NotRequired[GrafanaOidcArgs]
     """Identity provider of auth `oidc` (required with it)."""
@@ -389,7 +401,7 @@ class UiSettingsArgs(TypedDict):
 class FileShareCacheArgs(TypedDict):
     """Arguments of `FileShareCache` (see the README's configuration reference)."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[Literal["manila", "existing"]]
     """`manila`: create an OpenStack Manila NFS share; `existing`: mount an NFS export that exists. One of: `manila`, `existing`. Default: `manila`."""
     size_gb: NotRequired[int]
     """Share size, GB (manila). Default: `500`."""
@@ -477,7 +489,7 @@ class JwtAuthArgs(TypedDict):
 class AuthSettingsArgs(TypedDict):
     """Arguments of `AuthSettings` (see the README's configuration reference)."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[Literal["basic", "jwt", "none"]]
     """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only). One of: `basic`, `jwt`, `none`. Default: `basic`."""
     realm: NotRequired[str]
     """Basic Auth realm (default: the service name): 1-64 printable ASCII characters without `"` or `\\`."""
@@ -525,7 +537,7 @@ class MirrorArgs(TypedDict):
 class ModelRepositoryArgs(TypedDict):
     """Arguments of `ModelRepository` (see the README's configuration reference)."""
 
-    cache: str
+    cache: Literal["fileShare", "s3"]
     """Weight cache holding the model repository. One of: `fileShare`, `s3`."""
     path: str
     """Path inside the file share, or key prefix inside the bucket (relative, no `..`)."""
@@ -560,7 +572,7 @@ class ResourcesArgs(TypedDict):
 class ModelControlArgs(TypedDict):
     """Arguments of `ModelControl` (see the README's configuration reference)."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[Literal["none", "poll", "explicit"]]
     """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`. One of: `none`, `poll`, `explicit`. Default: `none`."""
     load: NotRequired[list[str]]
     """Models to load, mode `explicit` only (model directory names)."""
@@ -642,7 +654,7 @@ class VersionArgs(TypedDict):
     """Autoscaling of this version (default: the service's)."""
     tuning: NotRequired[TuningArgs]
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (README "Tuning a model")."""
-    llm_backend: NotRequired[str]
+    llm_backend: NotRequired[Literal["tensorrtllm", "vllm"]]
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
 
 
@@ -670,7 +682,7 @@ class ServicePipelineArgs(TypedDict):
     """The ONNX model's inputs and their dims without the batch dimension, e.g. `{input: [3, 224, 224]}` (the engine's optimisation profile)."""
     max_batch_size: NotRequired[int]
     """Largest batch the engine is built for. Default: `8`."""
-    precision: NotRequired[str]
+    precision: NotRequired[Literal["fp16", "fp32"]]
     """TensorRT precision: fp16 (trtexec --fp16) or fp32. One of: `fp16`, `fp32`. Default: `fp16`."""
     repository_prefix: str
     """Where new versions are published in the base version's weight cache: `<prefix>/<version>/<model>/...`."""
@@ -710,7 +722,7 @@ class GraphTensorArgs(TypedDict):
 
     name: str
     """Tensor name, as the graph's callers send or receive it."""
-    data_type: NotRequired[str]
+    data_type: NotRequired[Literal["TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32", "TYPE_UINT64", "TYPE_INT8", "TYPE_INT16", "TYPE_INT32", "TYPE_INT64", "TYPE_FP16", "TYPE_FP32", "TYPE_FP64", "TYPE_STRING", "TYPE_BF16"]]
     """Triton data type (`TYPE_FP32`, `TYPE_STRING`, ...). One of: `TYPE_BOOL`, `TYPE_UINT8`, `TYPE_UINT16`, `TYPE_UINT32`, `TYPE_UINT64`, `TYPE_INT8`, `TYPE_INT16`, `TYPE_INT32`, `TYPE_INT64`, `TYPE_FP16`, `TYPE_FP32`, `TYPE_FP64`, `TYPE_STRING`, `TYPE_BF16`. Default: `TYPE_FP32`."""
     dims: list[int]
     """Shape without the batch dimension; -1 for a variable size."""
@@ -759,7 +771,7 @@ class GraphArgs(TypedDict):
     """Hostnames the graph is served on."""
     auth: NotRequired[AuthSettingsArgs]
     """Authentication at the mesh, as for services."""
-    placement: NotRequired[str]
+    placement: NotRequired[Literal["ensemble", "ray"]]
     """`ensemble`: one Triton server runs every step on one GPU share; `ray`: one Ray worker group per step, across nodes. One of: `ensemble`, `ray`. Default: `ensemble`."""
     timeout_seconds: NotRequired[float]
     """Route timeout of one request through the whole graph. Default: `60`."""
@@ -784,7 +796,7 @@ class BatchingPresetArgs(TypedDict):
     """Batch sizes the batcher aims for (empty: the largest possible)."""
     instance_count: NotRequired[int]
     """Model instances (execution copies) per GPU. Default: `1`."""
-    instance_kind: NotRequired[str]
+    instance_kind: NotRequired[Literal["gpu", "cpu"]]
     """Where the instances run. One of: `gpu`, `cpu`. Default: `gpu`."""
 
 
@@ -798,7 +810,7 @@ class ModelPipelineSettingsArgs(TypedDict):
 class PolicySettingsArgs(TypedDict):
     """Arguments of `PolicySettings` (see the README's configuration reference)."""
 
-    enforcement: NotRequired[dict[str, str]]
+    enforcement: NotRequired[dict[str, Literal["mandatory", "advisory", "disabled"]]]
     """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list. One of: `mandatory`, `advisory`, `disabled`."""
 
 

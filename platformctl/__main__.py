@@ -1,5 +1,5 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
-| plan-example DIR | patch STACK_FILE PATCH_FILE [--check]
+| plan-example DIR | patch STACK_FILE PATCH_FILE [--check] | init CUSTOMER ENV
 
 Bad input (stack file, stack name, plan file, patch file, output directory) prints one line (a
 stack file with several problems: one complete line each) and exits 2; a file system error prints one line naming the path and exits 1. Neither
@@ -89,16 +89,38 @@ def cmd_plan(args) -> int:
 
 
 def cmd_plan_example(args) -> int:
-    """Render a program of examples/ (or any Pulumi program using the components) offline."""
+    """Render a program of examples/ (or any Pulumi program using the components) offline, like
+    `plan`: manifests to --out, the component tree, what `pulumi up` waits for, the policy run."""
+    from .awaits import format_program_waits
+    from .ordering import violations
+    from .policy import format_report, run_policies
+
     program_dir = Path(args.dir)
     stack_file = _existing_stack_file(Path(args.stack_file) if args.stack_file else program_dir / "Pulumi.example.yaml")
+    out = Path(args.out) if args.out else ROOT / "build" / f"example-{program_dir.resolve().name}"
+    plan_dir_replaceable(out)  # refuse now rather than after rendering
     references = {}
     for reference in args.reference:
         name, sep, stack = reference.partition("=")
         if not (sep and name):
             raise UsageError(f"--reference {shown(reference)}: expected NAME=STACK, e.g. organization/inference-platform/demo-dev=demo-dev")
         references[name] = render_stack(stack).outputs
-    print(tree(render_program_stack(program_dir, stack_file, references)))
+    plan = render_program_stack(program_dir, stack_file, references)
+    plan_json = plan.to_json()
+    found = violations(plan_json["resources"])
+    if found:
+        raise PlanInvariantError(found)
+    try:
+        write_plan(plan, out)
+    except OSError as err:
+        return _fail(f"cannot write the plan to {out}: {os_error_line(err)}", 1)
+    print(tree(plan))
+    print(format_program_waits(plan_json["resources"]))
+    # The pack's default enforcement levels, no stack facts: a stack-wide policy may flag what the
+    # program leaves to the cluster or another stack (a namespace, mesh-wide mTLS); shown, not fatal.
+    print(f"policy pack over program {program_dir.resolve().name} (default enforcement; findings outside the program are expected):")
+    print(format_report(run_policies(plan_json, {})))
+    print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     return 0
 
 
@@ -190,6 +212,18 @@ def cmd_patch(args) -> int:
     return 0
 
 
+def cmd_init(args) -> int:
+    from .init import checked_names, init_stack
+
+    checked_names(args.customer, args.environment)  # before the stack name they make is checked
+    stack = f"{args.customer}-{args.environment}"
+    stack_file = Path(args.stack_file) if args.stack_file else stack_path(stack)
+    init_stack(stack_file, args.customer, args.environment, args.cluster, args.gpu_group, args.cache)
+    print(f"wrote {shown_path(stack_file)}; plan it with: python -m platformctl plan {stack}"
+          + (f" --stack-file {shown_path(stack_file)}" if args.stack_file else ""))
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench
 
@@ -197,6 +231,8 @@ def cmd_bench(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .init import CACHES, CLUSTER_MODES
+
     parser = argparse.ArgumentParser(prog="platformctl")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="render a stack offline into build/STACK")
@@ -207,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("plan-example", help="render a program that uses the components (examples/DIR) offline")
     e.add_argument("dir")
     e.add_argument("--stack-file", help="the program's stack file (default DIR/Pulumi.example.yaml)")
+    e.add_argument("--out", help=f"output directory (default build/example-DIR); replaced only if absent, empty or a plan ({MARKER})")
     e.add_argument("--reference", action="append", default=[], metavar="NAME=STACK",
                    help="a StackReference NAME reads the outputs of platform stack STACK (rendered now)")
     e.set_defaults(func=cmd_plan_example)
@@ -235,6 +272,17 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("patch_file")
     pa.add_argument("--check", action="store_true", help="print the diff, write nothing")
     pa.set_defaults(func=cmd_patch)
+    i = sub.add_parser("init", help="write a new commented stack file stacks/Pulumi.CUSTOMER-ENV.yaml that plans at once")
+    i.add_argument("customer")
+    i.add_argument("environment")
+    i.add_argument("--cluster", choices=CLUSTER_MODES, default="existing",
+                   help="existing: a cluster you reach with a kubeconfig; magnum: one this stack creates (default existing)")
+    i.add_argument("--gpu-group", action="append", default=[], metavar="NAME=MODEL",
+                   help="a GPU node group and its GPU model, e.g. a100=A100-80GB (repeatable; a cpu group is always written)")
+    i.add_argument("--cache", choices=CACHES, default="fileShare",
+                   help="where model weights are read from: an NFS file share or an S3 bucket (default fileShare)")
+    i.add_argument("--stack-file", help="write here instead of stacks/Pulumi.CUSTOMER-ENV.yaml")
+    i.set_defaults(func=cmd_init)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)

@@ -9,6 +9,7 @@ written from one model, with its docstrings, so a key is documented in one place
 
 from __future__ import annotations
 
+import json
 import typing
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -27,11 +28,23 @@ HEADER = '''"""Argument types of the components, generated from their inputs mod
 models by `python -m platformctl docs`; do not edit. Keys are the models' Python names
 (the Pulumi schema and the stack file spell them in camelCase)."""
 
-# ruff: noqa: E501
+# Ruff reads the strings inside Literal[...] as names (Literal is bound twice below); importing this
+# module evaluates every annotation, so a real undefined name still fails.
+# ruff: noqa: E501, F722, F821
 
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
+
+if TYPE_CHECKING:
+    from typing import Literal
+else:
+    class Literal:
+        """A choice field: `Literal[...]` to type checkers; its values' type to the Pulumi schema
+        analyzer, which knows Enum classes but not Literal (the description lists the choices)."""
+
+        def __class_getitem__(cls, values):
+            return type(values[0] if isinstance(values, tuple) else values)
 '''
 
 
@@ -67,7 +80,7 @@ class _Writer:
             # A value of one of several shapes (the schema has no unions): documented in its description.
             return self.type_text(inner[0]) if len(inner) == 1 else "Any"
         if origin is Literal:
-            return type(args[0]).__name__
+            return f"Literal[{', '.join(json.dumps(a) for a in args)}]"
         if origin is list:
             return f"list[{self.type_text(args[0])}]"
         if origin is dict:

@@ -331,3 +331,20 @@ def format_rows(rows: list[Row], limit: int = 20) -> str:
     if len(ordered) > limit:
         lines.append(f"  ... and {len(ordered) - limit} more with smaller budgets")
     return "\n".join(lines)
+
+
+def format_program_waits(resources: list[dict[str, Any]], limit: int = 20) -> str:
+    """What `pulumi up` waits for in a program that uses components alone, longest first.
+
+    A program has no stack file, so no cold-start model to hold the waits against: the table shows
+    each wait and where it comes from (customTimeouts, skipAwait, the kind's default)."""
+    waits = [(label(r), w) for r in resources if (w := effective_wait(r)) is not None and w.source != "not awaited"]
+    waits.sort(key=lambda item: (-(max(item[1].create or 0, item[1].update or 0)), item[0]))
+    lines = ["Awaits (what `pulumi up` waits for; create / update; a program alone has no cold-start model to hold them against):"]
+    width = max((len(name) for name, _ in waits[:limit]), default=0)
+    for name, w in waits[:limit]:
+        shown = f"{_seconds(w.create)} / {_seconds(w.update)}" if w.awaited else "no wait"
+        lines.append(f"  {name:<{width}}  {shown:<15}  ({w.source})")
+    if len(waits) > limit:
+        lines.append(f"  ... and {len(waits) - limit} more with shorter waits")
+    return "\n".join(lines)

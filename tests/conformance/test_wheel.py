@@ -44,15 +44,17 @@ def installed(tmp_path_factory) -> Path:
 
 
 def test_the_wheel_plans_an_example_using_triton_service_alone(installed, tmp_path):
-    # The offline engine and the example, copied away from the repository.
+    # The offline engine, the policy pack it runs and the example, copied away from the repository.
     shutil.copytree(ROOT / "platformctl", tmp_path / "tools" / "platformctl")
+    shutil.copytree(ROOT / "policies", tmp_path / "tools" / "policies")
     shutil.copytree(ROOT / "examples" / EXAMPLE, tmp_path / EXAMPLE)
     python = installed / "bin" / "python"
     where = _run(python, "-c", "import inference_platform; print(inference_platform.__file__)", cwd=tmp_path / "tools")
     assert where.stdout.startswith(str(installed)), where.stdout + where.stderr
-    from_wheel = _run(python, "-m", "platformctl", "plan-example", tmp_path / EXAMPLE, cwd=tmp_path / "tools")
+    from_wheel = _run(python, "-m", "platformctl", "plan-example", tmp_path / EXAMPLE, "--out", tmp_path / "plan", cwd=tmp_path / "tools")
     assert from_wheel.returncode == 0, from_wheel.stderr
-    from_checkout = _run(sys.executable, "-m", "platformctl", "plan-example", ROOT / "examples" / EXAMPLE, cwd=ROOT)
+    from_checkout = _run(sys.executable, "-m", "platformctl", "plan-example", ROOT / "examples" / EXAMPLE,
+                         "--out", tmp_path / "plan", cwd=ROOT)
     assert from_checkout.returncode == 0, from_checkout.stderr
     assert "TritonService" in from_wheel.stdout
     assert from_wheel.stdout == from_checkout.stdout

@@ -250,9 +250,9 @@ def test_a_program_sees_its_own_project_and_config_namespace(tmp_path: Path):
     assert plan.outputs == {"project": "reader", "setting": '{"a": 1}', "context": "lab"}
 
 
-def test_cli_plans_an_example_and_names_a_missing_reference():
+def test_cli_plans_an_example_and_names_a_missing_reference(tmp_path):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "platformctl", "plan-example", *args],
+        return subprocess.run([sys.executable, "-m", "platformctl", "plan-example", *args, "--out", str(tmp_path / "plan")],
                               cwd=ROOT, capture_output=True, text=True)
 
     result = run("examples/gpu-operator-existing-cluster")
@@ -263,3 +263,25 @@ def test_cli_plans_an_example_and_names_a_missing_reference():
     assert f"the program references stack '{PLATFORM_REF}', whose outputs were not given" in result.stderr
     result = run("examples/team-service-stackref", "--reference", f"{PLATFORM_REF}=demo-dev")
     assert result.returncode == 0, result.stderr
+
+
+def test_plan_example_writes_manifests_and_shows_the_awaits_and_the_policy_run_like_plan(tmp_path):
+    out = tmp_path / "plan"
+    result = subprocess.run([sys.executable, "-m", "platformctl", "plan-example", "examples/triton-on-existing-mesh",
+                             "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (out / ".platformctl-plan").is_file()
+    assert json.loads((out / "resources.json").read_text())["resources"]
+    deployment = yaml.safe_load((out / "manifests" / "deployment-vision-detector-v1.yaml").read_text())
+    assert deployment["kind"] == "Deployment"
+    assert "Deployment vision/detector-v1  1440s / 4080s    (customTimeouts)" in result.stdout
+    assert "policy pack over program triton-on-existing-mesh" in result.stdout and "23 policies:" in result.stdout
+
+
+def test_plan_example_refuses_an_out_directory_it_did_not_write(tmp_path):
+    (tmp_path / "keep.txt").write_text("mine")
+    result = subprocess.run([sys.executable, "-m", "platformctl", "plan-example", "examples/weight-caches",
+                             "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "is not a plan written by platformctl" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]

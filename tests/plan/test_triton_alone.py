@@ -76,7 +76,7 @@ def test_weight_caches_alone_give_each_namespace_its_claim_or_secret_and_a_refer
 
 @pytest.mark.parametrize("args, path", [
     (caches_args("s3_access_key_id"), "s3_access_key_id"),
-    (caches_args(weight_caches={"file_share": {"mode": "manila"}}), "weight_caches.fileShare.accessCidrs"),
+    (caches_args(weight_caches={"file_share": {"mode": "manila"}}), "weight_caches.file_share.access_cidrs"),
     (caches_args(file_share_namespaces=["Not A Label"]), "file_share_namespaces[0]"),
 ])
 def test_weight_caches_refuse_bad_arguments(args, path):
@@ -157,5 +157,5 @@ def test_triton_service_needs_the_weights_its_caches_read():
     args = triton_args(service(version("v1", 100, cache="s3")), weights={"claim_name": CLAIM_NAME})
     with pytest.raises(ConfigError) as info:
         render(lambda opts: TritonService("chat", args, opts))
-    assert info.value.paths == ["service.versions[v1].modelRepository.cache"]
+    assert info.value.paths == ["service.versions[v1].model_repository.cache"]
     assert "weights.s3_secret_name, weights.s3_endpoint, weights.s3_bucket" in info.value.one_line()

@@ -82,6 +82,15 @@ def test_types_are_as_the_settings_declare_them(schema):
     assert "`basic`" in types[_token("AuthSettingsArgs")]["properties"]["mode"]["description"]
 
 
+def test_choice_fields_are_literals_in_python_and_strings_in_the_schema(schema):
+    cluster = schema["types"][_token("ClusterSettingsArgs")]["properties"]["mode"]
+    assert cluster["type"] == "string" and "$ref" not in cluster
+    assert "`existing`, `magnum`" in cluster["description"]
+    args_text = args_codegen.ARGS_FILE.read_text()
+    assert '    mode: NotRequired[Literal["existing", "magnum"]]\n' in args_text
+    assert '    effect: NotRequired[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]]\n' in args_text
+
+
 def test_no_any_where_a_type_is_known(schema):
     anys = {(token.split(":")[-1], prop) for token, prop, spec in _properties(schema)
             if "pulumi.json#/Any" in json.dumps(spec)}

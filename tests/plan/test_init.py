@@ -1,0 +1,54 @@
+"""`platformctl init`: a new commented stack file that plans at once, never over an existing one."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference_platform.settings.cluster import NodeGroup
+from platformctl.__main__ import main
+from platformctl.init import describe
+
+
+def init(tmp_path, *flags: str) -> int:
+    return main(["init", "acme", "dev", "--stack-file", str(tmp_path / "Pulumi.acme-dev.yaml"), *flags])
+
+
+@pytest.mark.parametrize("cluster", ["existing", "magnum"])
+@pytest.mark.parametrize("cache", ["fileShare", "s3"])
+def test_a_new_stack_file_plans_and_passes_the_policies_at_once(tmp_path, capsys, cluster, cache):
+    stack_file = str(tmp_path / "Pulumi.acme-dev.yaml")
+    assert init(tmp_path, "--cluster", cluster, "--cache", cache, "--gpu-group", "a100=A100-80GB", "--gpu-group", "l4=L4-24GB") == 0
+    assert main(["plan", "acme-dev", "--stack-file", stack_file, "--out", str(tmp_path / "plan")]) == 0
+    assert main(["policy", "acme-dev", "--stack-file", stack_file, "--plan", str(tmp_path / "plan")]) == 0
+    out = capsys.readouterr().out
+    assert "acme-dev-cluster" in out and "0 mandatory" in out
+
+
+def test_a_new_stack_file_comments_each_key_with_its_reference_text(tmp_path, capsys):
+    assert init(tmp_path, "--gpu-group", "a100=A100-80GB") == 0
+    text = (tmp_path / "Pulumi.acme-dev.yaml").read_text()
+    assert f"# {describe(NodeGroup, 'max_nodes')}\n      maxNodes: 1\n" in text
+    assert "# EDIT: " in text and "model: A100-80GB" in text
+
+
+def test_init_refuses_to_overwrite_a_stack_file(tmp_path, capsys):
+    existing = tmp_path / "Pulumi.acme-dev.yaml"
+    existing.write_text("config: {}\n")
+    assert init(tmp_path) == 2
+    assert "exists; init never overwrites a stack file" in capsys.readouterr().err
+    assert existing.read_text() == "config: {}\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["init", "Acme", "dev"], "customer 'Acme': 'Acme' is not a DNS label"),
+    (["init", "acme", "an-environment-name-too-long"], "at most 20 characters"),
+    (["init", "acme", "dev", "--gpu-group", "A100=A100-80GB"], "--gpu-group name 'A100': 'A100' is not a DNS label"),
+    (["init", "acme", "dev", "--gpu-group", "a100=A100"], "unknown GPU model 'A100'; allowed: A100-40GB"),
+    (["init", "acme", "dev", "--gpu-group", "a100"], "expected NAME=MODEL"),
+    (["init", "acme", "dev", "--gpu-group", "cpu=T4-16GB"], "group name 'cpu' is taken"),
+])
+def test_init_refuses_bad_names_in_one_line_and_writes_nothing(tmp_path, capsys, argv, message):
+    assert main([*argv, "--stack-file", str(tmp_path / "Pulumi.x.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
