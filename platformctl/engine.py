@@ -28,7 +28,8 @@ from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
 
 from inference_platform.settings.loader import settings_from_config
-from inference_platform.settings.stack import Settings
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
 from .aliases import new_urn, qualified_type
 from .errors import UsageError
@@ -417,7 +418,18 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
 def stack_config(stack_file: Path, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
     """A stack file's config as the engine would pass it (bare keys in the `project`'s namespace);
     secure values become a marked placeholder."""
-    return engine_config(read_stack_config(stack_file, shown_path(stack_file)), project)
+    shown = shown_path(stack_file)
+    return checked_engine_config(read_stack_config(stack_file, shown), shown, project)
+
+
+def checked_engine_config(stack_file_config: dict[str, Any], shown: str,
+                          project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+    """engine_config, after refusing plain text inside a secret key: the engine marks only
+    top-level keys secret, so the program cannot tell a plain value beside a secure one."""
+    problems = plain_text_in_secrets(stack_file_config)
+    if problems:
+        raise ConfigError(shown, problems)
+    return engine_config(stack_file_config, project)
 
 
 def engine_config(stack_file_config: dict[str, Any], project: str = PROJECT) -> tuple[dict[str, str], list[str]]:

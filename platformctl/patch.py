@@ -30,7 +30,7 @@ from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.serving import Version
 
 from .atomic import write_text
-from .engine import engine_config
+from .engine import checked_engine_config
 from .errors import UsageError
 from .stackfile import StackFileError, parse_mapping, parse_stack_text, stack_config_of
 
@@ -161,7 +161,7 @@ def apply_patch(data: bytes, patch: AddVersion, shown: str) -> str:
 def _validated_config(data: bytes, shown: str) -> dict[str, Any]:
     """The stack file's `config:` mapping as written, after the settings validation of `make plan`."""
     raw = stack_config_of(parse_stack_text(data, shown), shown)
-    settings_from_config(*engine_config(raw), shown)
+    settings_from_config(*checked_engine_config(raw, shown), shown)
     return raw
 
 

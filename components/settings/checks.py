@@ -76,7 +76,7 @@ def _node_os_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 
 def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """UI hosts: served by the platform's gateway, with TLS (or plain HTTP opted into outside
-    production), on hosts no service uses; the OIDC client secret where Grafana needs it."""
+    production), on hosts no service or graph serves; the OIDC client secret where Grafana needs it."""
     problems: list[tuple[KeyPath, str]] = []
     ui = s.ui
     oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
@@ -87,7 +87,9 @@ def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
         problems.append((("grafanaOidcClientSecret",), "applies to ui.grafana.auth 'oidc' only; remove the key"))
     if s.production and ui.allow_plain_http:
         problems.append((("ui", "allowPlainHttp"), "plain HTTP UIs are not allowed in a production stack; allowed: false (set mesh.tls)"))
-    service_hosts = {h: si for si, svc in enumerate(s.services) for h in svc.hosts}
+    # Every route's hosts: a UI host that a service or a graph also serves would be routed twice.
+    route_hosts = {h: f"{kind}[{i}]" for kind, items in (("graphs", s.graphs), ("services", s.services))
+                   for i, item in enumerate(items) for h in item.hosts}
     seen: dict[str, str] = {}
     for name, host in ui.hosts.items():
         path: KeyPath = ("ui", name, "host")
@@ -98,8 +100,9 @@ def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
         elif not s.mesh.tls.enabled and (s.production or not ui.allow_plain_http):
             problems.append((path, "a UI login needs HTTPS: set mesh.tls.enabled and mesh.tls.secretName"
                              + ("" if s.production else ", or ui.allowPlainHttp: true (non-production stacks only)")))
-        if host in service_hosts:
-            problems.append((path, f"host {host!r} is already served by services[{service_hosts[host]}]"))
+        if host in route_hosts:
+            problems.append((path, f"host {host!r} is already served by {route_hosts[host]}; "
+                             "allowed: a host no service or graph serves"))
         elif host in seen:
             problems.append((path, f"host {host!r} is already ui.{seen[host]}.host"))
         seen.setdefault(host, name)
