@@ -271,10 +271,35 @@ def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def derived_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Service and graph names that another service's derived objects already take: a tuned
+    service `x` names its tuning NetworkPolicy `x-tuning` (resource `x-tuning-networkpolicy`, the
+    same URN as service `x-tuning`'s own NetworkPolicy, whatever its namespace); a service with a
+    pipeline names its WorkflowTemplate, ServiceAccount, Role and NetworkPolicy `x-pipeline` in its
+    namespace. Refused here, before two resources fight over one object in `pulumi up`."""
+    taken: dict[str, tuple[int, str, str, bool]] = {}  # name -> (owner, what, its namespace, one URN)
+    for i, svc in enumerate(s.services):
+        if any(v.tuning is not None for v in svc.versions):
+            taken[f"{svc.name}-tuning"] = (i, "tuning NetworkPolicy", svc.k8s_namespace, True)
+        if svc.pipeline is not None:
+            taken[f"{svc.name}-pipeline"] = (i, "pipeline objects", svc.k8s_namespace, False)
+    problems: list[tuple[KeyPath, str]] = []
+    for kind, items in (("services", s.services), ("graphs", s.graphs)):
+        for i, item in enumerate(items):
+            if item.name not in taken:
+                continue
+            owner, what, namespace, same_urn = taken[item.name]
+            if item.k8s_namespace == namespace or (same_urn and kind == "services"):
+                problems.append(((kind, i, "name"), f"{item.name!r} is the name of services[{owner}]'s {what} "
+                                 f"(namespace {namespace!r}); allowed: a name other than `<service>-tuning` of a "
+                                 "tuned service and `<service>-pipeline` of a service with a pipeline"))
+    return problems
+
+
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
-    _ui_problems, alerting_problems, tuning_problems, served_problems,
+    _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes,
 )
 
 
