@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from platformctl import atomic
 from platformctl.__main__ import main
@@ -381,3 +382,85 @@ def test_the_command_line(demo):
     assert runs[0].returncode == 0 and ok_err == "" and "+        - name: v3\n" in ok_out
     assert runs[1].returncode == 2 and bad_out == ""
     assert bad_err == f"{demo}: invalid configuration: inference-platform:services: no service named 'nope'; allowed: resnet\n"
+
+
+def _patched(demo: Path, text: str) -> str:
+    """Write text to the demo stack file and apply DEMO_PATCH: the patched text."""
+    demo.write_bytes(text.encode())
+    code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
+    assert code == 0, err
+    return demo.read_bytes().decode()
+
+
+def _same_stack(a: Path, b: Path) -> bool:
+    return stack_settings(a) == stack_settings(b)
+
+
+def _plain_patched(tmp_path) -> Path:
+    plain = tmp_path / "plain" / "Pulumi.demo-dev.yaml"
+    plain.parent.mkdir()
+    shutil.copyfile(ROOT / "stacks" / plain.name, plain)
+    code, _, err = run_patch(plain, write_patch(tmp_path / "plain" / "patch.json", DEMO_PATCH))
+    assert code == 0, err
+    return plain
+
+
+def test_a_crlf_stack_file_keeps_its_crlf_line_endings(demo, tmp_path):
+    text = demo.read_text().replace("\n", "\r\n")
+    patched = _patched(demo, text)
+    assert patched.count("\r\n") == patched.count("\n") > text.count("\n")
+    removed, _ = _changed_lines(text.replace("\r\n", "\n"), patched.replace("\r\n", "\n"))
+    assert removed == ["          weight: 90"]
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_mixed_line_endings_are_refused_saying_which_and_why(demo):
+    text = demo.read_text().replace("\n", "\r\n", 3)
+    demo.write_bytes(text.encode())
+    code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
+    assert refused(code, err) == (f"{demo}: mixed line endings (CRLF and LF); the patch writes lines with one of "
+                                  "them, so save the file with one kind of line ending first")
+    assert demo.read_bytes() == text.encode()
+
+
+def test_anchors_aliases_and_merge_keys_stay_and_the_copy_is_written_out_in_full(demo, tmp_path):
+    text = (demo.read_text()
+            .replace("        - name: v1\n          image: nvcr.io/nvidia/tritonserver:25.01-py3\n",
+                     "        - &v1\n          name: v1\n          image: &triton nvcr.io/nvidia/tritonserver:25.01-py3\n")
+            .replace("        - name: v2\n          image: nvcr.io/nvidia/tritonserver:25.01-py3\n",
+                     "        - <<: *v1\n          name: v2\n          image: *triton\n"))
+    patched = _patched(demo, text)
+    removed, added = _changed_lines(text, patched)
+    assert removed == ["          weight: 90"] and added[0] == "          weight: 80"
+    new_version = added[1:]
+    assert new_version[0] == "        - name: v3"
+    assert "          image: nvcr.io/nvidia/tritonserver:25.01-py3" in new_version
+    assert not any("&" in line or "*" in line or "<<" in line for line in new_version), new_version
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_a_four_space_stack_file_gets_the_new_version_in_four_spaces(demo, tmp_path):
+    text = yaml.safe_dump(yaml.safe_load(demo.read_text()), indent=4, sort_keys=False)
+    patched = _patched(demo, text)
+    removed, added = _changed_lines(text, patched)
+    assert removed == ["            weight: 90"] and added[0] == "            weight: 80"
+    assert added[1:4] == ["        -   name: v3", "            image: nvcr.io/nvidia/tritonserver:25.01-py3",
+                          "            weight: 10"]
+    assert "                cache: fileShare" in added
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_a_json_stack_file_is_patched_as_json_in_its_own_indentation(demo, tmp_path):
+    text = json.dumps(yaml.safe_load(demo.read_text()), indent=2) + "\n"
+    patched = _patched(demo, text)
+    assert json.loads(patched)["config"][SERVICES][0]["versions"][1]["name"] == "v3"
+    assert patched == json.dumps(json.loads(patched), indent=2) + "\n"
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_a_json_stack_file_in_a_layout_json_does_not_write_is_refused(demo):
+    text = json.dumps(yaml.safe_load(demo.read_text()), indent=2).replace('": ', '" : ') + "\n"
+    demo.write_text(text)
+    code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
+    assert refused(code, err).startswith(f"{demo}: a JSON stack file laid out other than json.dumps(indent=2)")
+    assert demo.read_text() == text
