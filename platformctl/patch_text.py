@@ -37,7 +37,14 @@ def line_ending(text: str, shown: str) -> str:
 
 
 def is_json(text: str) -> bool:
-    return text.lstrip().startswith("{")
+    """A stack file in JSON form (a YAML flow mapping that is not JSON is edited as YAML)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def round_trip_yaml() -> YAML:
@@ -54,6 +61,11 @@ def splice_version(text: str, versions: CommentedSeq, index: int, new: Commented
     lines = text.splitlines(keepends=True)
     base = versions[index]
     start = versions.lc.item(index)[0]
+    if versions.fa.flow_style():
+        raise StackFileError(shown, "the versions list is written in flow style ([...]); the patch adds a block list "
+                             "item, so write the list one `- ` item per version", line_col=(start + 1, 1))
+    if not lines[start].lstrip().startswith("-") and start > 0 and lines[start - 1].lstrip().startswith("-"):
+        start -= 1  # the dash (and an anchor) on a line of its own
     dash = lines[start].find("-")
     if dash < 0 or lines[start][:dash].strip():
         raise StackFileError(shown, "the base version's list item does not start with `-` on its first line; "
@@ -135,8 +147,7 @@ def _item_end(lines: list[str], last: int, dash: int) -> int:
 
 def _as_item(new: CommentedMap, base: CommentedMap, written: list[str], dash: int) -> str:
     """new as a list item at column `dash`, in the indentation that writes `base` as `written`."""
-    content = len(written[0]) - len(written[0][dash + 1:].lstrip(" "))
-    sequence = content - dash
+    sequence = max(2, base.lc.col - dash)  # from the dash to the item's first key (or its flow mapping)
     best, best_score = None, -1
     for mapping in _MAPPING_INDENTS:
         for offset in _SEQUENCE_OFFSETS:

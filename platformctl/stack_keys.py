@@ -51,4 +51,8 @@ def stack_keys(plan: Plan, settings: Settings) -> Callable[[Resource], str]:
                 return ("services", services[max(owners, key=len)], "pipeline")
         return SECTION_OF_PART.get(kind, ())
 
-    return lambda r: format_path(path(r)) if path(r) else f"the platform ({r.type})"
+    def where(r: Resource) -> str:
+        found = path(r)
+        return format_path(found) if found else f"the platform ({r.type})"
+
+    return where
