@@ -3,10 +3,11 @@
 The pipeline ends by printing a StackPatch (JSON); applying it is an edit of the stack
 file that a person reviews and ships with `pulumi up`, like any other. The new version
 copies its base version's keys as written, takes the patch's keys over them and its
-weight out of the base's. The file is edited in ruamel.yaml's round-trip mode, so
-comments, key order, quoting and layout stay as they were outside the lines that
-change, and the result must pass the same settings validation as `make plan` before
-anything is written.
+weight out of the base's. Only the lines that change are written (patch_text.py): the
+base's weight in place and the new version after the base, in its layout; every other line
+(comments, key order, quoting, indentation, line endings, anchors) stays byte for byte. The
+result must read back as the patch applied and pass the same settings validation as
+`make plan` before anything is written.
 """
 
 from __future__ import annotations
