@@ -165,7 +165,7 @@ def _settings_and_plan(stack: str, stack_file: Path):
     actually read, then the plan rendered from the same config."""
     config, secret_keys = stack_config(stack_file)
     settings = settings_from_config(config, secret_keys, shown_path(stack_file))
-    return settings, render_config(stack, config, secret_keys)
+    return settings, render_config(stack, config, secret_keys, shown_path(stack_file))
 
 
 def _policy_inputs(args):

@@ -27,13 +27,15 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
 
+from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import settings_from_config
-from inference_platform.settings.stack import Settings
+from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
 from .aliases import new_urn, qualified_type
 from .errors import UsageError
-from .objects import check_unique_objects
+from .objects import DuplicateObjectError, check_unique_objects
 from .plan_model import SECRET, UNKNOWN, Plan, Resource
+from .stack_keys import stack_keys
 from .stack_names import check_stack_name
 from .stackfile import read_stack_config
 
@@ -361,11 +363,22 @@ def _monitor_calls_inline():
 
 
 def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None],
-         project: str = PROJECT, mocks: Optional[PlatformMocks] = None) -> Plan:
+         project: str = PROJECT, mocks: Optional[PlatformMocks] = None, shown: Optional[str] = None) -> Plan:
+    """The plan of `program`; `shown` names the stack file the config came from, in errors."""
 
     with _few_collections(), _monitor_calls_inline():
         plan = _render(stack, config, secret_keys, program, project, mocks or PlatformMocks())
-    check_unique_objects(plan)
+    try:
+        check_unique_objects(plan)
+    except DuplicateObjectError as err:
+        if shown is None:
+            raise
+        # Again, naming the stack keys that made each resource (the settings parse only on failure).
+        try:
+            check_unique_objects(plan, stack_keys(plan, settings_from_config(config, secret_keys, shown)))
+        except DuplicateObjectError as traced:
+            raise DuplicateObjectError(f"{shown}: {traced}") from None
+        raise err
     return plan
 
 
@@ -417,7 +430,18 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
 def stack_config(stack_file: Path, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
     """A stack file's config as the engine would pass it (bare keys in the `project`'s namespace);
     secure values become a marked placeholder."""
-    return engine_config(read_stack_config(stack_file, shown_path(stack_file)), project)
+    shown = shown_path(stack_file)
+    return checked_engine_config(read_stack_config(stack_file, shown), shown, project)
+
+
+def checked_engine_config(stack_file_config: dict[str, Any], shown: str,
+                          project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+    """engine_config, after refusing plain text inside a secret key: the engine marks only
+    top-level keys secret, so the program cannot tell a plain value beside a secure one."""
+    problems = plain_text_in_secrets(stack_file_config)
+    if problems:
+        raise ConfigError(shown, problems)
+    return engine_config(stack_file_config, project)
 
 
 def engine_config(stack_file_config: dict[str, Any], project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
@@ -455,18 +479,20 @@ def stack_path(stack: str) -> Path:
 
 def render_stack(stack: str, stack_file: Optional[Path] = None) -> Plan:
     """Run ``__main__.py`` with a stack file's config; raises ConfigError on invalid config."""
-    config, secret_keys = stack_config(stack_file or stack_path(stack))
-    return render_config(stack, config, secret_keys)
+    path = stack_file or stack_path(stack)
+    config, secret_keys = stack_config(path)
+    return render_config(stack, config, secret_keys, shown_path(path))
 
 
-def render_config(stack: str, config: dict[str, Any], secret_keys: list[str] = ()) -> Plan:
-    """Run ``__main__.py`` with config given as a dict of `namespace:key` -> value."""
+def render_config(stack: str, config: dict[str, Any], secret_keys: list[str] = (), shown: Optional[str] = None) -> Plan:
+    """Run ``__main__.py`` with config given as a dict of `namespace:key` -> value (from the stack
+    file `shown`, which errors name)."""
     encoded = {k: _encode_config_value(v) for k, v in config.items()}
 
     def program():
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
 
-    return _run(stack, encoded, list(secret_keys), program)
+    return _run(stack, encoded, list(secret_keys), program, shown=shown)
 
 
 def render_settings(settings, stack: str = "test") -> Plan:

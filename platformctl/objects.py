@@ -7,7 +7,7 @@ mock runtime accepts that silently, so every rendered plan is checked here.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from .errors import UsageError
 from .plan import is_k8s_object, manifest
@@ -40,13 +40,23 @@ def describe(key: ObjectKey) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
-def check_unique_objects(plan: Plan) -> None:
-    """Raise DuplicateObjectError naming every Kubernetes object that more than one resource declares."""
-    owners: dict[ObjectKey, list[str]] = {}
+def check_unique_objects(plan: Plan, where: Optional[Callable[[Resource], str]] = None) -> None:
+    """Raise DuplicateObjectError naming every URN and every Kubernetes object that more than one
+    resource declares. `where` names the stack keys that made a resource (else its URN is named)."""
+    def named(r: Resource) -> str:
+        return f"{where(r)} ({r.name})" if where else r.urn
+
+    by_urn: dict[str, list[Resource]] = {}
+    owners: dict[ObjectKey, list[Resource]] = {}
     for r in plan.resources:
+        by_urn.setdefault(r.urn, []).append(r)
         key = object_key(r)
         if key is not None:
-            owners.setdefault(key, []).append(r.urn)
-    duplicates = [f"{describe(key)} is declared by {' and '.join(urns)}" for key, urns in owners.items() if len(urns) > 1]
+            owners.setdefault(key, []).append(r)
+    # The engine refuses a second registration of one URN outright (the mock runtime does not).
+    duplicates = [f"{rs[0].type.rsplit(':', 1)[-1]} {rs[0].name} is registered twice (one URN) by "
+                  f"{' and '.join(map(named, rs))}" for rs in by_urn.values() if len(rs) > 1]
+    duplicates += [f"{describe(key)} is declared by {' and '.join(map(named, rs))}"
+                   for key, rs in owners.items() if len(rs) > 1]
     if duplicates:
-        raise DuplicateObjectError("duplicate Kubernetes objects: " + "; ".join(duplicates))
+        raise DuplicateObjectError("duplicate resources: " + "; ".join(duplicates))

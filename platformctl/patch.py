@@ -3,23 +3,22 @@
 The pipeline ends by printing a StackPatch (JSON); applying it is an edit of the stack
 file that a person reviews and ships with `pulumi up`, like any other. The new version
 copies its base version's keys as written, takes the patch's keys over them and its
-weight out of the base's. The file is edited in ruamel.yaml's round-trip mode, so
-comments, key order, quoting and layout stay as they were outside the lines that
-change, and the result must pass the same settings validation as `make plan` before
-anything is written.
+weight out of the base's. Only the lines that change are written (patch_text.py): the
+base's weight in place and the new version after the base, in its layout; every other line
+(comments, key order, quoting, indentation, line endings, anchors) stays byte for byte. The
+result must read back as the patch applied and pass the same settings validation as
+`make plan` before anything is written.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
-import io
+import json
 from dataclasses import dataclass
-from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Union
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
@@ -30,8 +29,9 @@ from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.serving import Version
 
 from .atomic import write_text
-from .engine import engine_config
+from .engine import checked_engine_config
 from .errors import UsageError
+from .patch_text import is_json, line_ending, patched_json, plain_version, round_trip_yaml, splice_version
 from .stackfile import StackFileError, parse_mapping, parse_stack_text, stack_config_of
 
 KIND = "StackPatch"
@@ -150,78 +150,63 @@ def apply_patch(data: bytes, patch: AddVersion, shown: str) -> str:
                                    f"{base_weight} is lower than the new version's weight {patch.weight}, "
                                    f"which is taken from it; allowed: a new version's weight up to {base_weight}")])
 
-    yaml = _round_trip_yaml(text, shown)
-    doc = yaml.load(text)
-    rt_versions = doc["config"][services_key][si]["versions"]
-    _add_version(rt_versions, vi, patch)
-    new_text = _dump(yaml, doc)
+    newline = line_ending(text, shown)
+    text = text.replace("\r\n", "\n")
+    if is_json(text):
+        new_text = patched_json(text, lambda doc: _add_plain_version(doc["config"][services_key][si]["versions"], vi, patch),
+                                shown)
+    else:
+        doc = round_trip_yaml().load(text)
+        rt_versions = doc["config"][services_key][si]["versions"]
+        _take_trailing(rt_versions, vi)  # comment lines after the base stay where they are, after the new version
+        new = plain_version(rt_versions[vi], lambda version: _edit_copy(version, patch))
+        new_text = splice_version(text, rt_versions, vi, new, base_weight - patch.weight, shown)
+    new_text = new_text.replace("\n", newline)
     _validated_config(new_text.encode(), shown)
+    _check_result(new_text, raw, services_key, si, vi, patch, shown)
     return new_text
+
+
+def _add_plain_version(versions: list[dict[str, Any]], index: int, patch: AddVersion) -> None:
+    """The patch applied to a stack file's plain data: what the YAML edit must amount to."""
+    new = copy.deepcopy(versions[index])
+    for key in NOT_COPIED:
+        new.pop(key, None)
+    if "modelRepository" in patch.keys and patch.keys["modelRepository"] != new.get("modelRepository"):
+        new.pop(REPOSITORY_BOUND, None)
+    new.update(copy.deepcopy(patch.keys))
+    versions[index]["weight"] -= patch.weight
+    versions.insert(index + 1, new)
+
+
+def _check_result(new_text: str, raw: dict[str, Any], services_key: str, si: int, vi: int, patch: AddVersion,
+                  shown: str) -> None:
+    """The written file reads as the patch applied to what it read before, and nothing else."""
+    expected = copy.deepcopy(raw)
+    _add_plain_version(expected[services_key][si]["versions"], vi, patch)
+    got = stack_config_of(parse_stack_text(new_text.encode(), shown), shown)
+    if json.loads(json.dumps(got)) != json.loads(json.dumps(expected)):
+        raise StackFileError(shown, "the new version cannot be written in this file's layout so that it reads back "
+                             "as the patch means; add the version by hand")
 
 
 def _validated_config(data: bytes, shown: str) -> dict[str, Any]:
     """The stack file's `config:` mapping as written, after the settings validation of `make plan`."""
     raw = stack_config_of(parse_stack_text(data, shown), shown)
-    settings_from_config(*engine_config(raw), shown)
+    settings_from_config(*checked_engine_config(raw, shown), shown)
     return raw
 
 
-def _round_trip_yaml(text: str, shown: str) -> YAML:
-    """ruamel.yaml set to the file's own indentation, checked to write the file back unchanged:
-    else an edit would reformat lines it does not touch."""
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 1 << 16  # never fold a long line
-    doc = yaml.load(text)
-    config_col = doc.lc.key("config")[1]
-    first_seq = _first_block_sequence(doc["config"])
-    if first_seq is not None:
-        parent_col, seq = first_seq
-        yaml.indent(mapping=doc["config"].lc.col - config_col, sequence=seq.lc.item(0)[1] - parent_col,
-                    offset=seq.lc.col - parent_col)
-    written = _dump(yaml, doc)
-    if written != text:
-        line = next(i for i, (a, b) in enumerate(zip_longest(text.splitlines(True), written.splitlines(True))) if a != b)
-        raise StackFileError(shown, "the YAML writer cannot keep this file's layout (indentation, spacing or line "
-                             "endings differ from what it writes back), so the patch would reformat lines it does "
-                             "not change; add the version by hand", line_col=(line + 1, 1))
-    return yaml
-
-
-def _first_block_sequence(mapping: CommentedMap):
-    """(column of its key, sequence) of the first block-style list under mapping, depth first."""
-    for key, value in mapping.items():
-        if isinstance(value, CommentedSeq) and value and not value.fa.flow_style():
-            return mapping.lc.key(key)[1], value
-        if isinstance(value, CommentedMap):
-            found = _first_block_sequence(value)
-            if found:
-                return found
-    return None
-
-
-def _dump(yaml: YAML, doc: Any) -> str:
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    return out.getvalue()
-
-
-def _add_version(versions: CommentedSeq, index: int, patch: AddVersion) -> None:
-    base = versions[index]
-    # Comment lines after the base's last line stay where they are, after the new version.
-    trailing = _take_trailing(versions, index)
-    new = copy.deepcopy(base)
+def _edit_copy(new: CommentedMap, patch: AddVersion) -> None:
+    """The base version's copy made the new version: keys it does not inherit dropped, the patch's set."""
     for key in NOT_COPIED:
         _drop(new, key)
-    if "modelRepository" in patch.keys and patch.keys["modelRepository"] != base.get("modelRepository"):
+    if "modelRepository" in patch.keys and patch.keys["modelRepository"] != new.get("modelRepository"):
         _drop(new, REPOSITORY_BOUND)
     for key, value in patch.keys.items():
         if key in new:
             _drop_eol_comment(new, key)  # it described the base's value
         new[key] = _styled_like(value, new.get(key))
-    base["weight"] -= patch.weight
-    versions.insert(index + 1, new)
-    _add_trailing(versions, index + 1, trailing)
 
 
 def _styled_like(value: Any, like: Any) -> Any:
@@ -282,11 +267,6 @@ def _take_trailing(node: Node, key: Any) -> str:
     eol, _, rest = _comment(node, key).partition("\n")
     _set_comment(node, key, eol + "\n")
     return rest
-
-
-def _add_trailing(node: Node, key: Any, lines: str) -> None:
-    node, key = _last_entry(node, key)
-    _set_comment(node, key, (_comment(node, key) or "\n") + lines)
 
 
 def _drop_eol_comment(node: CommentedMap, key: str) -> None:

@@ -3,6 +3,7 @@
 A stack file is read the way Pulumi's own CLI reads it (YAML 1.2 core scalars:
 `yes`, `on` and `2024-01-01` are strings, not a boolean or a date), and more
 strictly: one document, a mapping at the top, string keys only, no duplicate keys,
+merge keys (`<<`) expanded as Pulumi's reader (Go's yaml.v3) expands them,
 no explicit tags, no null values, and bounded size, nesting depth and alias
 expansion, so a hostile file is refused in milliseconds. Every failure is a
 ``StackFileError`` that prints as one line, `file:line:col: what is wrong`. Other
@@ -28,6 +29,7 @@ MAX_NODES = 500_000
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 _CONFIG_KEY = re.compile(r"([A-Za-z0-9_.-]+:)?[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 
+MERGE = "<<"  # a plain (unquoted) `<<` key merges mappings into its own
 STR, INT, FLOAT, BOOL, NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
 
 
@@ -134,8 +136,28 @@ class _Builder:
                 raise self.fail(f"duplicate key {key!r} (first at line {first_line[key]}); each key may appear once",
                                 key_node)
             first_line[key] = key_node.start_mark.line + 1
-            out[key] = self.build(value_node)
+            if key == MERGE and key_node.style is None:
+                self.merge(out, first_line, key_node, value_node)
+            else:
+                out[key] = self.build(value_node)
         return out
+
+    def merge(self, out: dict[str, Any], first_line: dict[str, int], at: Node, value: Node) -> None:
+        """A merge key (`<<: *base`, `<<: [*a, *b]`) expanded as Pulumi's reader (Go's yaml.v3)
+        expands it: the merged mappings' keys are set where `<<` stands, earlier mappings of a
+        list taking precedence, and keys after `<<` override them."""
+        sources = value.value if isinstance(value, SequenceNode) else [value]
+        if not sources or not all(isinstance(n, MappingNode) for n in sources):
+            raise self.fail("a merge key (<<) takes a mapping or a list of mappings, such as `<<: *base`", at)
+        for source in reversed(sources):
+            merged = self.build(source)
+            for key in merged:
+                if key in first_line and key != MERGE:
+                    # yaml.v3 lets the merged value win over a key written before `<<`; the YAML merge
+                    # spec and most other readers keep the written key: refuse rather than guess.
+                    raise self.fail(f"key {key!r} (line {first_line[key]}) comes before the merge key (<<) that "
+                                    "also sets it, and YAML readers disagree on which wins; write it after `<<`", at)
+            out.update(merged)
 
 
 def _kind(node: Node) -> str:
@@ -173,8 +195,8 @@ def _text(data: bytes, stack_file: str, what: str) -> str:
         raise StackFileError(stack_file, f"file is {len(data)} bytes; {what} may have at most {MAX_BYTES}")
     try:
         text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise StackFileError(stack_file, f"not UTF-8 text (byte {err.start}); {what} is UTF-8 text") from None
+    except UnicodeDecodeError:
+        raise _not_utf8(data, stack_file, what) from None
     bad = re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text)
     if bad:
         line = text.count("\n", 0, bad.start()) + 1
@@ -182,6 +204,19 @@ def _text(data: bytes, stack_file: str, what: str) -> str:
         raise StackFileError(stack_file, f"control character {bad.group()!r}; only tab and line breaks are allowed",
                              line_col=(line, column))
     return text
+
+
+def _not_utf8(data: bytes, stack_file: str, what: str) -> StackFileError:
+    """Where the first byte that is not UTF-8 lies, as the editor shows it: line and column
+    counted in characters of the valid text before it."""
+    body = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before, bad = body[:err.start].decode("utf-8"), body[err.start]
+    lines = before.split("\n")
+    return StackFileError(stack_file, f"byte 0x{bad:02x} is not UTF-8; {what} is UTF-8 text (save it as UTF-8)",
+                          line_col=(len(lines), len(lines[-1]) + 1))
 
 
 def _document(data: bytes, name: str, what: str) -> tuple[_Builder, Optional[MappingNode]]:

@@ -130,13 +130,20 @@ def header_token(value: str, max_length: int = 64) -> str:
     return value
 
 
+# Why an image must be pinned: the same text can name another build tomorrow.
+_MOVING_TAG = ("without a tag the runtime pulls :latest, and :latest moves: nodes may run different builds "
+               "and `pulumi up` sees no change to roll out")
+
+
 def image_reference(value: str) -> str:
     m = _IMAGE.fullmatch(value)
     if not m or len(m.group("name")) > 255:
         raise _fail(value, "an image reference such as nvcr.io/nvidia/tritonserver:25.01-py3 "
                            "(lowercase repository path, optional registry host, then :tag and/or @digest)")
     if not (m.group("tag") or m.group("digest")):
-        raise _fail(value, "a pinned image: add a :tag or an @sha256: digest")
+        raise _fail(value, f"a pinned image: add a :tag or an @sha256: digest ({_MOVING_TAG})")
+    if m.group("tag") == "latest" and not m.group("digest"):
+        raise _fail(value, f"a pinned image: replace :latest with a release tag or add an @sha256: digest ({_MOVING_TAG})")
     return value
 
 

@@ -76,7 +76,7 @@ def _node_os_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 
 def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """UI hosts: served by the platform's gateway, with TLS (or plain HTTP opted into outside
-    production), on hosts no service uses; the OIDC client secret where Grafana needs it."""
+    production), on hosts no service or graph serves; the OIDC client secret where Grafana needs it."""
     problems: list[tuple[KeyPath, str]] = []
     ui = s.ui
     oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
@@ -87,7 +87,9 @@ def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
         problems.append((("grafanaOidcClientSecret",), "applies to ui.grafana.auth 'oidc' only; remove the key"))
     if s.production and ui.allow_plain_http:
         problems.append((("ui", "allowPlainHttp"), "plain HTTP UIs are not allowed in a production stack; allowed: false (set mesh.tls)"))
-    service_hosts = {h: si for si, svc in enumerate(s.services) for h in svc.hosts}
+    # Every route's hosts: a UI host that a service or a graph also serves would be routed twice.
+    route_hosts = {h: f"{kind}[{i}]" for kind, items in (("graphs", s.graphs), ("services", s.services))
+                   for i, item in enumerate(items) for h in item.hosts}
     seen: dict[str, str] = {}
     for name, host in ui.hosts.items():
         path: KeyPath = ("ui", name, "host")
@@ -98,8 +100,9 @@ def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
         elif not s.mesh.tls.enabled and (s.production or not ui.allow_plain_http):
             problems.append((path, "a UI login needs HTTPS: set mesh.tls.enabled and mesh.tls.secretName"
                              + ("" if s.production else ", or ui.allowPlainHttp: true (non-production stacks only)")))
-        if host in service_hosts:
-            problems.append((path, f"host {host!r} is already served by services[{service_hosts[host]}]"))
+        if host in route_hosts:
+            problems.append((path, f"host {host!r} is already served by {route_hosts[host]}; "
+                             "allowed: a host no service or graph serves"))
         elif host in seen:
             problems.append((path, f"host {host!r} is already ui.{seen[host]}.host"))
         seen.setdefault(host, name)
@@ -268,10 +271,35 @@ def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def derived_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Service and graph names that another service's derived objects already take: a tuned
+    service `x` names its tuning NetworkPolicy `x-tuning` (resource `x-tuning-networkpolicy`, the
+    same URN as service `x-tuning`'s own NetworkPolicy, whatever its namespace); a service with a
+    pipeline names its WorkflowTemplate, ServiceAccount, Role and NetworkPolicy `x-pipeline` in its
+    namespace. Refused here, before two resources fight over one object in `pulumi up`."""
+    taken: dict[str, tuple[int, str, str, bool]] = {}  # name -> (owner, what, its namespace, one URN)
+    for i, svc in enumerate(s.services):
+        if any(v.tuning is not None for v in svc.versions):
+            taken[f"{svc.name}-tuning"] = (i, "tuning NetworkPolicy", svc.k8s_namespace, True)
+        if svc.pipeline is not None:
+            taken[f"{svc.name}-pipeline"] = (i, "pipeline objects", svc.k8s_namespace, False)
+    problems: list[tuple[KeyPath, str]] = []
+    for kind, items in (("services", s.services), ("graphs", s.graphs)):
+        for i, item in enumerate(items):
+            if item.name not in taken:
+                continue
+            owner, what, namespace, same_urn = taken[item.name]
+            if item.k8s_namespace == namespace or (same_urn and kind == "services"):
+                problems.append(((kind, i, "name"), f"{item.name!r} is the name of services[{owner}]'s {what} "
+                                 f"(namespace {namespace!r}); allowed: a name other than `<service>-tuning` of a "
+                                 "tuned service and `<service>-pipeline` of a service with a pipeline"))
+    return problems
+
+
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
-    _ui_problems, alerting_problems, tuning_problems, served_problems,
+    _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes,
 )
 
 

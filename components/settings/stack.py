@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional, get_args
 from pydantic import BaseModel, BeforeValidator, SecretStr
 
 from inference_platform.core import grammar
-from inference_platform.settings.base import Model, _checked, _top_level_bool
+from inference_platform.settings.base import NAMESPACE, Model, _checked, _top_level_bool
 from inference_platform.settings.cluster import ClusterSettings, NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
 from inference_platform.settings.graphs import Graph, graph_workload
@@ -87,3 +87,28 @@ def _holds_secret(annotation: Any) -> bool:
 # The top-level keys whose values are secrets: a stack file must give them as secure values.
 SECRET_KEYS: tuple[str, ...] = tuple(
     field.alias or name for name, field in Settings.model_fields.items() if _holds_secret(field.annotation))
+
+
+def plain_text_in_secrets(stack_file_config: dict[str, Any]) -> list[tuple[tuple, str]]:
+    """(key path, problem) for every value written in plain text inside a secret key of a stack
+    file's `config:` mapping (keys as written, secure values as `{secure: ...}`), at any depth.
+    Pulumi marks a whole key secret when one value in it is (`config set --secret --path`), so a
+    plain value beside a secure one would still be committed in clear text."""
+    problems: list[tuple[tuple, str]] = []
+
+    def walk(value: Any, path: tuple) -> None:
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            return
+        if isinstance(value, (dict, list)):
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                walk(item, (*path, key))
+            return
+        dotted = ".".join(str(p) for p in path)
+        problems.append((path, f"plain text in the secret {path[0]}; allowed: a secure value (pulumi config set "
+                               f"--secret --path '{dotted}' ...; offline: {{secure: <ciphertext>}})"))
+
+    for key, value in stack_file_config.items():
+        namespace, _, name = key.rpartition(":")
+        if name in SECRET_KEYS and namespace in ("", NAMESPACE) and isinstance(value, (dict, list)):
+            walk(value, (name,))
+    return problems

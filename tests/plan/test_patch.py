@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from platformctl import atomic
 from platformctl.__main__ import main
@@ -221,10 +222,10 @@ config:
           modelConfigName: x
           # after v2
 """)]),
-    # A version written as one flow mapping: its end-of-line comment stays on its line.
+    # A version written as one flow mapping: its end-of-line comment stays on its line, only the number changes.
     ("other", {"from": "a", "name": "b", "weight": 10, "modelRepository": {"cache": "fileShare", "path": "o/b"}}, [
         ("weight: 100, modelRepository: {cache: fileShare, path: o/a}, gpu: {group: gpu}}  # flow\n",
-         "weight: 90, modelRepository: {cache: fileShare, path: o/a}, gpu: {group: gpu}}   # flow\n"
+         "weight: 90, modelRepository: {cache: fileShare, path: o/a}, gpu: {group: gpu}}  # flow\n"
          '        - {name: b, image: "nvcr.io/nvidia/tritonserver:25.01-py3", weight: 10, '
          "modelRepository: {cache: fileShare, path: o/b}, gpu: {group: gpu}}\n")]),
 ])
@@ -332,15 +333,22 @@ def test_a_stack_without_services_is_refused(tmp_path):
     assert refused(code, err).endswith("inference-platform:services: no service named 'resnet'; the stack has no services")
 
 
-def test_a_layout_the_writer_cannot_keep_is_refused(demo):
-    # Spacing inside a flow mapping that the YAML writer would normalise on every line it writes.
+def test_a_layout_the_writer_would_normalise_is_kept_on_every_line_the_patch_does_not_change(demo):
+    # Spacing inside a flow mapping that a YAML writer normalises: only the new version's lines
+    # and the base's weight line change, the others stay byte for byte.
     text = demo.read_text().replace("{group: gpu-a100}", "{ group: gpu-a100 }")
     demo.write_text(text)
     code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
-    line = refused(code, err)
-    first = text.splitlines().index("          gpu: { group: gpu-a100 }") + 1
-    assert line.startswith(f"{demo}:{first}:1: the YAML writer cannot keep this file's layout"), line
-    assert demo.read_text() == text
+    assert code == 0, err
+    patched = demo.read_text()
+    removed, added = _changed_lines(text, patched)
+    assert removed == ["          weight: 90"] and added[0] == "          weight: 80", (removed, added)
+    assert patched.count("gpu: { group: gpu-a100 }") == text.count("gpu: { group: gpu-a100 }") == 2
+
+
+def _changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
+    return [d[2:] for d in diff if d.startswith("- ")], [d[2:] for d in diff if d.startswith("+ ")]
 
 
 def test_check_prints_the_diff_and_writes_nothing(demo):
@@ -374,3 +382,85 @@ def test_the_command_line(demo):
     assert runs[0].returncode == 0 and ok_err == "" and "+        - name: v3\n" in ok_out
     assert runs[1].returncode == 2 and bad_out == ""
     assert bad_err == f"{demo}: invalid configuration: inference-platform:services: no service named 'nope'; allowed: resnet\n"
+
+
+def _patched(demo: Path, text: str) -> str:
+    """Write text to the demo stack file and apply DEMO_PATCH: the patched text."""
+    demo.write_bytes(text.encode())
+    code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
+    assert code == 0, err
+    return demo.read_bytes().decode()
+
+
+def _same_stack(a: Path, b: Path) -> bool:
+    return stack_settings(a) == stack_settings(b)
+
+
+def _plain_patched(tmp_path) -> Path:
+    plain = tmp_path / "plain" / "Pulumi.demo-dev.yaml"
+    plain.parent.mkdir()
+    shutil.copyfile(ROOT / "stacks" / plain.name, plain)
+    code, _, err = run_patch(plain, write_patch(tmp_path / "plain" / "patch.json", DEMO_PATCH))
+    assert code == 0, err
+    return plain
+
+
+def test_a_crlf_stack_file_keeps_its_crlf_line_endings(demo, tmp_path):
+    text = demo.read_text().replace("\n", "\r\n")
+    patched = _patched(demo, text)
+    assert patched.count("\r\n") == patched.count("\n") > text.count("\n")
+    removed, _ = _changed_lines(text.replace("\r\n", "\n"), patched.replace("\r\n", "\n"))
+    assert removed == ["          weight: 90"]
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_mixed_line_endings_are_refused_saying_which_and_why(demo):
+    text = demo.read_text().replace("\n", "\r\n", 3)
+    demo.write_bytes(text.encode())
+    code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
+    assert refused(code, err) == (f"{demo}: mixed line endings (CRLF and LF); the patch writes lines with one of "
+                                  "them, so save the file with one kind of line ending first")
+    assert demo.read_bytes() == text.encode()
+
+
+def test_anchors_aliases_and_merge_keys_stay_and_the_copy_is_written_out_in_full(demo, tmp_path):
+    text = (demo.read_text()
+            .replace("        - name: v1\n          image: nvcr.io/nvidia/tritonserver:25.01-py3\n",
+                     "        - &v1\n          name: v1\n          image: &triton nvcr.io/nvidia/tritonserver:25.01-py3\n")
+            .replace("        - name: v2\n          image: nvcr.io/nvidia/tritonserver:25.01-py3\n",
+                     "        - <<: *v1\n          name: v2\n          image: *triton\n"))
+    patched = _patched(demo, text)
+    removed, added = _changed_lines(text, patched)
+    assert removed == ["          weight: 90"] and added[0] == "          weight: 80"
+    new_version = added[1:]
+    assert new_version[0] == "        - name: v3"
+    assert "          image: nvcr.io/nvidia/tritonserver:25.01-py3" in new_version
+    assert not any("&" in line or "*" in line or "<<" in line for line in new_version), new_version
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_a_four_space_stack_file_gets_the_new_version_in_four_spaces(demo, tmp_path):
+    text = yaml.safe_dump(yaml.safe_load(demo.read_text()), indent=4, sort_keys=False)
+    patched = _patched(demo, text)
+    removed, added = _changed_lines(text, patched)
+    assert removed == ["            weight: 90"] and added[0] == "            weight: 80"
+    assert added[1:4] == ["        -   name: v3", "            image: nvcr.io/nvidia/tritonserver:25.01-py3",
+                          "            weight: 10"]
+    assert "                cache: fileShare" in added
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_a_json_stack_file_is_patched_as_json_in_its_own_indentation(demo, tmp_path):
+    text = json.dumps(yaml.safe_load(demo.read_text()), indent=2) + "\n"
+    patched = _patched(demo, text)
+    assert json.loads(patched)["config"][SERVICES][0]["versions"][1]["name"] == "v3"
+    assert patched == json.dumps(json.loads(patched), indent=2) + "\n"
+    assert _same_stack(demo, _plain_patched(tmp_path))
+
+
+def test_a_json_stack_file_in_a_layout_json_does_not_write_is_refused(demo):
+    text = json.dumps(yaml.safe_load(demo.read_text()), indent=2).replace('": ', '" : ') + "\n"
+    demo.write_text(text)
+    code, _, err = run_patch(demo, write_patch(demo.parent / "patch.json", DEMO_PATCH))
+    assert refused(code, err).startswith(f"{demo}: a JSON stack file laid out other than json.dumps(indent=2)")
+    assert demo.read_text() == text

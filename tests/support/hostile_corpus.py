@@ -133,6 +133,10 @@ HOSTILE_VALUES: list[tuple[str, tuple, Any]] = [
     ("image-space", V + ("image",), "nvcr.io/nvidia/tritonserver:25.01 py3"),
     ("image-bad-digest", V + ("image",), "nvcr.io/nvidia/tritonserver@sha256:xyz"),
     ("image-newline", V + ("image",), "nvcr.io/nvidia/tritonserver:25.01-py3\n"),
+    ("image-latest", V + ("image",), "nvcr.io/nvidia/tritonserver:latest"),
+    ("image-latest-registry-port", V + ("image",), "registry.local:5000/triton/server:latest"),
+    ("tuning-sdk-image-latest", ("services", 0, "versions", 1, "tuning", "sdkImage"), "nvcr.io/nvidia/tritonserver:latest"),
+    ("tuning-sdk-image-untagged", ("services", 0, "versions", 1, "tuning", "sdkImage"), "nvcr.io/nvidia/tritonserver"),
     ("model-path-dotdot", V + ("modelRepository", "path"), "resnet/../../etc"),
     ("model-path-absolute", V + ("modelRepository", "path"), "/etc/passwd"),
     ("model-path-double-slash", V + ("modelRepository", "path"), "resnet//v1"),
@@ -239,6 +243,11 @@ ALERTING_VALUES: list[tuple[str, tuple, Any]] = [
     ("repeat-interval-zero", ALERTING + ("repeatInterval",), "0h"),
     ("secret-for-no-receiver", ("alertReceiverSecrets", "ghost"), {"secure": "AAABAMockGhost"}),
     ("alert-secrets-plain", ("alertReceiverSecrets",), {"oncall-pagerduty": "plain-routing-key"}),
+    # one receiver's secret in plain text beside a secure one, and deeper down
+    ("alert-secret-plain-beside-secure", ("alertReceiverSecrets",), {
+        "oncall-pagerduty": {"secure": "AAABAMockPagerDuty"}, "inference-slack": "https://hooks.slack.example/plain"}),
+    ("alert-secret-plain-nested", ("alertReceiverSecrets",), {
+        "oncall-pagerduty": {"secure": "AAABAMockPagerDuty"}, "inference-slack": {"url": "https://hooks.slack.example/plain"}}),
 ]
 S3_VALUES: list[tuple[str, tuple, Any]] = [
     ("endpoint-port-99999", S3 + ("endpoint",), "https://s3.example.com:99999"),
@@ -352,6 +361,8 @@ _REDIRECTED = {
     "email-smarthost-no-port": ALERTING + ("receivers", 1, "email", "smarthost"),
     "secret-for-no-receiver": ("alertReceiverSecrets", "ghost"),
     "alert-secrets-plain": ("alertReceiverSecrets",),
+    "alert-secret-plain-beside-secure": ("alertReceiverSecrets", "inference-slack"),
+    "alert-secret-plain-nested": ("alertReceiverSecrets", "inference-slack", "url"),
 }
 
 
@@ -424,6 +435,8 @@ def loader_cases() -> Iterator[tuple[str, bytes, Any]]:
         "config-key-two-colons": demo.replace(b"inference-platform:customer", b"inference-platform:x:customer"),
         "config-key-space": demo.replace(b"inference-platform:customer", b"inference platform:customer"),
         "oversized": b"config:\n  inference-platform:customer: demo\n# " + b"x" * (1 << 20) + b"\n",
+        "merge-key-not-a-mapping": demo.replace(b"      context: demo", b"      context: demo\n      <<: [1, 2]"),
+        "merge-key-after-its-key": demo.replace(b"      context: demo", b"      context: demo\n      <<: {context: prod}"),
     }
     for case, data in cases.items():
         yield f"loader:{case}", data, LOCATION
@@ -438,8 +451,26 @@ def loader_cases() -> Iterator[tuple[str, bytes, Any]]:
         yield f"loader:{depth_case}", _text_case("demo-dev", old, new), LOCATION
 
 
+def finding_cases() -> Iterator[tuple[str, bytes, Any]]:
+    """Stacks a held-out hostile corpus found accepted (or refused without a key path)."""
+    demo, studio = example("demo-dev"), example("studio-dev")
+    graph_host = studio["config"][f"{NS}:graphs"][0]["hosts"][0]
+    ui_on_graph_host = _set(studio, ("ui",), {"allowPlainHttp": True, "kiali": {"host": graph_host}})
+    yield "studio-dev:ui-host-graph-clash", dump(ui_on_graph_host), key_path(("ui", "kiali", "host"))
+    yield ("studio-dev:graph-image-latest", dump(_set(studio, ("graphs", 0, "steps", 1, "image"), "registry.studio.example.com/triton-ray:latest")),
+           key_path(("graphs", 0, "steps", 1, "image")))
+    services = demo["config"][f"{NS}:services"]
+    for suffix in ("tuning", "pipeline"):  # names the tuned service's objects take, in its namespace
+        clash = copy.deepcopy(services[0])
+        clash.update(name=f"resnet-{suffix}", namespace="resnet", hosts=[f"{suffix}.demo.example.com"])
+        clash.pop("pipeline")
+        clash["versions"] = [dict(clash["versions"][0], weight=100)]
+        yield (f"demo-dev:service-named-resnet-{suffix}", dump(_set(demo, ("services",), [*services, clash])),
+               key_path(("services", 1, "name")))
+
+
 def hostile_cases() -> list[tuple[str, bytes, Any]]:
-    return [*loader_cases(), *value_cases(), *type_cases()]
+    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases()]
 
 
 def valid_cases() -> list[tuple[str, bytes]]:
@@ -475,4 +506,6 @@ def valid_cases() -> list[tuple[str, bytes]]:
         ("date-like-text", edit(("services", 0, "auth"), {"mode": "basic", "realm": "2024-01-01"})),
         ("ipv6-nfs-server", edit(("weightCaches", "fileShare", "server"), "fd00::20")),
         ("float-timeout-ms", edit(("services", 0, "timeoutSeconds"), 0.25)),
+        ("merge-keys", demo.replace("        - name: v1\n", "        - &v1\n          name: v1\n", 1)
+         .replace("        - name: v2\n", "        - <<: [*v1, {replicas: 1}]\n          name: v2\n", 1).encode()),
     ]

@@ -1,0 +1,79 @@
+"""Two resources declaring one object (or one URN) are refused naming the stack file and the
+keys that made them; the loader refuses the service names known to collide before rendering."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import shutil
+
+import pytest
+import yaml
+
+from inference_platform.settings import loader
+from inference_platform.settings.checks import CROSS_CHECKS, derived_name_clashes
+from platformctl.__main__ import main
+from platformctl.engine import render_stack, stack_settings
+from platformctl.objects import DuplicateObjectError, check_unique_objects
+from platformctl.plan_model import Plan
+from platformctl.stack_keys import stack_keys
+from tests.conftest import ROOT
+
+SERVICES = "inference-platform:services"
+
+
+def _with_service_named(tmp_path, name: str):
+    """The demo stack with a second service `name` in the first service's namespace."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text())
+    first = doc["config"][SERVICES][0]
+    second = {"name": name, "namespace": first["name"], "hosts": [f"{name}.demo.example.com"],
+              "versions": [dict(first["versions"][0], weight=100)]}
+    doc["config"][SERVICES].append(second)
+    stack_file = tmp_path / "Pulumi.clash-dev.yaml"
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return stack_file
+
+
+def _plan(stack_file, out) -> tuple[int, list[str]]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["plan", "clash-dev", "--stack-file", str(stack_file), "--out", str(out)])
+    return code, err.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("name,what", [("resnet-tuning", "tuning NetworkPolicy"), ("resnet-pipeline", "pipeline objects")])
+def test_a_service_named_like_another_services_objects_is_refused_before_rendering(tmp_path, name, what):
+    code, lines = _plan(_with_service_named(tmp_path, name), tmp_path / "out")
+    assert code == 2 and len(lines) == 1, lines
+    assert f"inference-platform:services[1].name: {name!r} is the name of services[0]'s {what}" in lines[0], lines[0]
+
+
+def test_a_duplicate_the_loader_misses_names_the_stack_file_and_keys_not_urns(tmp_path, monkeypatch):
+    # Without the loader's check, the plan still refuses, tracing each resource to its stack keys.
+    assert derived_name_clashes in CROSS_CHECKS and CROSS_CHECKS in loader.STACK_CHECKS
+    stages = tuple(tuple(c for c in stage if c is not derived_name_clashes) for stage in loader.STACK_CHECKS)
+    monkeypatch.setattr(loader, "STACK_CHECKS", stages)
+    stack_file = _with_service_named(tmp_path, "resnet-tuning")
+    code, lines = _plan(stack_file, tmp_path / "out")
+    assert code == 2 and len(lines) == 1, lines
+    line = lines[0]
+    assert line.startswith(f"{stack_file}: duplicate resources: NetworkPolicy resnet-tuning-networkpolicy is "
+                           "registered twice (one URN) by inference-platform:services[0] (resnet-tuning-networkpolicy) "
+                           "and inference-platform:services[1] (resnet-tuning-networkpolicy)"), line
+    assert "urn:pulumi" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_pipelines_objects_are_traced_to_the_service_whose_pipeline_made_them(tmp_path):
+    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
+    shutil.copyfile(ROOT / "stacks" / stack_file.name, stack_file)
+    plan = render_stack("demo-dev", stack_file)
+    where = stack_keys(plan, stack_settings(stack_file))
+    by_name = {r.name: r for r in plan.resources}
+    assert where(by_name["demo-dev-pipeline-resnet-sa"]) == "inference-platform:services[0].pipeline"
+    assert where(by_name["demo-dev-mesh"]) == "inference-platform:mesh"
+    twin = dataclasses.replace(by_name["demo-dev-pipeline-resnet-sa"], urn=by_name["demo-dev-pipeline-resnet-sa"].urn + "-2")
+    with pytest.raises(DuplicateObjectError) as caught:
+        check_unique_objects(Plan(plan.stack, [*plan.resources, twin], plan.outputs), where)
+    assert "ServiceAccount resnet/resnet-pipeline is declared by inference-platform:services[0].pipeline" in str(caught.value)
