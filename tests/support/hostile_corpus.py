@@ -457,8 +457,8 @@ def finding_cases() -> Iterator[tuple[str, bytes, Any]]:
     graph_host = studio["config"][f"{NS}:graphs"][0]["hosts"][0]
     ui_on_graph_host = _set(studio, ("ui",), {"allowPlainHttp": True, "kiali": {"host": graph_host}})
     yield "studio-dev:ui-host-graph-clash", dump(ui_on_graph_host), key_path(("ui", "kiali", "host"))
-    yield ("studio-dev:graph-image-latest", dump(_set(studio, ("graphs", 0, "steps", 1, "image"), "registry.studio.example.com/triton-ray:latest")),
-           key_path(("graphs", 0, "steps", 1, "image")))
+    latest_step = _set(studio, ("graphs", 0, "steps", 1, "image"), "registry.studio.example.com/triton-ray:latest")
+    yield "studio-dev:graph-image-latest", dump(latest_step), key_path(("graphs", 0, "steps", 1, "image"), latest_step)
     services = demo["config"][f"{NS}:services"]
     for suffix in ("tuning", "pipeline"):  # names the tuned service's objects take, in its namespace
         clash = copy.deepcopy(services[0])
