@@ -451,7 +451,7 @@ def test_the_component_alone_names_what_it_lacks():
     del without["pipeline"]
     with pytest.raises(ConfigError) as info:
         validated(ModelPipelineInputs, {"services": [service, without]}, "ModelPipeline")
-    assert info.value.paths == ["services[0].pipeline.baseVersion", "weights.svc", "services[1].pipeline"]
+    assert info.value.paths == ["services[0].pipeline.base_version", "weights.svc", "services[1].pipeline"]
     args = {"services": [service], "gpu_groups": [g.model_dump(by_alias=True, exclude_none=True) for g in settings.gpu_groups],
             "weights": {"svc": {"claim_name": "model-weights"}}}
     assert validated(ModelPipelineInputs, args, "ModelPipeline").services[0].pipeline.model == "resnet50"
