@@ -318,3 +318,15 @@ def test_a_secret_value_stays_redacted_in_the_diff():
     out = format_diff(diff_plans({"stack": "s", "resources": [old]}, {"stack": "s", "resources": [new]}))
     assert "plain" not in out
     assert "inputs.stringData.key: \"[secret]\" -> \"[secret]\"" in out
+
+
+def test_a_graph_step_image_edit_on_studio_dev_updates_the_rayservice(tmp_path, capsys):
+    # A CRD has only identity rules in pulumi-kubernetes (diff.go), so KubeRay rolls it out.
+    text = (ROOT / "stacks" / "Pulumi.studio-dev.yaml").read_text()
+    stack_file = tmp_path / "Pulumi.studio-dev.yaml"
+    stack_file.write_text(text.replace("triton-ray:25.01-whisper", "triton-ray:25.02-whisper"))
+    edited = write_plan(render_stack("studio-dev", stack_file), tmp_path / "edited", stack_file)
+    assert main(["diff", str(write_plan(stack_plan("studio-dev"), tmp_path / "main")), str(edited)]) == 0
+    out = capsys.readouterr().out
+    assert "~ update kubernetes:ray.io/v1:RayService speech-to-image-rayservice" in out
+    assert "0 to replace" in out and "0 errors" in out
