@@ -42,6 +42,7 @@ from .replacement import (
     forcing_change,
     kubernetes_diff_config,
     mutability_note,
+    refused_update,
     rules_for,
 )
 from .secret_digests import KEY_ENV
@@ -315,6 +316,10 @@ def _delete_first(old: dict[str, Any], new: dict[str, Any], by_provider: bool) -
         # step_generator.go diff(): a provider change replaces without asking the resource's
         # provider, so no DeleteBeforeReplace comes back; only the option asks for it.
         return False
+    if new["type"].split(":", 1)[0] in AUTONAMING_BRIDGED:
+        # pulumi-terraform-bridge tfbridge/schema.go nameRequiresDeleteBeforeReplace: `name` is
+        # autonamed (SetAutonaming), so one the program gives is kept and the old must go first.
+        return "name" in (new.get("inputs") or {})
     # provider.go Diff: a replaced Kubernetes object that keeps its given name and namespace
     # must be deleted before it can be created again.
     if not new["type"].startswith("kubernetes:") or new["type"].startswith("kubernetes:helm.sh"):
@@ -354,6 +359,11 @@ def _take_over(ra, rb, stack: str) -> tuple[dict[str, dict[str, Any]], dict[str,
 
     renamed = {_urn_key(old): _urn_key(new) for old, new in moved.items()}
     return {renamed.get(k, k): move(r) for k, r in ra.items()}, renamed, errors
+
+
+# Bridged providers whose resources.go calls SetAutonaming(255, "-") (pulumi-openstack
+# provider/resources.go): every `name` input is autonamed unless the program sets it.
+AUTONAMING_BRIDGED = frozenset({"openstack"})
 
 
 # A dynamic resource's pickled provider (`__provider`) names the module the provider class lives
@@ -432,6 +442,11 @@ def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list
         shown = {f"inputs.{format_path(p)}": d for p, d in unknown.items()}
         if reason is None:
             changes.append(Change(key, "update", new["type"], paths, unknown=shown))
+            refused = refused_update(new["type"], input_changes)
+            if refused is not None:
+                errors.append(f"error: update of {new['type']} {key.rsplit('::', 1)[-1]} changes {format_path(refused)}, "
+                              "which the API server refuses to change: `pulumi up` would fail; give the object a new "
+                              "name to replace it (kubernetes ValidatePriorityClassUpdate)")
         else:
             replaced[key] = reason
             changes.append(Change(key, "replace", new["type"], paths, reason, _delete_first(old, new, by_provider), shown))

@@ -39,8 +39,8 @@ SOURCES: dict[str, Source] = {
         "pulumi-kubernetes", "4.34.2",
         "pulumi/pulumi-kubernetes provider/pkg/provider/diff.go (forceNew table, last changed 2ec7a1a "
         "2024-08-21), provider.go (Diff: .metadata.name/.metadata.namespace always, Secret/ConfigMap "
-        "mutability flags; DiffConfig), helm_release.go (Diff: .name, .namespace), read at 9497796 "
-        "(after v4.32.0, the newest source available)",
+        "mutability flags; DiffConfig), util.go (getActiveClusterFromConfig), helm_release.go (Diff: .name, "
+        ".namespace), read at 9497796 (after v4.32.0, the newest source available)",
     ),
     "random": Source(
         "pulumi-random", "4.21.4",
@@ -51,8 +51,9 @@ SOURCES: dict[str, Source] = {
     "pulumi": Source(
         "pulumi", "3.272.0",
         "pulumi/pulumi pkg/resource/deploy/step_generator.go (providerChanged, diff without a provider for "
-        "components, protect on replace, processIgnoreChanges) and step.go (DeleteStep: retainOnDelete), "
-        "read at 1b59498 (3.259.0+, the newest source available)",
+        "components, protect on replace (old and new), same steps, GenerateReadSteps, processIgnoreChanges) and "
+        "step.go (DeleteStep: retainOnDelete), read at 1b59498 (3.259.0+, the newest source available); "
+        "pulumi-terraform-bridge pkg/tfbridge nameRequiresDeleteBeforeReplace",
     ),
 }
 
@@ -333,6 +334,23 @@ def _kubernetes(type_token: str, inputs: dict[str, Any], provider_inputs: Option
     elif content and (not _flag(provider_inputs, content[1]) or immutable):
         paths += content[0]
     return Rules(tuple(parse(p) for p in paths), "kubernetes")
+
+
+# Fields the API server refuses to change although the provider's diff calls the edit an update,
+# so `pulumi up` fails on it: kubernetes/kubernetes pkg/apis/scheduling/validation/validation.go
+# ValidatePriorityClassUpdate ("value is immutable", "preemptionPolicy is immutable").
+APISERVER_IMMUTABLE: dict[str, tuple[str, ...]] = {
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": ("value", "preemptionPolicy"),
+}
+
+
+def refused_update(type_token: str, changes: list[Path]) -> Optional[Path]:
+    """The first change of an update that the API server refuses (APISERVER_IMMUTABLE), or None."""
+    for field in APISERVER_IMMUTABLE.get(type_token, ()):
+        for change in changes:
+            if change[:1] == (field,):
+                return change
+    return None
 
 
 # Resources the program reads rather than registers (ReadResource). step_generator.go

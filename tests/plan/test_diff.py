@@ -432,3 +432,74 @@ def test_the_plan_assumes_the_providers_environment_switches_unset(monkeypatch):
 
     [provider] = render_raw(base_config()).of_type("pulumi:providers:kubernetes")
     assert "enableSecretMutable" not in provider.inputs and "kubeconfig" not in provider.inputs
+
+
+# --------------------------------------------------------------------------- the engine's own steps
+
+
+def test_resources_replaced_by_a_provider_change_are_created_before_the_old_ones_go():
+    ns = _k8s("core/v1:Namespace", "ns", {"metadata": {"name": "ns"}})
+    provider = _provider(context="a")
+    provider["inputs"]["clusterIdentifier"] = "one"
+    moved = copy.deepcopy(provider)
+    moved["inputs"]["clusterIdentifier"] = "two"
+    d = diff_plans(_plan("s", [provider, ns]), _plan("s", [moved, copy.deepcopy(ns)]))
+    changes = {c.key.rsplit("::", 1)[1]: c for c in d["changes"]}
+    assert changes["k8s"].reason == "input clusterIdentifier"
+    # The engine replaces for the provider without asking the resource's diff: no delete-first.
+    assert changes["ns"].action == "replace" and not changes["ns"].delete_first
+
+
+def test_a_bridged_resource_with_a_given_name_is_deleted_before_its_replacement():
+    share = {"name": "weights", "shareProto": "NFS", "size": 10}
+    before = _r("openstack:sharedfilesystem/share:Share", "share", share)
+    after = copy.deepcopy(before)
+    after["inputs"]["shareProto"] = "CEPHFS"
+    changes, _ = _classes([before], [after])
+    assert changes["share"].action == "replace" and changes["share"].delete_first
+    unnamed = {k: v for k, v in share.items() if k != "name"}
+    before, after = copy.deepcopy(before), copy.deepcopy(after)
+    before["inputs"], after["inputs"] = dict(unnamed), dict(unnamed, shareProto="CEPHFS")
+    changes, _ = _classes([before], [after])
+    assert changes["share"].action == "replace" and not changes["share"].delete_first
+
+
+def test_replacing_a_resource_the_program_unprotects_in_the_same_up_is_allowed():
+    cluster = _r("openstack:containerinfra/cluster:Cluster", "magnum", {"keypair": "a"}, protect=True)
+    unprotected = copy.deepcopy(cluster)
+    unprotected.update(protect=False)
+    unprotected["inputs"]["keypair"] = "b"
+    changes, d = _classes([cluster], [unprotected])
+    assert changes["magnum"].action == "replace" and d["errors"] == []
+    still = copy.deepcopy(unprotected)
+    still["protect"] = True
+    _, d = _classes([cluster], [still])
+    assert d["errors"] == ["error: replace of protected resource openstack:containerinfra/cluster:Cluster magnum (input keypair)"]
+
+
+def test_an_option_only_change_is_no_update():
+    share = _r("openstack:sharedfilesystem/share:Share", "share", {"size": 10})
+    protected = copy.deepcopy(share)
+    protected["protect"] = True
+    changes, d = _classes([share], [protected])
+    assert changes == {} and exit_code(d) == 0
+    assert any("only options changed (protect)" in n for n in d["notes"])
+
+
+def test_a_dynamic_resource_whose_pickled_provider_alone_changed_is_no_update():
+    bucket = _r("pulumi-python:dynamic/s3:Bucket", "bucket", {"bucket": "b", "__provider": "old-pickle"})
+    moved = copy.deepcopy(bucket)
+    moved["inputs"]["__provider"] = "new-pickle"
+    changes, _ = _classes([bucket], [moved])
+    assert changes == {}
+
+
+def test_a_priority_class_value_edit_is_refused_because_the_api_server_cannot_change_it():
+    pc = _k8s("scheduling.k8s.io/v1:PriorityClass", "spare", {"metadata": {"name": "spare"}, "value": -10})
+    edited = copy.deepcopy(pc)
+    edited["inputs"]["value"] = -5
+    changes, d = _classes([pc], [edited])
+    assert changes["spare"].action == "update" and exit_code(d) == 1
+    assert d["errors"] == ["error: update of kubernetes:scheduling.k8s.io/v1:PriorityClass spare changes value, which the "
+                           "API server refuses to change: `pulumi up` would fail; give the object a new name to replace "
+                           "it (kubernetes ValidatePriorityClassUpdate)"]
