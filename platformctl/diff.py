@@ -8,7 +8,14 @@ delete and a create, as in the engine. Replacement follows the providers' rules
 (replacement.py) and the engine's own:
 
 - a changed explicit provider replaces the resource when the provider's config diff
-  would (different provider, or one that is itself replaced);
+  would (different provider, or one that is itself replaced); the Kubernetes provider's
+  config diff is DiffConfig's (replacement.kubernetes_diff_config: only another active
+  cluster or clusterIdentifier replaces; where the plan cannot know, a note says what decides);
+- secret inputs compare by their keyed digests (secret_digests.py), so a changed secret
+  is seen without its value;
+- options alone (protect, dependsOn, ...) are no update: the engine takes a `same` step;
+- delete-first as the provider's diff answers it (a named Kubernetes object, a bridged
+  resource with a given name), never for a replacement a provider change causes;
 - `ignoreChanges` paths take their old values before anything is compared (a note names
   each edit that is kept out this way: it does not reach the cloud);
 - a replaced resource's outputs are unknown until it exists again, so a dependent whose
@@ -16,9 +23,10 @@ delete and a create, as in the engine. Replacement follows the providers' rules
   inputs change, and is replaced where they force it. The offline plan does not record
   which input came from which resource, so this is matched by value.
 
-Replacing or deleting a resource the old plan marks `protect` or `retainOnDelete` is an
-error: the engine refuses the first, and the second leaves the old object in the cloud,
-no longer managed. Everything is keyed in dicts and walked once: linear in resources.
+Deleting a resource the old plan marks `protect`, or replacing one both plans protect, is an
+error (the engine refuses it); so is replacing or deleting a `retainOnDelete` one (the old
+object stays in the cloud, no longer managed), and an update the API server refuses
+(replacement.APISERVER_IMMUTABLE). Everything is keyed in dicts and walked once: linear in resources.
 """
 
 from __future__ import annotations

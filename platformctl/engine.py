@@ -13,7 +13,6 @@ import contextlib
 import gc
 import hashlib
 import json
-import os
 import runpy
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -34,10 +33,10 @@ from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
 from .aliases import new_urn, qualified_type
 from .errors import UsageError
+from .kube_provider import active_cluster_digest, pinned_provider_environment
 from .objects import DuplicateObjectError, check_unique_objects
 from .plan_model import SECRET, UNKNOWN, Plan, Resource
-from .replacement import KUBERNETES_PROVIDER
-from .secret_digests import digest, digest_key, key_id, secret_digests
+from .secret_digests import digest_key, key_id, secret_digests
 from .stack_keys import stack_keys
 from .stack_names import check_stack_name
 from .stackfile import read_stack_config
@@ -85,55 +84,14 @@ def _is_secret(value: dict[str, Any]) -> bool:
     return value.get(_SIG_KEY) == _SECRET_SIG
 
 
-def _inputs_and_digests(message, key: bytes) -> tuple[dict[str, Any], dict[str, str]]:
-    """A request's inputs as plain JSON (secrets redacted) and the keyed digests of its secret values."""
+def _inputs_and_digests(message, key: bytes) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """A request's inputs on the wire (kept in memory only), as plain JSON (secrets redacted),
+    and the keyed digests of its secret values."""
     if message is None:
-        return {}, {}
+        return {}, {}, {}
     wire = json_format.MessageToDict(message)
     inputs = plain(wire)
-    return inputs, (secret_digests(wire, _is_secret, key) if _holds_secret(inputs) else {})
-
-
-def _revealed(value: Any) -> Any:
-    """A wire value with its secrets' values in place (kept in memory only)."""
-    if isinstance(value, dict):
-        return _revealed(value.get("value")) if _is_secret(value) else {k: _revealed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_revealed(v) for v in value]
-    return value
-
-
-def _named(entries: Any, field: str) -> dict[str, Any]:
-    return {e["name"]: e.get(field) for e in entries or () if isinstance(e, dict) and isinstance(e.get("name"), str)}
-
-
-def active_cluster(provider_inputs: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """The cluster entry a Kubernetes provider's kubeconfig, context and cluster select, as
-    pulumi-kubernetes util.go getActiveClusterFromConfig resolves it; None where the plan cannot
-    know it: no kubeconfig (ambient), a file path (the plan reads no files), a placeholder."""
-    text = provider_inputs.get("kubeconfig")
-    if isinstance(text, str) and ("\n" in text or text.lstrip().startswith("{")):
-        try:
-            config = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return None
-    else:
-        config = text if isinstance(text, dict) else None
-    if not isinstance(config, dict):
-        return None
-    clusters = _named(config.get("clusters"), "cluster")
-    context = _named(config.get("contexts"), "context").get(provider_inputs.get("context") or config.get("current-context"))
-    if not clusters or not isinstance(context, dict):
-        return None
-    found = clusters.get(provider_inputs.get("cluster") or context.get("cluster"))
-    return found if isinstance(found, dict) else None
-
-
-def _active_cluster_digest(request, key: bytes) -> str:
-    if request.type != KUBERNETES_PROVIDER or request.object is None:
-        return ""
-    found = active_cluster(_revealed(json_format.MessageToDict(request.object)))
-    return digest(key, found) if found is not None else ""
+    return wire, inputs, (secret_digests(wire, _is_secret, key) if _holds_secret(inputs) else {})
 
 
 def _short_hash(text: str) -> str:
@@ -305,7 +263,7 @@ class RecordingMonitor(MockMonitor):
         # The base class converts through the SDK's async (de)serialisers on a worker
         # thread; plain protobuf conversion gives the same values at a fraction of the
         # cost. Mocks see secrets redacted, which none of them reads.
-        inputs, digests = _inputs_and_digests(request.object, self.digest_key)
+        wire, inputs, digests = _inputs_and_digests(request.object, self.digest_key)
         rid, state = self.mocks.new_resource(
             MockResourceArgs(
                 typ=request.type,
@@ -338,7 +296,7 @@ class RecordingMonitor(MockMonitor):
                 custom_timeouts=_custom_timeouts(request),
                 aliases=_aliases(request),
                 secret_digests=digests,
-                active_cluster_digest=_active_cluster_digest(request, self.digest_key),
+                active_cluster_digest=active_cluster_digest(request.type, wire, _is_secret, self.digest_key),
             )
         )
         state_struct = struct_pb2.Struct()
@@ -423,28 +381,11 @@ def _monitor_calls_inline():
         del loop.run_in_executor
 
 
-# What the Kubernetes SDK copies from the environment into every Provider's inputs
-# (pulumi_kubernetes/provider.py: KUBECONFIG and the PULUMI_K8S_* switches). A plan renders
-# without them, so it is the same wherever it runs; the diff notes where `up` would differ.
-_PROVIDER_ENVIRONMENT = ("KUBECONFIG", "PULUMI_K8S_")
-
-
-@contextlib.contextmanager
-def _pinned_provider_environment():
-    saved = {k: v for k, v in os.environ.items() if k == "KUBECONFIG" or k.startswith(_PROVIDER_ENVIRONMENT[1])}
-    for k in saved:
-        del os.environ[k]
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
-
-
 def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None],
          project: str = PROJECT, mocks: Optional[PlatformMocks] = None, shown: Optional[str] = None) -> Plan:
     """The plan of `program`; `shown` names the stack file the config came from, in errors."""
 
-    with _few_collections(), _monitor_calls_inline(), _pinned_provider_environment():
+    with _few_collections(), _monitor_calls_inline(), pinned_provider_environment():
         plan = _render(stack, config, secret_keys, program, project, mocks or PlatformMocks())
     try:
         check_unique_objects(plan)
