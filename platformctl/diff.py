@@ -8,7 +8,14 @@ delete and a create, as in the engine. Replacement follows the providers' rules
 (replacement.py) and the engine's own:
 
 - a changed explicit provider replaces the resource when the provider's config diff
-  would (different provider, or one that is itself replaced);
+  would (different provider, or one that is itself replaced); the Kubernetes provider's
+  config diff is DiffConfig's (replacement.kubernetes_diff_config: only another active
+  cluster or clusterIdentifier replaces; where the plan cannot know, a note says what decides);
+- secret inputs compare by their keyed digests (secret_digests.py), so a changed secret
+  is seen without its value;
+- options alone (protect, dependsOn, ...) are no update: the engine takes a `same` step;
+- delete-first as the provider's diff answers it (a named Kubernetes object, a bridged
+  resource with a given name), never for a replacement a provider change causes;
 - `ignoreChanges` paths take their old values before anything is compared (a note names
   each edit that is kept out this way: it does not reach the cloud);
 - a replaced resource's outputs are unknown until it exists again, so a dependent whose
@@ -16,9 +23,10 @@ delete and a create, as in the engine. Replacement follows the providers' rules
   inputs change, and is replaced where they force it. The offline plan does not record
   which input came from which resource, so this is matched by value.
 
-Replacing or deleting a resource the old plan marks `protect` or `retainOnDelete` is an
-error: the engine refuses the first, and the second leaves the old object in the cloud,
-no longer managed. Everything is keyed in dicts and walked once: linear in resources.
+Deleting a resource the old plan marks `protect`, or replacing one both plans protect, is an
+error (the engine refuses it); so is replacing or deleting a `retainOnDelete` one (the old
+object stays in the cloud, no longer managed), and an update the API server refuses
+(replacement.APISERVER_IMMUTABLE). Everything is keyed in dicts and walked once: linear in resources.
 """
 
 from __future__ import annotations
@@ -32,9 +40,20 @@ from typing import Any, Iterator, Optional
 from . import aliases
 from .day2_hints import ignored_change_hint
 from .errors import UsageError
+from .plan_model import SECRET
 from .propertypath import Path as PropPath
-from .propertypath import format_path, is_prefix, leaf_changes, parse, reset
-from .replacement import PROVIDERS, forcing_change, rules_for
+from .propertypath import format_path, is_prefix, leaf_changes, parse, reset, value_at
+from .replacement import (
+    KUBERNETES_PROVIDER,
+    PROVIDERS,
+    ConfigDiff,
+    forcing_change,
+    kubernetes_diff_config,
+    mutability_note,
+    refused_update,
+    rules_for,
+)
+from .secret_digests import KEY_ENV
 
 COMPARED = ("inputs", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges",
             "replaceOnChanges")
@@ -240,7 +259,8 @@ def _unknown_inputs(new, new_in, ignores, replaced, rb, tokens) -> dict[PropPath
     return {p: d for p, d in unknown.items() if not any(is_prefix(i, p) for i in ignores)}
 
 
-def _provider_replaced(old: dict[str, Any], new: dict[str, Any], ra, rb, replaced: dict[str, str]) -> Optional[str]:
+def _provider_replaced(old: dict[str, Any], new: dict[str, Any], ra, rb, replaced: dict[str, str],
+                       compare_secrets: bool) -> Optional[str]:
     """Why a change of the resource's explicit provider replaces it, or None (step_generator.go providerChanged)."""
     old_p, new_p = _provider_key(old), _provider_key(new)
     if old_p == new_p:
@@ -248,11 +268,42 @@ def _provider_replaced(old: dict[str, Any], new: dict[str, Any], ra, rb, replace
     if old_p is None or new_p is None or old_p not in ra or new_p not in rb:
         # A default provider has no record in the plan; assume the worst.
         return f"provider {old_p} -> {new_p}"
-    rules = PROVIDERS.get(rb[new_p]["type"])
+    if new_p in replaced:
+        return f"provider {old_p} -> {new_p}"
+    # The new provider's DiffConfig on the two providers' inputs decides.
     old_in, new_in = ra[old_p].get("inputs") or {}, rb[new_p].get("inputs") or {}
-    if new_p in replaced or (rules and forcing_change(rules, old_in, new_in, leaf_changes(old_in, new_in))):
+    changes = leaf_changes(old_in, new_in) + _secret_changes(ra[old_p], rb[new_p], old_in, new_in, [], compare_secrets)
+    if _provider_config_diff(ra[old_p], rb[new_p], old_in, new_in, changes, {}).replaces is not None:
         return f"provider {old_p} -> {new_p}"
     return None
+
+
+def _provider_config_diff(old, new, old_in, new_in, changes: list[PropPath], unknown: dict) -> ConfigDiff:
+    """A provider resource's config diff: DiffConfig for the Kubernetes provider, its rules otherwise."""
+    if new["type"] == KUBERNETES_PROVIDER:
+        active = (old.get("activeClusterDigest"), new.get("activeClusterDigest"))
+        return kubernetes_diff_config(old_in, new_in, {p[0] for p in changes}, {p[0] for p in unknown}, active)
+    rules = PROVIDERS[new["type"]]
+    forced = forcing_change(rules, old_in, new_in, changes) or forcing_change(rules, old_in, new_in, list(unknown))
+    return ConfigDiff(format_path(forced) if forced is not None else None)
+
+
+def _secret_changes(old, new, old_in, new_in, ignores, compare_secrets: bool) -> list[PropPath]:
+    """Secret inputs whose values differ, by their keyed digests (secret_digests.py); only
+    between plans whose digests were made with one key, and where both sides still hold a secret."""
+    if not compare_secrets:
+        return []
+    before, after = old.get("secretDigests") or {}, new.get("secretDigests") or {}
+    out = []
+    for text in sorted(set(before) & set(after)):
+        if before[text] == after[text]:
+            continue
+        path = parse(text)
+        if any(is_prefix(i, path) for i in ignores):
+            continue
+        if value_at(old_in, path) == SECRET and value_at(new_in, path) == SECRET:
+            out.append(path)
+    return out
 
 
 def _replace_on_changes(new: dict[str, Any], input_changes: list[PropPath]) -> Optional[str]:
@@ -266,9 +317,17 @@ def _replace_on_changes(new: dict[str, Any], input_changes: list[PropPath]) -> O
     return None
 
 
-def _delete_first(old: dict[str, Any], new: dict[str, Any]) -> bool:
+def _delete_first(old: dict[str, Any], new: dict[str, Any], by_provider: bool) -> bool:
     if new.get("deleteBeforeReplace"):
         return True
+    if by_provider:
+        # step_generator.go diff(): a provider change replaces without asking the resource's
+        # provider, so no DeleteBeforeReplace comes back; only the option asks for it.
+        return False
+    if new["type"].split(":", 1)[0] in AUTONAMING_BRIDGED:
+        # pulumi-terraform-bridge tfbridge/schema.go nameRequiresDeleteBeforeReplace: `name` is
+        # autonamed (SetAutonaming), so one the program gives is kept and the old must go first.
+        return "name" in (new.get("inputs") or {})
     # provider.go Diff: a replaced Kubernetes object that keeps its given name and namespace
     # must be deleted before it can be created again.
     if not new["type"].startswith("kubernetes:") or new["type"].startswith("kubernetes:helm.sh"):
@@ -310,6 +369,11 @@ def _take_over(ra, rb, stack: str) -> tuple[dict[str, dict[str, Any]], dict[str,
     return {renamed.get(k, k): move(r) for k, r in ra.items()}, renamed, errors
 
 
+# Bridged providers whose resources.go calls SetAutonaming(255, "-") (pulumi-openstack
+# provider/resources.go): every `name` input is autonamed unless the program sets it.
+AUTONAMING_BRIDGED = frozenset({"openstack"})
+
+
 # A dynamic resource's pickled provider (`__provider`) names the module the provider class lives
 # in. The engine asks that provider's own diff (pulumi/dynamic/__main__.py, Diff), and ours
 # compare only their declared inputs, so a provider that moved module is no change: the state
@@ -322,7 +386,7 @@ def _without_provider(inputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in inputs.items() if k != "__provider"}
 
 
-def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
+def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list[str], list[str]]:
     changes: list[Change] = []
     errors: list[str] = []
     notes: list[str] = []
@@ -340,24 +404,45 @@ def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
             notes += [f"note: {key}: inputs.{format_path(p)} changed but ignoreChanges keeps the old value"
                       + ignored_change_hint(new, p, new_in) for p in leaf_changes(kept, new_in)]
             new_in = kept
+        secret_changes = _secret_changes(old, new, old_in, new_in, ignores, compare_secrets)
         paths = [p for f in COMPARED for p in changed_paths(dict(old, inputs=old_in).get(f), dict(new, inputs=new_in).get(f), f)]
+        paths += [f"inputs.{format_path(p)}" for p in secret_changes]
         unknown = _unknown_inputs(new, new_in, ignores, replaced, rb, tokens)
         reason = None
         if new.get("custom", True) and new["type"] not in PROVIDERS:
-            reason = _provider_replaced(old, new, ra, rb, replaced)
+            reason = _provider_replaced(old, new, ra, rb, replaced, compare_secrets)
+        by_provider = reason is not None
         if not paths and not unknown and reason is None:
             continue
-        rules = rules_for(new, (rb.get(_provider_key(new)) or {}).get("inputs"))
-        input_changes = leaf_changes(old_in, new_in)
+        input_changes = leaf_changes(old_in, new_in) + secret_changes
+        if not input_changes and not unknown and reason is None:
+            # Options alone (protect, dependsOn, ...) reach no provider's diff: the engine takes a
+            # `same` step that records them (step_generator.go, "Planner decided not to update").
+            options = sorted({p.split(".", 1)[0].split("[", 1)[0] for p in paths})
+            notes.append(f"note: {key}: only options changed ({', '.join(options)}): no update, the engine records them")
+            continue
         if reason is None:
             reason = _replace_on_changes(new, input_changes)
+        if new["type"] in PROVIDERS:
+            config = _provider_config_diff(old, new, old_in, new_in, input_changes, unknown)
+            if config.note:
+                notes.append(f"note: {key}: {config.note}")
+            if reason is None and config.replaces is not None:
+                source = unknown.get(parse(config.replaces))
+                reason = f"input {config.replaces}" + (f" <- replaced {source}" if source else "")
+            rules = PROVIDERS[new["type"]]
+        else:
+            rules = rules_for(new, (rb.get(_provider_key(new)) or {}).get("inputs"))
         if rules is None:
             if (input_changes or unknown) and reason is None:
                 errors.append(f"error: no replacement rules for {new['type']} ({key}): cannot tell update from replace")
-        elif reason is None:
+        elif reason is None and new["type"] not in PROVIDERS:
             forced = forcing_change(rules, old_in, new_in, input_changes)
             if forced is not None:
                 reason = f"input {format_path(forced)}"
+                note = mutability_note(new, (rb.get(_provider_key(new)) or {}).get("inputs"), forced)
+                if note:
+                    notes.append(f"note: {key}: {note}")
             else:
                 forced = forcing_change(rules, old_in, new_in, list(unknown))
                 if forced is not None:
@@ -365,23 +450,30 @@ def _classify(ra, rb) -> tuple[list[Change], list[str], list[str]]:
         shown = {f"inputs.{format_path(p)}": d for p, d in unknown.items()}
         if reason is None:
             changes.append(Change(key, "update", new["type"], paths, unknown=shown))
+            refused = refused_update(new["type"], input_changes)
+            if refused is not None:
+                errors.append(f"error: update of {new['type']} {key.rsplit('::', 1)[-1]} changes {format_path(refused)}, "
+                              "which the API server refuses to change: `pulumi up` would fail; give the object a new "
+                              "name to replace it (kubernetes ValidatePriorityClassUpdate)")
         else:
             replaced[key] = reason
-            changes.append(Change(key, "replace", new["type"], paths, reason, _delete_first(old, new), shown))
+            changes.append(Change(key, "replace", new["type"], paths, reason, _delete_first(old, new, by_provider), shown))
     changes += [Change(k, "create", rb[k]["type"]) for k in sorted(set(rb) - common)]
     changes += [Change(k, "delete", ra[k]["type"]) for k in sorted(set(ra) - common)]
     for c in changes:
         if c.action in ("replace", "delete"):
-            errors += _guard_errors(c, ra[c.key])
+            errors += _guard_errors(c, ra[c.key], rb.get(c.key))
     return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.key)), errors, notes
 
 
-def _guard_errors(change: Change, old: dict[str, Any]) -> list[str]:
-    """The deployed resource's own flags decide (the engine's state is the old plan)."""
+def _guard_errors(change: Change, old: dict[str, Any], new: Optional[dict[str, Any]]) -> list[str]:
+    """The deployed resource's flags decide (the engine's state is the old plan); a replacement
+    is refused only while the program keeps `protect` too (step_generator.go: `new.Protect &&
+    old.Protect`: unprotecting and replacing in one `up` is allowed), a delete on the old flag."""
     why = f" ({change.reason})" if change.reason else ""
     name = f"{change.type} {change.key.rsplit('::', 1)[-1]}"  # the URN is in --urns and --output json
     out = []
-    if old.get("protect"):
+    if old.get("protect") and (change.action == "delete" or (new or {}).get("protect")):
         out.append(f"error: {change.action} of protected resource {name}{why}")
     if old.get("retainOnDelete"):
         fate = "the old one" if change.action == "replace" else "it"
@@ -403,7 +495,11 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     ra = {_key(r): _typed(_strip_stack(r, a["stack"])) for r in a["resources"]}
     rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
     ra, renamed, alias_errors = _take_over(ra, rb, b["stack"])
-    changes, errors, notes = _classify(ra, rb)
+    keys = (a.get("secretDigestKey"), b.get("secretDigestKey"))
+    changes, errors, notes = _classify(ra, rb, compare_secrets=bool(keys[0]) and keys[0] == keys[1])
+    if all(keys) and keys[0] != keys[1]:
+        notes.append("note: secret inputs not compared: the two plans' digests were made with different keys "
+                     f"(set {KEY_ENV} alike where both are rendered)")
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),

@@ -33,8 +33,10 @@ from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
 from .aliases import new_urn, qualified_type
 from .errors import UsageError
+from .kube_provider import active_cluster_digest, pinned_provider_environment
 from .objects import DuplicateObjectError, check_unique_objects
 from .plan_model import SECRET, UNKNOWN, Plan, Resource
+from .secret_digests import digest_key, key_id, secret_digests
 from .stack_keys import stack_keys
 from .stack_names import check_stack_name
 from .stackfile import read_stack_config
@@ -76,6 +78,20 @@ def plain(value: Any) -> Any:
 
 def _struct(message) -> dict[str, Any]:
     return plain(json_format.MessageToDict(message)) if message is not None else {}
+
+
+def _is_secret(value: dict[str, Any]) -> bool:
+    return value.get(_SIG_KEY) == _SECRET_SIG
+
+
+def _inputs_and_digests(message, key: bytes) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """A request's inputs on the wire (kept in memory only), as plain JSON (secrets redacted),
+    and the keyed digests of its secret values."""
+    if message is None:
+        return {}, {}, {}
+    wire = json_format.MessageToDict(message)
+    inputs = plain(wire)
+    return wire, inputs, (secret_digests(wire, _is_secret, key) if _holds_secret(inputs) else {})
 
 
 def _short_hash(text: str) -> str:
@@ -214,6 +230,7 @@ class RecordingMonitor(MockMonitor):
         self.records: list[Resource] = []
         self.stack_outputs: dict[str, Any] = {}
         self.stack_urn: Optional[str] = None
+        self.digest_key = digest_key()
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The base class puts only the parent's own type (and the root stack's) before the
@@ -246,7 +263,7 @@ class RecordingMonitor(MockMonitor):
         # The base class converts through the SDK's async (de)serialisers on a worker
         # thread; plain protobuf conversion gives the same values at a fraction of the
         # cost. Mocks see secrets redacted, which none of them reads.
-        inputs = _struct(request.object)
+        wire, inputs, digests = _inputs_and_digests(request.object, self.digest_key)
         rid, state = self.mocks.new_resource(
             MockResourceArgs(
                 typ=request.type,
@@ -278,6 +295,8 @@ class RecordingMonitor(MockMonitor):
                 outputs=state,
                 custom_timeouts=_custom_timeouts(request),
                 aliases=_aliases(request),
+                secret_digests=digests,
+                active_cluster_digest=active_cluster_digest(request.type, wire, _is_secret, self.digest_key),
             )
         )
         state_struct = struct_pb2.Struct()
@@ -366,7 +385,7 @@ def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Ca
          project: str = PROJECT, mocks: Optional[PlatformMocks] = None, shown: Optional[str] = None) -> Plan:
     """The plan of `program`; `shown` names the stack file the config came from, in errors."""
 
-    with _few_collections(), _monitor_calls_inline():
+    with _few_collections(), _monitor_calls_inline(), pinned_provider_environment():
         plan = _render(stack, config, secret_keys, program, project, mocks or PlatformMocks())
     try:
         check_unique_objects(plan)
@@ -402,7 +421,8 @@ def _render(stack: str, config: dict[str, str], secret_keys: list[str], program:
 
     execute()
     monitor.records.sort(key=lambda r: r.urn)
-    return Plan(stack=stack, resources=monitor.records, outputs=monitor.stack_outputs)
+    return Plan(stack=stack, resources=monitor.records, outputs=monitor.stack_outputs,
+                secret_digest_key=key_id(monitor.digest_key))
 
 
 def _encode_config_value(value: Any) -> str:

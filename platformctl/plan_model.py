@@ -35,6 +35,10 @@ class Resource:
     """Per top-level input, the resources whose outputs it holds (the request's propertyDependencies)."""
     aliases: list[dict[str, Any]] = field(default_factory=list)
     """The `aliases` option as sent: `{"urn": ...}` or a spec's set fields (aliases.py resolves them)."""
+    secret_digests: dict[str, str] = field(default_factory=dict)
+    """Input path -> keyed digest of the secret value there (secret_digests.py), to see it change."""
+    active_cluster_digest: str = ""
+    """A Kubernetes provider's: keyed digest of the cluster its config selects (engine.active_cluster), if known."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +58,8 @@ class Resource:
             "customTimeouts": self.custom_timeouts,
             "aliases": self.aliases,
             "inputs": self.inputs,
+            **({"secretDigests": self.secret_digests} if self.secret_digests else {}),
+            **({"activeClusterDigest": self.active_cluster_digest} if self.active_cluster_digest else {}),
             **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
         }
 
@@ -72,6 +78,8 @@ class Plan:
     stack: str
     resources: list[Resource]
     outputs: dict[str, Any]
+    secret_digest_key: str = ""
+    """Id of the key the resources' secretDigests were made with (secret_digests.key_id)."""
 
     def of_type(self, type_token: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_token]
@@ -89,4 +97,5 @@ class Plan:
         return [r for r in self.resources if r.parent == parent.urn]
 
     def to_json(self) -> dict[str, Any]:
-        return {"stack": self.stack, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
+        out = {"stack": self.stack, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
+        return out | ({"secretDigestKey": self.secret_digest_key} if self.secret_digest_key else {})

@@ -39,8 +39,8 @@ SOURCES: dict[str, Source] = {
         "pulumi-kubernetes", "4.34.2",
         "pulumi/pulumi-kubernetes provider/pkg/provider/diff.go (forceNew table, last changed 2ec7a1a "
         "2024-08-21), provider.go (Diff: .metadata.name/.metadata.namespace always, Secret/ConfigMap "
-        "mutability flags; DiffConfig), helm_release.go (Diff: .name, .namespace), read at 9497796 "
-        "(after v4.32.0, the newest source available)",
+        "mutability flags; DiffConfig), util.go (getActiveClusterFromConfig), helm_release.go (Diff: .name, "
+        ".namespace), read at 9497796 (after v4.32.0, the newest source available)",
     ),
     "random": Source(
         "pulumi-random", "4.21.4",
@@ -51,8 +51,9 @@ SOURCES: dict[str, Source] = {
     "pulumi": Source(
         "pulumi", "3.272.0",
         "pulumi/pulumi pkg/resource/deploy/step_generator.go (providerChanged, diff without a provider for "
-        "components, protect on replace, processIgnoreChanges) and step.go (DeleteStep: retainOnDelete), "
-        "read at 1b59498 (3.259.0+, the newest source available)",
+        "components, protect on replace (old and new), same steps, GenerateReadSteps, processIgnoreChanges) and "
+        "step.go (DeleteStep: retainOnDelete), read at 1b59498 (3.259.0+, the newest source available); "
+        "pulumi-terraform-bridge pkg/tfbridge nameRequiresDeleteBeforeReplace",
     ),
 }
 
@@ -241,6 +242,9 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     "kubernetes:nfd.k8s-sigs.io/v1alpha1:NodeFeatureRule",
     "kubernetes:policy/v1:PodDisruptionBudget",
+    # A CRD (KubeRay): diff.go's table names built-in groups only, so identity rules alone; a
+    # spec edit (a step's image) is an update the KubeRay operator rolls out.
+    "kubernetes:ray.io/v1:RayService",
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
     "kubernetes:rbac.authorization.k8s.io/v1:Role",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass",
@@ -249,15 +253,61 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:telemetry.istio.io/v1:Telemetry",
 })
 HELM_RELEASE = ("name", "namespace")
-# DiffConfig: a change of the active cluster (kubeconfig, context, cluster; any change counts here,
-# the offline plan sees kubeconfig only as [secret]) or of renderYamlToDirectory replaces the
-# provider and with it every resource it manages; a set, unchanged clusterIdentifier turns that off.
+# The provider's config diff is a function, not a table (kubernetes_diff_config below); the
+# paths name the inputs it reads. rules_for returns them for tools that list rules.
+KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
+ACTIVE_CLUSTER_INPUTS = ("kubeconfig", "context", "cluster")
 PROVIDERS: dict[str, Rules] = {
-    "pulumi:providers:kubernetes": Rules(
-        tuple(parse(p) for p in ("clusterIdentifier", "cluster", "context", "kubeconfig", "renderYamlToDirectory")),
+    KUBERNETES_PROVIDER: Rules(
+        tuple(parse(p) for p in ("clusterIdentifier", *ACTIVE_CLUSTER_INPUTS, "renderYamlToDirectory")),
         "kubernetes", unless_same=("clusterIdentifier",),
     ),
 }
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    replaces: Optional[str]  # the input that replaces the provider and every resource it manages, or None
+    note: str = ""  # what the offline plan cannot know and what it would change
+
+
+def kubernetes_diff_config(old: dict[str, Any], new: dict[str, Any], changed: set[str], unknown: set[str],
+                           active: tuple[Optional[str], Optional[str]] = (None, None)) -> ConfigDiff:
+    """pulumi-kubernetes provider.go DiffConfig on the provider's top-level inputs: `changed` are
+    the inputs that differ (secret ones by their digests), `unknown` those unknown until a replaced
+    dependency exists again, `active` the old and new active cluster's digests where the plan
+    could resolve them (engine.active_cluster_digest), as getActiveClusterFromConfig does."""
+    if not changed and not unknown:
+        return ConfigDiff(None)
+    ident = "clusterIdentifier"
+    # A set, unchanged clusterIdentifier clears every replacement; adding or removing it replaces nothing.
+    if ident in new and old.get(ident) == new[ident]:
+        return ConfigDiff(None)
+    if ident in old and ident in new:
+        return ConfigDiff(ident)
+    for key in ACTIVE_CLUSTER_INPUTS:
+        if key in unknown:  # "we can't tell for sure if a computed value has changed"
+            return ConfigDiff(key)
+    if "renderYamlToDirectory" in changed:
+        return ConfigDiff("renderYamlToDirectory")
+    moved = [k for k in ACTIVE_CLUSTER_INPUTS if k in changed]
+    if not moved:
+        return ConfigDiff(None)
+    if all(active):
+        return ConfigDiff(moved[0] if active[0] != active[1] else None)
+    # Replacement only when both kubeconfigs resolve to an active cluster and those differ.
+    edits = ", ".join(f"{k} {old.get(k, '(unset)')!r} -> {new.get(k, '(unset)')!r}" if k != "kubeconfig"
+                      else "kubeconfig" for k in moved)
+    if "kubeconfig" not in old or "kubeconfig" not in new:
+        # The Python SDK sends $KUBECONFIG (a path) as `kubeconfig` where the program gives none.
+        where = ("the kubeconfig is ambient: with $KUBECONFIG unset where `pulumi up` runs, DiffConfig finds no "
+                 "active cluster and nothing is replaced; with it set, everything this provider manages is replaced "
+                 "if the old and new settings name different clusters in that file")
+    else:
+        where = ("the plan cannot read this kubeconfig (a secret given in the stack file, or a path), so it cannot "
+                 "tell whether the active cluster changes: if it does, everything this provider manages is "
+                 "replaced; if the new settings name the same cluster (another context for it), nothing is")
+    return ConfigDiff(None, f"{edits}: {where} (pulumi-kubernetes DiffConfig)")
 
 
 def _flag(provider_inputs: Optional[dict[str, Any]], key: str) -> bool:
@@ -286,13 +336,55 @@ def _kubernetes(type_token: str, inputs: dict[str, Any], provider_inputs: Option
     return Rules(tuple(parse(p) for p in paths), "kubernetes")
 
 
+# Fields the API server refuses to change although the provider's diff calls the edit an update,
+# so `pulumi up` fails on it: kubernetes/kubernetes pkg/apis/scheduling/validation/validation.go
+# ValidatePriorityClassUpdate ("value is immutable", "preemptionPolicy is immutable").
+APISERVER_IMMUTABLE: dict[str, tuple[str, ...]] = {
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": ("value", "preemptionPolicy"),
+}
+
+
+def refused_update(type_token: str, changes: list[Path]) -> Optional[Path]:
+    """The first change of an update that the API server refuses (APISERVER_IMMUTABLE), or None."""
+    for field in APISERVER_IMMUTABLE.get(type_token, ()):
+        for change in changes:
+            if change[:1] == (field,):
+                return change
+    return None
+
+
+# Resources the program reads rather than registers (ReadResource). step_generator.go
+# GenerateReadSteps: a read of an external resource is a read step, whatever its id or inputs
+# (a read-replacement only takes over a resource the stack created, which a read never is).
+READS = frozenset({"pulumi:pulumi:StackReference"})
+
+
+# The environment variable the provider falls back to where its own flag is unset (provider.go
+# Configure; the Python SDK also copies it into the provider's inputs). The offline plan renders
+# with it unset (engine._pinned_provider_environment), so its rules assume immutable contents.
+MUTABILITY_ENV = {"enableSecretMutable": "PULUMI_K8S_ENABLE_SECRET_MUTABLE",
+                  "enableConfigMapMutable": "PULUMI_K8S_ENABLE_CONFIGMAP_MUTABLE"}
+
+
+def mutability_note(resource: dict[str, Any], provider_inputs: Optional[dict[str, Any]], forced: Path) -> str:
+    """Where a Secret's or ConfigMap's content change replaces it only because the provider's
+    mutability flag is unset: what `pulumi up` does in an environment that sets it."""
+    kind = resource["type"].rsplit(":", 1)[-1]
+    content = KUBERNETES_IMMUTABLE_CONTENT.get(kind) if resource["type"].startswith("kubernetes:core/v1:") else None
+    if (content is None or forced[:1] not in [(f,) for f in content[0] if f != "type"] or (resource.get("inputs") or {}).get("immutable")
+            or content[1] in (provider_inputs or {})):
+        return ""
+    return (f"replaced because its provider leaves {content[1]} unset and the plan assumes {MUTABILITY_ENV[content[1]]} "
+            "unset where `pulumi up` runs; set to true there, this is an update in place")
+
+
 def rules_for(resource: dict[str, Any], provider_inputs: Optional[dict[str, Any]] = None) -> Optional[Rules]:
     """The replacement rules of a plan resource (resources.json form), or None if unread.
 
     `provider_inputs` are the inputs of its explicit provider, for provider-level switches.
     """
     type_token = resource["type"]
-    if not resource.get("custom", True):
+    if not resource.get("custom", True) or type_token in READS:
         # Components have no provider: the engine diffs their inputs and only ever updates.
         return Rules((), "pulumi")
     for source, table in (("openstack", OPENSTACK), ("random", RANDOM), ("dynamic", DYNAMIC)):

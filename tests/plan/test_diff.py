@@ -318,3 +318,188 @@ def test_a_secret_value_stays_redacted_in_the_diff():
     out = format_diff(diff_plans({"stack": "s", "resources": [old]}, {"stack": "s", "resources": [new]}))
     assert "plain" not in out
     assert "inputs.stringData.key: \"[secret]\" -> \"[secret]\"" in out
+
+
+def test_a_graph_step_image_edit_on_studio_dev_updates_the_rayservice(tmp_path, capsys):
+    # A CRD has only identity rules in pulumi-kubernetes (diff.go), so KubeRay rolls it out.
+    text = (ROOT / "stacks" / "Pulumi.studio-dev.yaml").read_text()
+    stack_file = tmp_path / "Pulumi.studio-dev.yaml"
+    stack_file.write_text(text.replace("triton-ray:25.01-whisper", "triton-ray:25.02-whisper"))
+    edited = write_plan(render_stack("studio-dev", stack_file), tmp_path / "edited", stack_file)
+    assert main(["diff", str(write_plan(stack_plan("studio-dev"), tmp_path / "main")), str(edited)]) == 0
+    out = capsys.readouterr().out
+    assert "~ update kubernetes:ray.io/v1:RayService speech-to-image-rayservice" in out
+    assert "0 to replace" in out and "0 errors" in out
+
+
+# --------------------------------------------------------------------------- the Kubernetes provider's config
+
+
+def test_a_context_edit_on_demo_dev_replaces_nothing_and_says_what_it_depends_on(tmp_path, capsys):
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
+    stack_file.write_text(text.replace("      context: demo\n", "      context: demo-admin\n"))
+    edited = write_plan(render_stack("demo-dev", stack_file), tmp_path / "edited", stack_file)
+    assert main(["diff", str(write_plan(stack_plan("demo-dev"), tmp_path / "main")), str(edited)]) == 0
+    out = capsys.readouterr().out
+    assert "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors" in out
+    assert "~ update pulumi:providers:kubernetes demo-dev-cluster-k8s" in out
+    assert "context 'demo' -> 'demo-admin': the kubeconfig is ambient" in out
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- {name: prod, cluster: {server: "https://10.0.0.10:6443", certificate-authority-data: Zm9v}}
+- {name: lab, cluster: {server: "https://10.9.0.10:6443", certificate-authority-data: YmFy}}
+contexts:
+- {name: prod, context: {cluster: prod, user: ops}}
+- {name: prod-admin, context: {cluster: prod, user: admin}}
+- {name: lab, context: {cluster: lab, user: ops}}
+current-context: prod
+users: [{name: ops, user: {token: a}}, {name: admin, user: {token: b}}]
+"""
+
+
+def _with_context(context: str) -> dict:
+    from tests.conftest import base_config, render_raw
+
+    raw = base_config()
+    raw["cluster"]["existing"] = {"context": context}
+    raw["kubeconfig"] = KUBECONFIG
+    return render_raw(raw, secret_keys=("kubeconfig",)).to_json()
+
+
+def test_a_given_kubeconfig_replaces_everything_only_when_the_new_context_names_another_cluster():
+    prod = _with_context("prod")
+    [provider] = [r for r in prod["resources"] if r["type"] == "pulumi:providers:kubernetes"]
+    # The plan keeps a keyed digest of the active cluster, never the kubeconfig.
+    assert provider["inputs"]["kubeconfig"] == "[secret]" and provider["activeClusterDigest"]
+    assert "10.0.0.10" not in str(prod)
+    same_cluster = diff_plans(prod, _with_context("prod-admin"))
+    assert [(c.action, c.type) for c in same_cluster["changes"]] == [("update", "pulumi:providers:kubernetes")]
+    other_cluster = diff_plans(prod, _with_context("lab"))
+    actions = {c.action for c in other_cluster["changes"] if c.type.startswith("kubernetes:")}
+    assert actions == {"replace"}
+    [k8s] = [c for c in other_cluster["changes"] if c.type == "pulumi:providers:kubernetes"]
+    assert k8s.action == "replace" and k8s.reason == "input context"
+
+
+# --------------------------------------------------------------------------- secret values
+
+
+def test_a_slack_channel_edit_on_acme_prod_replaces_the_alertmanager_secret_delete_first(tmp_path, capsys):
+    def edit(config):
+        receiver = config["inference-platform:observability"]["alerting"]["receivers"][1]
+        receiver["slack"]["channel"] = "#acme-alerts"
+
+    assert main(["diff", str(_acme(tmp_path)), str(_edited_plan(tmp_path, edit))]) == 0
+    out = capsys.readouterr().out
+    secret = "kubernetes:core/v1:Secret acme-prod-observability-alertmanager-config"
+    assert f"  +- replace {secret} (input stringData) [delete-first]" in out
+    assert 'inputs.stringData: "[secret]" -> "[secret]"' in out
+    assert "PULUMI_K8S_ENABLE_SECRET_MUTABLE unset" in out
+    assert "0 to create, 0 to update, 1 to replace, 0 to delete; 0 errors" in out
+
+
+def test_plans_hold_no_secret_value_only_its_keyed_digest(tmp_path):
+    import json
+
+    plan = json.loads((_acme(tmp_path) / "resources.json").read_text())
+    [secret] = [r for r in plan["resources"] if r["name"] == "acme-prod-observability-alertmanager-config"]
+    assert "#acme-inference-alerts" not in json.dumps(plan) and secret["secretDigests"]["stringData"]
+
+
+def test_secret_values_are_not_compared_across_digest_keys(monkeypatch):
+    from tests.conftest import base_config, render_raw
+
+    monkeypatch.setenv("PLATFORMCTL_DIGEST_KEY", "one")
+    a = render_raw(base_config()).to_json()
+    monkeypatch.setenv("PLATFORMCTL_DIGEST_KEY", "two")
+    b = render_raw(base_config()).to_json()
+    assert a["secretDigestKey"] != b["secretDigestKey"]
+    # The same value digests differently under another key: the plan alone cannot test a guess.
+    digests = [{r["name"]: r.get("secretDigests") for r in p["resources"] if r.get("secretDigests")} for p in (a, b)]
+    assert digests[0] and all(digests[0][n] != digests[1][n] for n in digests[0])
+    d = diff_plans(a, b)
+    assert d["changes"] == [] and any("different keys" in n for n in d["notes"])
+
+
+def test_the_plan_assumes_the_providers_environment_switches_unset(monkeypatch):
+    monkeypatch.setenv("PULUMI_K8S_ENABLE_SECRET_MUTABLE", "true")
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    from tests.conftest import base_config, render_raw
+
+    [provider] = render_raw(base_config()).of_type("pulumi:providers:kubernetes")
+    assert "enableSecretMutable" not in provider.inputs and "kubeconfig" not in provider.inputs
+
+
+# --------------------------------------------------------------------------- the engine's own steps
+
+
+def test_resources_replaced_by_a_provider_change_are_created_before_the_old_ones_go():
+    ns = _k8s("core/v1:Namespace", "ns", {"metadata": {"name": "ns"}})
+    provider = _provider(context="a")
+    provider["inputs"]["clusterIdentifier"] = "one"
+    moved = copy.deepcopy(provider)
+    moved["inputs"]["clusterIdentifier"] = "two"
+    d = diff_plans(_plan("s", [provider, ns]), _plan("s", [moved, copy.deepcopy(ns)]))
+    changes = {c.key.rsplit("::", 1)[1]: c for c in d["changes"]}
+    assert changes["k8s"].reason == "input clusterIdentifier"
+    # The engine replaces for the provider without asking the resource's diff: no delete-first.
+    assert changes["ns"].action == "replace" and not changes["ns"].delete_first
+
+
+def test_a_bridged_resource_with_a_given_name_is_deleted_before_its_replacement():
+    share = {"name": "weights", "shareProto": "NFS", "size": 10}
+    before = _r("openstack:sharedfilesystem/share:Share", "share", share)
+    after = copy.deepcopy(before)
+    after["inputs"]["shareProto"] = "CEPHFS"
+    changes, _ = _classes([before], [after])
+    assert changes["share"].action == "replace" and changes["share"].delete_first
+    unnamed = {k: v for k, v in share.items() if k != "name"}
+    before, after = copy.deepcopy(before), copy.deepcopy(after)
+    before["inputs"], after["inputs"] = dict(unnamed), dict(unnamed, shareProto="CEPHFS")
+    changes, _ = _classes([before], [after])
+    assert changes["share"].action == "replace" and not changes["share"].delete_first
+
+
+def test_replacing_a_resource_the_program_unprotects_in_the_same_up_is_allowed():
+    cluster = _r("openstack:containerinfra/cluster:Cluster", "magnum", {"keypair": "a"}, protect=True)
+    unprotected = copy.deepcopy(cluster)
+    unprotected.update(protect=False)
+    unprotected["inputs"]["keypair"] = "b"
+    changes, d = _classes([cluster], [unprotected])
+    assert changes["magnum"].action == "replace" and d["errors"] == []
+    still = copy.deepcopy(unprotected)
+    still["protect"] = True
+    _, d = _classes([cluster], [still])
+    assert d["errors"] == ["error: replace of protected resource openstack:containerinfra/cluster:Cluster magnum (input keypair)"]
+
+
+def test_an_option_only_change_is_no_update():
+    share = _r("openstack:sharedfilesystem/share:Share", "share", {"size": 10})
+    protected = copy.deepcopy(share)
+    protected["protect"] = True
+    changes, d = _classes([share], [protected])
+    assert changes == {} and exit_code(d) == 0
+    assert any("only options changed (protect)" in n for n in d["notes"])
+
+
+def test_a_dynamic_resource_whose_pickled_provider_alone_changed_is_no_update():
+    bucket = _r("pulumi-python:dynamic/s3:Bucket", "bucket", {"bucket": "b", "__provider": "old-pickle"})
+    moved = copy.deepcopy(bucket)
+    moved["inputs"]["__provider"] = "new-pickle"
+    changes, _ = _classes([bucket], [moved])
+    assert changes == {}
+
+
+def test_a_priority_class_value_edit_is_refused_because_the_api_server_cannot_change_it():
+    pc = _k8s("scheduling.k8s.io/v1:PriorityClass", "spare", {"metadata": {"name": "spare"}, "value": -10})
+    edited = copy.deepcopy(pc)
+    edited["inputs"]["value"] = -5
+    changes, d = _classes([pc], [edited])
+    assert changes["spare"].action == "update" and exit_code(d) == 1
+    assert d["errors"] == ["error: update of kubernetes:scheduling.k8s.io/v1:PriorityClass spare changes value, which the "
+                           "API server refuses to change: `pulumi up` would fail; give the object a new name to replace "
+                           "it (kubernetes ValidatePriorityClassUpdate)"]

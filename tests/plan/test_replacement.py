@@ -25,25 +25,42 @@ from platformctl.replacement import (
     sdk_class,
     sdk_inputs,
 )
-from tests.conftest import ROOT, stack_plan
+from tests.conftest import ROOT
+from tests.plan.test_examples import PLANNED, example_plan
 
-S3MOUNT = ROOT / "tests" / "data" / "Pulumi.s3mount-prod.yaml"
-
-
-def _plans():
-    return [stack_plan("demo-dev").to_json(), stack_plan("acme-prod").to_json(),
-            render_stack("s3mount-prod", S3MOUNT).to_json()]
+# Every stack file (stacks/ and the tests' data stacks) and every example program.
+STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml")) + sorted((ROOT / "tests").rglob("Pulumi.*.yaml"))
 
 
-def test_every_declared_type_has_rules():
+def _stack_name(path):
+    return path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+
+
+def _plan_of(source: str):
+    kind, _, name = source.partition(":")
+    if kind == "example":
+        return example_plan(name).to_json()
+    return render_stack(name, next(p for p in STACK_FILES if _stack_name(p) == name)).to_json()
+
+
+def _types_without_rules(plan) -> set[str]:
+    by_urn = {r["urn"]: r for r in plan["resources"]}
     missing = set()
-    for plan in _plans():
-        by_urn = {r["urn"]: r for r in plan["resources"]}
-        for r in plan["resources"]:
-            provider = by_urn.get(r["provider"]) if r["provider"] else None
-            if rules_for(r, provider and provider["inputs"]) is None:
-                missing.add(r["type"])
-    assert not missing, f"no replacement rules read for {sorted(missing)}: add them to platformctl/replacement.py"
+    for r in plan["resources"]:
+        provider = by_urn.get(r["provider"]) if r["provider"] else None
+        if rules_for(r, provider and provider["inputs"]) is None:
+            missing.add(r["type"])
+    return missing
+
+
+def test_every_stack_file_and_example_is_checked_for_rules():
+    assert len(STACK_FILES) >= 6 and sorted(PLANNED) == sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("source", [f"stack:{_stack_name(p)}" for p in STACK_FILES] + [f"example:{n}" for n in sorted(PLANNED)])
+def test_every_type_a_stack_or_example_declares_has_replacement_rules(source):
+    missing = _types_without_rules(_plan_of(source))
+    assert not missing, f"{source}: no replacement rules read for {sorted(missing)}: add them to platformctl/replacement.py"
 
 
 def test_weight_uploads_have_rules_although_no_example_stack_declares_one():
