@@ -32,6 +32,7 @@ from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
 from .aliases import new_urn, qualified_type
+from .autonaming import bridged_name
 from .errors import UsageError
 from .kube_provider import active_cluster_digest, pinned_provider_environment
 from .objects import DuplicateObjectError, check_unique_objects
@@ -193,6 +194,9 @@ class PlatformMocks(Mocks):
             outputs["metadata"] = meta
             return rid, outputs
         outputs = dict(args.inputs)
+        given = bridged_name(typ, name, args.inputs)
+        if given is not None:
+            outputs["name"] = given
         if typ == "kubernetes:helm.sh/v3:Release":
             outputs.pop("values", None)
             outputs.setdefault("name", f"{name}-{_short_hash(name)}")

@@ -1,4 +1,4 @@
-"""The checks every plan runs after rendering: ordering invariants and await budgets."""
+"""The checks every plan runs after rendering: ordering invariants, pod placement and await budgets."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any, Union
 
 from inference_platform.settings.stack import Settings
 
-from . import awaits, ordering
+from . import awaits, ordering, placement
 from .plan_model import Plan
 
 
@@ -32,7 +32,7 @@ def problems(plan, settings: Settings) -> tuple[list[awaits.Row], list[str]]:
     """The await table's rows, and every violation: ordering first, then awaits."""
     resources = plan_resources(plan)
     rows, await_problems = awaits.check(resources, settings)
-    return rows, ordering.violations(resources) + await_problems
+    return rows, ordering.violations(resources) + placement.violations(resources, settings) + await_problems
 
 
 def check_plan(plan, settings: Settings) -> str:

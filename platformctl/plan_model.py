@@ -61,7 +61,17 @@ class Resource:
             **({"secretDigests": self.secret_digests} if self.secret_digests else {}),
             **({"activeClusterDigest": self.active_cluster_digest} if self.active_cluster_digest else {}),
             **({"outputs": {"metadata": {"name": self.rendered_name}}} if self.rendered_name else {}),
+            **({"outputs": {"name": self.provider_name}} if self.provider_name else {}),
         }
+
+    @property
+    def provider_name(self) -> Optional[str]:
+        """The name a bridged provider gives a resource the program left unnamed
+        (`<logical name>-<random>`, autonaming.py), as the cloud will show it."""
+        if self.type.startswith("kubernetes:") or "name" in self.inputs:
+            return None
+        name = self.outputs.get("name")
+        return name if isinstance(name, str) and name != SECRET else None
 
     @property
     def rendered_name(self) -> Optional[str]:

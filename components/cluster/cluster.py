@@ -142,6 +142,11 @@ class Cluster(pulumi.ComponentResource):
         node_groups = [
             openstack.containerinfra.NodeGroup(
                 f"{name}-{group.name}",
+                # The group's own name, never the provider's: pulumi-openstack auto-names a resource
+                # without one (provider/resources.go SetAutonaming: `<logical name>-<random>`), and
+                # every driver labels the nodes with the real name (core/node_contract.py), which
+                # the platform's node selectors name.
+                name=group.name,
                 cluster_id=cluster.id,
                 role=group.name,
                 flavor_id=group.flavor,

@@ -7,6 +7,8 @@ policies can all use it.
 
 from __future__ import annotations
 
+import re
+
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GROUP_LABEL = "inference-platform/node-group"
 GPU_MODEL_LABEL = "inference-platform/gpu-model"
@@ -35,7 +37,18 @@ MAGNUM_GROUP_LABELS = {
 }
 
 
+def capi_helm_sanitized(name: str) -> str:
+    """A node group's name as magnum-capi-helm writes it into the node label
+    (magnum_capi_helm/driver_utils.py sanitized_name at 1.4.0: lower case, every run of
+    characters outside [a-z0-9] one `-`, no `-` at either end)."""
+    return re.sub("[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
 def magnum_group_selector(driver: str, index: int, name: str) -> dict[str, str]:
     """The node selector of the index-th node group of a Magnum cluster whose nodes the
-    given driver labels (the first group is the cluster's own default worker group)."""
-    return {MAGNUM_GROUP_LABELS[driver]: MAGNUM_DEFAULT_WORKER if index == 0 else name}
+    given driver labels (the first group is the cluster's own default worker group). The
+    group's Magnum name is `name` (components/cluster/cluster.py names every NodeGroup)."""
+    group = MAGNUM_DEFAULT_WORKER if index == 0 else name
+    if driver == "magnum-capi-helm":
+        group = capi_helm_sanitized(group)
+    return {MAGNUM_GROUP_LABELS[driver]: group}
