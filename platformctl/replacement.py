@@ -158,7 +158,7 @@ RANDOM: dict[str, tuple[str, ...]] = {
 
 # The `replaces` of each provider's diff (tests call diff() to confirm).
 DYNAMIC: dict[str, tuple[str, ...]] = {
-    "pulumi-python:dynamic/s3:Bucket": ("bucket", "endpoint"),
+    "pulumi-python:dynamic/s3:Bucket": ("bucket",),  # a new endpoint is an update (bucket.py)
     "pulumi-python:dynamic/s3:Upload": (),
 }
 

@@ -15,7 +15,7 @@ from inference_platform.settings.graphs import graph_problems
 from inference_platform.settings.serving import deployment_name, pipeline_problems, service_problems
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.tuning import unknown_preset_problems
-from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, loki_bucket_name, needs_access_cidrs
+from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, loki_bucket_name, needs_access_cidrs, upload_prefix_overlaps
 
 _TEMPLATE_OS: KeyPath = ("cluster", "magnum", "template", "os")
 
@@ -254,6 +254,10 @@ def tuning_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def upload_prefix_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    return upload_prefix_overlaps(s.weight_caches)
+
+
 def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     """(key path, problem) for versions whose Deployment name another service's version
     already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""
@@ -299,7 +303,7 @@ def derived_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
-    _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes,
+    _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
 )
 
 

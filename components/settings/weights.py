@@ -85,6 +85,25 @@ class WeightCacheSettings(Model):
     """S3 bucket Triton reads model repositories from."""
 
 
+def upload_prefix_overlaps(caches: WeightCacheSettings) -> list[tuple[tuple, str]]:
+    """(key path, problem) for an upload whose prefix equals or nests in another's.
+
+    Each upload owns its prefix: it deletes what its manifest recorded once the source drops it,
+    and a model repository that holds another upload's keys serves them as models. Two uploads
+    whose prefixes nest would overwrite and delete each other's objects.
+    """
+    uploads = caches.s3.uploads if caches.s3 else []
+    problems = []
+    for j, later in enumerate(uploads):
+        for i, earlier in enumerate(uploads[:j]):
+            a, b = earlier.prefix.strip("/") + "/", later.prefix.strip("/") + "/"
+            if a.startswith(b) or b.startswith(a):
+                problems.append((("weightCaches", "s3", "uploads", j, "prefix"),
+                                 f"{later.prefix!r} {'is' if a == b else 'nests with'} weightCaches.s3.uploads[{i}].prefix "
+                                 f"{earlier.prefix!r}; allowed: prefixes of which none is inside another (e.g. models/a and models/b)"))
+    return problems
+
+
 def loki_bucket_name(bucket: str) -> str:
     """Loki's bucket on the S3 weight cache's endpoint."""
     return f"{bucket}-logs"

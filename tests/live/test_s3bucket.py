@@ -82,7 +82,7 @@ def test_create_read_diff_update_delete(s3_server):
     assert p.read(bucket, updated.outs).id is None
 
 
-def test_only_name_or_endpoint_replace():
+def test_only_a_new_bucket_name_replaces_and_an_endpoint_change_is_an_update():
     p = BucketProvider()
     olds = {"bucket": "a", "endpoint": "http://x:1", "region": "r", "versioning": True, "noncurrentDays": 3, "forceDestroy": False,
             "accessKeyId": "k", "secretAccessKey": "s"}
@@ -92,7 +92,9 @@ def test_only_name_or_endpoint_replace():
         assert d.changes and d.replaces == [], key
     assert p.diff("a", olds, {**olds, "adopt": False}).changes is False  # a state from before `adopt`
     assert p.diff("a", olds, {**olds, "bucket": "b"}).replaces == ["bucket"]
-    assert p.diff("a", olds, {**olds, "endpoint": "http://y:1"}).replaces == ["endpoint"]
+    moved = p.diff("a", olds, {**olds, "endpoint": "http://y:1"})
+    assert moved.changes and moved.replaces == []
+    assert p.diff("a", olds, {**olds, "adopt": False, "endpoint": "HTTP://X:1/"}).changes is False
 
 
 def existing_bucket(server, tag: str) -> str:
@@ -517,8 +519,11 @@ def test_a_planned_upload_with_presets_puts_their_config_variants_beside_the_mod
         changed["bert_trt/configs/latency.pbtxt"]
 
 
-def test_an_upload_state_without_generated_files_is_unchanged_by_the_new_input():
+def test_an_upload_state_without_generated_files_is_unchanged_by_the_new_input(monkeypatch):
     olds = {k: f"v-{k}" for k in s3upload.UPLOAD_INPUTS if k != "generated"}
+    # Unchanged inputs ask the bucket whether it still holds the manifest's objects: here it does.
+    monkeypatch.setattr(s3upload, "client", lambda props: None)
+    monkeypatch.setattr(s3upload, "bucket_differs", lambda s3, props: False)
     p = UploadProvider()
     assert p.diff("id", olds, dict(olds)).changes is False
     assert p.diff("id", olds, {**olds, "generated": {}}).changes is False

@@ -336,8 +336,8 @@ def test_objects_deleted_or_replaced_behind_our_back_are_drift_and_restored(depl
     c.put_object(Bucket=d.bucket, Key=f"{PREFIX}/bert/config.pbtxt", Body=d.before["bert/config.pbtxt"])
     props = d.inputs()
 
-    # A normal `up` trusts the manifest and writes nothing (the fast path); refresh verifies the content.
-    assert UploadProvider().diff(d.id, d.outs, props).changes is False
+    # A normal `up` sees from one listing that objects are gone or rewritten; refresh verifies the content.
+    assert UploadProvider().diff(d.id, d.outs, props).changes is True
     refreshed = UploadProvider().read(d.id, d.outs)
     assert refreshed.inputs["fingerprint"] == "drifted"
     assert refreshed.outs["drift"] == ("2 missing (bert/1/big.bin, resnet/config.pbtxt); "

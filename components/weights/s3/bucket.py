@@ -5,8 +5,14 @@ A bucket with versioning, a lifecycle rule expiring noncurrent versions, Object 
 ever written), and public access blocked. Settings a server does not implement are skipped
 (SeaweedFS has no public access block). An existing bucket of ours is adopted only with
 ``adopt``, and an adopted bucket is never emptied or deleted: on delete it is only forgotten.
-One owned by someone else is an error. Settings change in place; only a new bucket name or
-endpoint replaces it. A non-empty bucket is deleted only with ``forceDestroy``.
+One owned by someone else is an error. Settings change in place; only a new bucket name replaces
+it. A new endpoint is an update, never a replacement: an endpoint is how the bucket is reached, and
+no URL says whether two endpoints reach the same server (AWS's global and regional endpoints,
+DNS aliases), while a replacement's old half would be deleted with its old settings after the new
+half took the same bucket over (pulumi/pulumi pkg/resource/deploy/step.go, DeleteStep.Apply:
+``prov.Delete`` with ``s.old.Inputs``/``s.old.Outputs``). So the update reaches the bucket at the
+new endpoint (creating it there, or adopting it with ``adopt``) and leaves whatever the old
+endpoint holds untouched. A non-empty bucket is deleted only with ``forceDestroy``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from inference_platform.weights.s3.client import (
     explain,
     http_status,
     plain,
+    same_server,
     unsupported,
 )
 from inference_platform.weights.s3.provider import S3Provider, changed_inputs, has_unknowns, resource_inputs
@@ -194,7 +201,7 @@ def _owned_bucket_names(s3, props, bucket: str) -> set[str]:
         for page in s3.get_paginator("list_buckets").paginate(Prefix=bucket):
             names.update(b["Name"] for b in page.get("Buckets", []))
     except Exception as err:  # noqa: BLE001
-        raise explain(err, "listing our buckets", props["endpoint"]) from None
+        raise explain(err, f"checking that bucket {bucket} is this account's own", props["endpoint"]) from None
     return names
 
 
@@ -217,16 +224,21 @@ def _exists(s3, props: dict[str, Any], foreign: S3Error) -> bool:
         raise explain(err, f"looking up bucket {bucket}", endpoint) from None
 
 
-def _adopt(props: dict[str, Any]) -> bool:
+def _adopt(props: dict[str, Any], moved_from: Optional[str] = None) -> bool:
     """True (adopted) when the stack says `adopt`; else the one-line refusal."""
     if props.get("adopt"):
         return True
+    if moved_from:
+        raise S3Error(f"bucket {props['bucket']} already exists at the new endpoint {props['endpoint']} (the stack's was at "
+                      f"{moved_from}); it may be the same bucket reached another way, or another one holding data, so it is "
+                      "used only when adopted explicitly: set weightCaches.s3.adopt: true (nothing was changed; an adopted "
+                      "bucket is never emptied or deleted by the stack)")
     raise S3Error(f"bucket {props['bucket']} already exists at {props['endpoint']} and is ours; it may hold data from "
                   "before this stack, so it is used only when adopted explicitly: set weightCaches.s3.adopt: true "
                   "(an adopted bucket is never emptied or deleted by the stack)")
 
 
-def create_or_adopt(s3, props: dict[str, Any]) -> bool:
+def create_or_adopt(s3, props: dict[str, Any], moved_from: Optional[str] = None) -> bool:
     """Create the bucket, or adopt it when it exists, is ours and `adopt` is set; True when adopted.
 
     A bucket that exists but is not in our own bucket listing belongs to someone
@@ -239,7 +251,7 @@ def create_or_adopt(s3, props: dict[str, Any]) -> bool:
                       "choose another weightCaches.s3.bucket")
     if _exists(s3, props, foreign):
         if bucket in _owned_bucket_names(s3, props, bucket):
-            return _adopt(props)
+            return _adopt(props, moved_from)
         raise foreign
     kwargs: dict[str, Any] = {"Bucket": bucket}
     if region != "us-east-1":
@@ -249,7 +261,7 @@ def create_or_adopt(s3, props: dict[str, Any]) -> bool:
         return False
     except ClientError as err:
         if error_code(err) == "BucketAlreadyOwnedByYou":
-            return _adopt(props)
+            return _adopt(props, moved_from)
         if error_code(err) == "BucketAlreadyExists":
             raise foreign from None
         raise explain(err, f"creating bucket {bucket}", endpoint) from None
@@ -296,6 +308,16 @@ def _remove_new_bucket(s3, props: dict[str, Any]) -> None:
         pass
 
 
+def _configure_new(s3, props: dict[str, Any], adopted: bool) -> dict[str, Any]:
+    try:
+        return configure_bucket(s3, props)
+    except S3Error:
+        if not adopted:
+            # A failed create leaves no state: without this, the next `up` would find the bucket and ask to adopt it.
+            _remove_new_bucket(s3, props)
+        raise
+
+
 class BucketProvider(S3Provider):
     """CRUD of one S3-compatible bucket. Stateless: see provider.py."""
 
@@ -312,7 +334,10 @@ class BucketProvider(S3Provider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         # A state written before `adopt` existed holds no such input: it was false.
         changed = changed_inputs({"adopt": False, **olds}, news, BUCKET_INPUTS)
-        replaces = [k for k in ("bucket", "endpoint") if k in changed and not has_unknowns({k: news.get(k)})]
+        if "endpoint" in changed and same_server(olds.get("endpoint"), news.get("endpoint")):
+            changed.remove("endpoint")  # another spelling of the same server (scheme, case, a trailing '/')
+        # Only a new name is another bucket; a new endpoint is an update (module docstring).
+        replaces = ["bucket"] if "bucket" in changed and not has_unknowns({"bucket": news.get("bucket")}) else []
         return DiffResult(changes=bool(changed) or has_unknowns(news), replaces=replaces, stables=[],
                           delete_before_replace=False)
 
@@ -320,14 +345,7 @@ class BucketProvider(S3Provider):
         props = {k: plain(v) for k, v in props.items()}
         s3 = client(props)
         adopted = create_or_adopt(s3, props)
-        try:
-            observed = configure_bucket(s3, props)
-        except S3Error:
-            if not adopted:
-                # A failed create leaves no state: without this, the next `up` would find the bucket and ask to adopt it.
-                _remove_new_bucket(s3, props)
-            raise
-        return CreateResult(props["bucket"], {**props, **observed, "adopted": adopted})
+        return CreateResult(props["bucket"], {**props, **_configure_new(s3, props, adopted), "adopted": adopted})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         from botocore.exceptions import ClientError
@@ -353,6 +371,11 @@ class BucketProvider(S3Provider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         news = {k: plain(v) for k, v in news.items()}
         s3 = client(news)
+        old_endpoint = plain(olds.get("endpoint"))
+        if old_endpoint is not None and not same_server(old_endpoint, news["endpoint"]):
+            # Another server: the bucket there is created, or adopted with `adopt`; the old one stays as it is.
+            adopted = create_or_adopt(s3, news, moved_from=old_endpoint)
+            return UpdateResult({**news, **_configure_new(s3, news, adopted), "adopted": adopted})
         return UpdateResult({**news, **configure_bucket(s3, news), "adopted": bool(olds.get("adopted"))})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:

@@ -22,8 +22,14 @@ CREDENTIAL_KEYS = ("accessKeyId", "secretAccessKey")
 UNSUPPORTED_CODES = frozenset({"NotImplemented", "XNotImplemented", "MethodNotAllowed", "NotSupported"})
 CREDENTIAL_CODES = frozenset({
     "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidClientTokenId", "InvalidSecurity",
-    "AccessDenied", "AuthorizationHeaderMalformed", "ExpiredToken", "InvalidToken",
+    "AuthorizationHeaderMalformed", "ExpiredToken", "InvalidToken",
 })
+# AccessDenied: the keys are valid but lack a permission. The IAM action of the operations whose
+# refusal is not self-explanatory, from the AWS S3 API reference (API_ListBuckets.html: "you must
+# have the s3:ListAllMyBuckets permission"; API_HeadBucket.html: "permissions to perform the
+# s3:ListBucket action"). Other refusals name the operation.
+PERMISSION_OF = {"ListBuckets": "s3:ListAllMyBuckets", "HeadBucket": "s3:ListBucket"}
+DEFAULT_PORTS = {"http": 80, "https": 443}
 _SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
 
 
@@ -50,6 +56,24 @@ def endpoint_problem(endpoint: Any) -> Optional[str]:
     if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.path not in ("", "/"):
         return f"endpoint {endpoint!r} is not a URL such as https://s3.example.cloud (scheme, host and optional port only)"
     return None
+
+
+def endpoint_server(endpoint: str) -> tuple[str, Optional[int]]:
+    """The server an endpoint URL reaches: host (any case) and port, a scheme's default port as none.
+
+    So `http://h`, `https://H/` and `https://h:443` are one server: the same buckets behind
+    another scheme or spelling, which must never look like a new bucket.
+    """
+    parsed = urlparse(endpoint)
+    port = parsed.port if parsed.port != DEFAULT_PORTS.get(parsed.scheme) else None
+    return (parsed.hostname or "").lower(), port
+
+
+def same_server(a: Any, b: Any) -> bool:
+    a, b = plain(a), plain(b)
+    if not (isinstance(a, str) and isinstance(b, str)) or endpoint_problem(a) or endpoint_problem(b):
+        return a == b
+    return endpoint_server(a) == endpoint_server(b)
 
 
 def client(props: dict[str, Any]):
@@ -131,6 +155,15 @@ def _explanation(err: Exception, what: str, endpoint: str) -> str:
     if isinstance(err, ClientError):
         code, status = error_code(err), http_status(err)
         message = err.response.get("Error", {}).get("Message", "")
+        operation = getattr(err, "operation_name", "") or "the request"
+        needs = PERMISSION_OF.get(operation)
+        if code == "AccessDenied":
+            return (f"{what}: the S3 endpoint {endpoint} denied {operation} to these keys (AccessDenied: {message}); "
+                    + (f"they need the permission {needs}" if needs else f"grant them the permission {operation} needs"))
+        if status == 403 and code in ("", "403", "Forbidden"):
+            # A HEAD response has no body: wrong keys and a missing permission look the same.
+            return (f"{what}: the S3 endpoint {endpoint} refused {operation} (403, no reason given); check the secrets "
+                    "inference-platform:s3AccessKeyId and s3SecretAccessKey" + (f", and that they have {needs}" if needs else ""))
         if code in CREDENTIAL_CODES or status == 403:
             return (
                 f"{what}: the S3 endpoint {endpoint} refused the credentials ({code or status}: {message}); "

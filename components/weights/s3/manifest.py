@@ -106,15 +106,23 @@ def write_manifest(target: Target, files: dict[str, dict[str, Any]], pending: fr
 # What the bucket holds.
 
 
-def list_prefix(target: Target) -> dict[str, int]:
-    """Size per key under the prefix (one request per 1000 keys)."""
+@dataclass(frozen=True)
+class Listed:
+    """An object as ListObjectsV2 reports it."""
+
+    size: int
+    etag: str
+
+
+def list_prefix(target: Target) -> dict[str, Listed]:
+    """Size and ETag per key under the prefix (one request per 1000 keys)."""
     from botocore.exceptions import ClientError
 
-    sizes: dict[str, int] = {}
+    sizes: dict[str, Listed] = {}
     try:
         for page in target.s3.get_paginator("list_objects_v2").paginate(Bucket=target.bucket, Prefix=target.prefix + "/"):
             for obj in page.get("Contents", []):
-                sizes[obj["Key"]] = obj["Size"]
+                sizes[obj["Key"]] = Listed(obj["Size"], str(obj.get("ETag", "")).strip('"').lower())
     except ClientError as err:
         if error_code(err) == "NoSuchBucket":
             raise target.missing_bucket() from None
@@ -156,6 +164,39 @@ def holds(head: dict[str, Any], entry: dict[str, Any]) -> bool:
         return recorded == entry.get("sha256")
     md5 = _plain_md5(head)
     return md5 is not None and md5 == entry.get("md5")
+
+
+def listed_as_recorded(listed: Optional[Listed], entry: dict[str, Any]) -> bool:
+    """Does the listing show the object the manifest entry records: there, at its size, with its ETag?
+
+    The ETag compared is the one recorded from the server (after a PUT or a verified HEAD);
+    an entry without one falls back to its plain MD5 when the listed ETag is one. A mismatch
+    only means "look closer": the caller checks the object's sha256 before sending anything.
+    """
+    if listed is None or listed.size != entry.get("size"):
+        return False
+    if entry.get("etag"):
+        return listed.etag == entry["etag"]
+    if entry.get("md5") and _plain_md5({"ETag": listed.etag}):
+        return listed.etag == entry["md5"]
+    return True
+
+
+def unlisted_entries(files: dict[str, dict[str, Any]], target: Target, listing: dict[str, Listed]) -> set[str]:
+    """The manifest's paths whose object the listing does not show as recorded (gone, resized, rewritten)."""
+    return {rel for rel, entry in files.items() if not listed_as_recorded(listing.get(target.key(rel)), entry)}
+
+
+def bucket_differs(s3, props: dict[str, Any]) -> bool:
+    """Whether the bucket no longer holds what the manifest says, from one GET and one listing (no HEAD)."""
+    target = Target.of(s3, props)
+    try:
+        manifest = read_manifest(target)
+        if not manifest.found or manifest.pending:
+            return True
+        return bool(unlisted_entries(manifest.files, target, list_prefix(target)))
+    except BucketMissing:
+        return True
 
 
 def content_outputs(files: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -6,9 +6,10 @@ not sent, large files go in multipart. It never loses data: the source is listed
 completely before the bucket is touched (tree.py); the manifest only claims what the bucket
 holds (keys being changed are marked pending first); every object records the sha256 of
 exactly the bytes it received, and a file that changes while it is sent is sent again once or
-fails the update; deletions come last, only for keys the manifest recorded. `up` trusts the
-manifest; refresh verifies every object's content and reports a missing object or bucket as
-drift. See ``sync_tree`` and ``audit``. Files the program generates from the source (tuning
+fails the update; deletions come last, only for keys the manifest recorded. `up` checks the
+manifest against one listing of the prefix (keys, sizes, ETags), in diff and update, and sends
+again what is gone or rewritten; refresh verifies every object's content (a HEAD each) and reports
+a missing object or bucket as drift. See ``sync_tree`` and ``audit``. Files the program generates from the source (tuning
 presets' config variants, input ``generated``) are synced with the source's under the same
 rules: checked before the bucket is touched, recorded in the manifest, deleted when dropped.
 """
@@ -30,14 +31,17 @@ from pulumi.dynamic import CheckFailure, CreateResult, DiffResult, ReadResult, U
 
 from inference_platform.weights.s3.client import S3Error, client, content_md5, plain
 from inference_platform.weights.s3.manifest import (
+    Listed,
     Manifest,
     Target,
     audit,
+    bucket_differs,
     content_outputs,
     head_object,
     holds,
     list_prefix,
     read_manifest,
+    unlisted_entries,
     write_manifest,
 )
 from inference_platform.weights.s3.parallel import parallel_map
@@ -85,6 +89,12 @@ def _settled(path: Path, before: os.stat_result, sha: str) -> Optional[os.stat_r
     return st if again == sha else None
 
 
+def _etag(response: dict[str, Any]) -> dict[str, str]:
+    """The ETag the server gave the object, for the manifest: the next runs compare it with one listing."""
+    etag = str(response.get("ETag", "")).strip('"').lower()
+    return {"etag": etag} if etag else {}
+
+
 def _send_small(target: Target, f: LocalFile) -> dict[str, Any]:
     """One PUT of the bytes read, with their sha256; sent again once if the file changed meanwhile."""
     for _ in range(2):
@@ -95,12 +105,12 @@ def _send_small(target: Target, f: LocalFile) -> dict[str, Any]:
         sha = hashlib.sha256(body).hexdigest()
         md5 = hashlib.md5(body, usedforsecurity=False)
         # Content-MD5: the server refuses the object unless it received exactly these bytes.
-        target.call(f"uploading {f.path} to {target.bucket}/{target.key(f.rel)}", target.s3.put_object,
-                    Bucket=target.bucket, Key=target.key(f.rel), Body=body, Metadata={"sha256": sha},
-                    ContentMD5=base64.b64encode(md5.digest()).decode())
+        put = target.call(f"uploading {f.path} to {target.bucket}/{target.key(f.rel)}", target.s3.put_object,
+                          Bucket=target.bucket, Key=target.key(f.rel), Body=body, Metadata={"sha256": sha},
+                          ContentMD5=base64.b64encode(md5.digest()).decode())
         settled = _settled(f.path, before, sha)
         if settled is not None:
-            return {"sha256": sha, **stat_fields(settled), "md5": md5.hexdigest()}
+            return {"sha256": sha, **stat_fields(settled), "md5": md5.hexdigest(), **_etag(put)}
     raise changed_error(f.path, "uploaded")
 
 
@@ -158,14 +168,15 @@ def _send_large(target: Target, f: LocalFile, sha: Optional[str], workers: int) 
                 _abort_quietly(target, key, started["UploadId"])
                 sha = None
                 continue
-            target.call(f"finishing the upload of {f.path} to {target.bucket}/{key}", target.s3.complete_multipart_upload,
-                        Bucket=target.bucket, Key=key, UploadId=started["UploadId"], MultipartUpload={"Parts": parts})
+            done = target.call(f"finishing the upload of {f.path} to {target.bucket}/{key}",
+                               target.s3.complete_multipart_upload,
+                               Bucket=target.bucket, Key=key, UploadId=started["UploadId"], MultipartUpload={"Parts": parts})
         except BaseException:
             _abort_quietly(target, key, started["UploadId"])
             raise
         settled = _settled(f.path, before, sent)
         if settled is not None:
-            return {"sha256": sent, **stat_fields(settled)}
+            return {"sha256": sent, **stat_fields(settled), **_etag(done)}
         sha = None
     raise changed_error(f.path, "uploaded")
 
@@ -173,10 +184,10 @@ def _send_large(target: Target, f: LocalFile, sha: Optional[str], workers: int) 
 def _send_generated(target: Target, g: GeneratedFile) -> dict[str, Any]:
     """One PUT of a generated file: its bytes are in memory, so they cannot change while sent."""
     entry = g.entry
-    target.call(f"uploading the generated {g.rel} to {target.bucket}/{target.key(g.rel)}", target.s3.put_object,
-                Bucket=target.bucket, Key=target.key(g.rel), Body=g.body, Metadata={"sha256": entry["sha256"]},
-                ContentMD5=content_md5(g.body))
-    return entry
+    put = target.call(f"uploading the generated {g.rel} to {target.bucket}/{target.key(g.rel)}", target.s3.put_object,
+                      Bucket=target.bucket, Key=target.key(g.rel), Body=g.body, Metadata={"sha256": entry["sha256"]},
+                      ContentMD5=content_md5(g.body))
+    return {**entry, **_etag(put)}
 
 
 def _send_one(target: Target, f: LocalFile | GeneratedFile) -> dict[str, Any]:
@@ -214,8 +225,8 @@ def _local_entry(f: LocalFile, known: Optional[dict[str, Any]]) -> dict[str, Any
     if known and known.get("sha256") and all(known.get(k) == v for k, v in stat_fields(f.stat).items()):
         return known
     sha, st = hash_file(f.path)
-    md5 = {"md5": known["md5"]} if known and known.get("sha256") == sha and known.get("md5") else {}
-    return {"sha256": sha, **stat_fields(st), **md5}
+    same = {k: known[k] for k in ("md5", "etag") if known.get(k)} if known and known.get("sha256") == sha else {}
+    return {"sha256": sha, **stat_fields(st), **same}
 
 
 @contextlib.contextmanager
@@ -232,11 +243,21 @@ def _hash_source(files: list[LocalFile], old: Manifest, workers: int) -> dict[st
     return dict(zip([f.rel for f in files], entries, strict=True))
 
 
-def _held(target: Target, rels: list[str], local: dict[str, dict[str, Any]], listing: dict[str, int], workers: int) -> set[str]:
+def _held(target: Target, rels: list[str], local: dict[str, dict[str, Any]], listing: dict[str, Listed], workers: int) -> set[str]:
     """Of `rels`, those whose object already holds the local content (listed at that size, then `holds`)."""
-    candidates = [rel for rel in rels if listing.get(target.key(rel)) == local[rel]["size"]]
+    candidates = [rel for rel in rels if (listed := listing.get(target.key(rel))) is not None and listed.size == local[rel]["size"]]
     heads = parallel_map(lambda rel: head_object(target, rel), candidates, workers)
     return {rel for rel, head in zip(candidates, heads, strict=True) if head is not None and holds(head, local[rel])}
+
+
+def _with_known_etags(local: dict[str, dict[str, Any]], old: Manifest) -> dict[str, dict[str, Any]]:
+    """Entries of unchanged content keep the ETag the manifest recorded (generated files are built without it)."""
+    def known(rel: str, entry: dict[str, Any]) -> dict[str, Any]:
+        recorded = old.files.get(rel, {})
+        if "etag" in entry or not recorded.get("etag") or recorded.get("sha256") != entry["sha256"]:
+            return entry
+        return {**entry, "etag": recorded["etag"]}
+    return {rel: known(rel, entry) for rel, entry in local.items()}
 
 
 def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False) -> dict[str, Any]:
@@ -246,8 +267,10 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False)
     1. List and hash the source completely (a file is hashed only when its size or
        times differ from the manifest) and check the generated files against it.
        Any error stops here: nothing remote changed.
-    2. Trust the manifest for files it records; check the others (and, with `verify`,
-       all) against the bucket: one listing, then a HEAD for each listed at that size.
+    2. List the prefix once. Trust the manifest for files it records that the listing
+       shows at the recorded size and ETag; check the others (and, with `verify`, all)
+       with a HEAD for each listed at that size: an object lost or rewritten behind the
+       manifest's back is sent again.
     3. Before touching any key, rewrite the manifest without it (marked pending).
     4. Send what differs: each object carries the sha256 of exactly the bytes sent; a
        file that changed while it was sent is sent again once, then the update fails.
@@ -261,20 +284,22 @@ def sync_tree(s3, props: dict[str, Any], workers: int = 8, verify: bool = False)
         generated = generated_files(props.get("generated") or {}, files)
     old = read_manifest(target)
     with _nothing_changed_yet():
-        local = _hash_source(files, old, workers) | {g.rel: g.entry for g in generated}
+        local = _with_known_etags(_hash_source(files, old, workers) | {g.rel: g.entry for g in generated}, old)
     if not files and (old.files or old.pending):
         raise SourceError(f"weight upload source {props['source']!r} is empty, but {target.bucket}/{target.prefix} holds "
                           f"{len(old.files)} uploaded files; refusing to delete them all (an unmounted volume?); nothing in "
                           "the bucket was changed. To retire the upload, remove it from weightCaches.s3.uploads (its objects stay)")
     items = sorted([*files, *generated], key=lambda f: f.rel)
-    checked = {f.rel for f in items if verify or f.rel not in old.files}
-    listing = list_prefix(target) if checked or old.pending else None
+    listing = list_prefix(target)
+    trusted = {rel: old.files[rel] for rel in local if rel in old.files and old.files[rel].get("sha256") == local[rel]["sha256"]}
+    lost = unlisted_entries(trusted, target, listing)
+    checked = {f.rel for f in items if verify or f.rel not in old.files or f.rel in lost}
     held = _held(target, sorted(checked), local, listing, workers) if checked else set()
+    for rel in held:  # verified by its sha256: record the ETag the listing shows, so the next run trusts it
+        local[rel] = {**local[rel], "etag": listing[target.key(rel)].etag}
     todo = [f for f in items
             if (f.rel not in held if f.rel in checked else old.files[f.rel].get("sha256") != local[f.rel]["sha256"])]
-    gone = sorted((set(old.files) | old.pending) - set(local))
-    if listing is not None:
-        gone = [rel for rel in gone if target.key(rel) in listing]
+    gone = [rel for rel in sorted((set(old.files) | old.pending) - set(local)) if target.key(rel) in listing]
     touched = {f.rel for f in todo} | set(gone)
     if touched:
         write_manifest(target, {rel: e for rel, e in local.items() if rel not in touched}, old.pending | touched)
@@ -314,6 +339,11 @@ class UploadProvider(S3Provider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         # An upload without generated files leaves the input out (as did every state written before it existed).
         changed = changed_inputs({"generated": {}, **olds}, {"generated": {}, **news}, UPLOAD_INPUTS)
+        if not changed and not has_unknowns(news):
+            # Unchanged inputs: does the bucket still hold what the manifest claims? One GET and one
+            # listing (no HEAD per object), so an object lost behind our back is sent again by this `up`.
+            plain_news = {k: plain(v) for k, v in news.items()}
+            return DiffResult(changes=bucket_differs(client(plain_news), plain_news), replaces=[], stables=[])
         # Re-uploading to a new place is an update; the old objects stay (a running version may read them).
         return DiffResult(changes=bool(changed) or has_unknowns(news), replaces=[], stables=[])
 
