@@ -26,6 +26,8 @@ GPU_RESOURCE_REGEX = "nvidia_com_.*"
 
 ERROR_RATIO_RECORD = "inference_platform:istio_request_error_ratio:rate5m"
 ENDPOINT_INFO_RECORD = "inference_platform:endpoint:info"
+# The label that names the Triton service an alert is about (never `service`: scrape targets set that).
+SERVICE_LABEL = "triton_service"
 # A canary must be this much (absolute ratio) worse than stable before it alerts,
 # so a single failed request on a quiet canary does not page anyone.
 CANARY_ERROR_MARGIN = 0.01
@@ -165,10 +167,10 @@ def triton_pod_not_ready_expr(services: list[Service]) -> str:
     namespaces = "|".join(sorted({svc.k8s_namespace for svc in services}))
     apps = "|".join(sorted({svc.name for svc in services}))
     ours = f'kube_pod_labels{{namespace=~"{namespaces}",label_app=~"{apps}",label_version!=""}}'
-    return (
-        f"(({not_ready}) and on (namespace, pod) ({running}))"
-        f" * on (namespace, pod) group_left (label_app, label_version) {ours}"
-    )
+    pods = (f"(({not_ready}) and on (namespace, pod) ({running}))"
+            f" * on (namespace, pod) group_left (label_app, label_version) {ours}")
+    # Named by service like the canary alerts, so a critical about the service silences it.
+    return f'label_replace({pods}, "{SERVICE_LABEL}", "$1", "label_app", "(.+)")'
 
 
 def hpa_at_max_expr(namespaces: list[str]) -> str:
@@ -236,7 +238,7 @@ def _canary_rules(services: list[Service]) -> list[dict[str, Any]]:
     for svc in services:
         stable, canaries = stable_and_canaries(svc)
         # ignoring(destination_version) and `on ()` drop the version from the result; name both.
-        labels = {"namespace": svc.k8s_namespace, "service": svc.name, "stable_version": stable}
+        labels = {"namespace": svc.k8s_namespace, SERVICE_LABEL: svc.name, "stable_version": stable}
         for version in canaries:
             rules.append(
                 _alert(
@@ -384,9 +386,12 @@ def recorded_names(groups: list[dict[str, Any]]) -> set[str]:
 # --------------------------------------------------------------------------- Alertmanager
 
 NULL_RECEIVER = "null"
-# Labels that say what an alert is about: a critical alert silences the warnings about the same
-# thing (a namespace, a service, a GPU node), never about something else.
-INHIBIT_SCOPES = ("namespace", "service", "Hostname")
+# The label sets that say what an alert is about: a critical alert silences the warnings about
+# the same thing (a GPU node, a pod, a Triton service), never about something else. Never a
+# namespace or a scrape target alone: every DCGM series carries namespace=gpu-operator and
+# service=nvidia-dcgm-exporter, every kube-state-metrics series the exporter's `service`, so
+# those would let one node's or one volume's fault silence warnings cluster-wide.
+INHIBIT_SCOPES = (("Hostname",), ("namespace", "pod"), ("namespace", SERVICE_LABEL))
 
 
 def _receiver_config(receiver: AlertReceiver, secret: str) -> dict[str, Any]:
@@ -417,15 +422,15 @@ def _severity_routes(severity: str, receivers: list[str]) -> list[dict[str, Any]
 
 
 def inhibit_rules() -> list[dict[str, Any]]:
-    """A critical alert silences warnings about the same namespace, service or GPU node. Each rule
-    needs the label on both sides: Alertmanager counts a label missing on both as equal."""
+    """A critical alert silences warnings about the same GPU node, pod or Triton service. Each
+    rule needs its labels on both sides: Alertmanager counts a label missing on both as equal."""
     return [
         {
-            "source_matchers": ['severity="critical"', f'{label}=~".+"'],
-            "target_matchers": ['severity="warning"', f'{label}=~".+"'],
-            "equal": [label],
+            "source_matchers": ['severity="critical"', *(f'{label}=~".+"' for label in scope)],
+            "target_matchers": ['severity="warning"', *(f'{label}=~".+"' for label in scope)],
+            "equal": list(scope),
         }
-        for label in INHIBIT_SCOPES
+        for scope in INHIBIT_SCOPES
     ]
 
 
@@ -438,7 +443,7 @@ def alertmanager_config(a: AlertingSettings, secrets: dict[str, str]) -> dict[st
         "global": {"resolve_timeout": "5m"},
         "route": {
             "receiver": NULL_RECEIVER,
-            "group_by": ["alertname", "namespace", "service"],
+            "group_by": ["alertname", "namespace", SERVICE_LABEL],
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": a.repeat_interval,

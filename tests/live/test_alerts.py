@@ -242,7 +242,7 @@ CASES = {
     "canary-fires": case(
         istio("1", "10"),
         "CanaryErrorRatioAboveStable",
-        [fired("resnet v2 fails (5xx or gRPC server error) more often than v1: 9.091%", severity="warning", service="resnet",
+        [fired("resnet v2 fails (5xx or gRPC server error) more often than v1: 9.091%", severity="warning", triton_service="resnet",
                namespace="resnet", stable_version="v1", canary_version="v2", destination_workload_namespace="resnet",
                destination_service_name="resnet")],
     ),
@@ -251,7 +251,7 @@ CASES = {
     "canary-grpc-unavailable-fires": case(
         grpc("14"),
         "CanaryErrorRatioAboveStable",
-        [fired("resnet v2 fails (5xx or gRPC server error) more often than v1: 9.91%", severity="warning", service="resnet",
+        [fired("resnet v2 fails (5xx or gRPC server error) more often than v1: 9.91%", severity="warning", triton_service="resnet",
                namespace="resnet", stable_version="v1", canary_version="v2", destination_workload_namespace="resnet",
                destination_service_name="resnet")],
     ),
@@ -260,13 +260,13 @@ CASES = {
         canary_traffic(gateway=True, stable=False, canary=False),
         "CanaryNotServing",
         [fired("resnet v2 gets traffic but answers none of it: no ready pod behind its subset (clients see 503)",
-               severity="critical", service="resnet", namespace="resnet", stable_version="v1", canary_version="v2")],
+               severity="critical", triton_service="resnet", namespace="resnet", stable_version="v1", canary_version="v2")],
     ),
     "canary-down-stable-serving-fires": case(
         canary_traffic(gateway=False, stable=True, canary=False),
         "CanaryNotServing",
         [fired("resnet v2 gets traffic but answers none of it: no ready pod behind its subset (clients see 503)",
-               severity="critical", service="resnet", namespace="resnet", stable_version="v1", canary_version="v2")],
+               severity="critical", triton_service="resnet", namespace="resnet", stable_version="v1", canary_version="v2")],
     ),
     "canary-answering-quiet": case(canary_traffic(gateway=True, stable=True, canary=True), "CanaryNotServing", []),
     "no-traffic-at-all-quiet": case(canary_traffic(gateway=False, stable=False, canary=False), "CanaryNotServing", []),
@@ -306,7 +306,7 @@ CASES = {
         not_ready(50), "TritonPodNotReady",
         [fired(f"Triton pod resnet/resnet-v1-abc (resnet v1) has not been ready for {BUDGET}s: a model failed to load (see its log)",
                severity="warning", label_app="resnet", label_version="v1", namespace="resnet", pod="resnet-v1-abc", uid="u1",
-               condition="true")],
+               condition="true", triton_service="resnet")],
         eval_time="49m",
     ),
     "pod-ready-within-budget-quiet": case(not_ready(10), "TritonPodNotReady", [], eval_time="49m"),
@@ -443,9 +443,11 @@ def test_each_receiver_carries_its_credential_in_the_field_of_its_kind():
 
 def test_criticals_inhibit_warnings_about_the_same_thing_only():
     rules = alerts.alertmanager_config(ROUTED.observability.alerting, FAKE_SECRETS)["inhibit_rules"]
-    assert {tuple(r["equal"]) for r in rules} == {("namespace",), ("service",), ("Hostname",)}
+    # Never a namespace or a scrape target's `service` alone (tests/live/test_alert_inhibition.py
+    # shows what those silence in a real Alertmanager).
+    assert {tuple(r["equal"]) for r in rules} == {("Hostname",), ("namespace", "pod"), ("namespace", "triton_service")}
     for rule in rules:
-        [label] = rule["equal"]
-        # Alertmanager treats a label missing on both sides as equal: each side must have it.
-        assert f'{label}=~".+"' in rule["source_matchers"] and f'{label}=~".+"' in rule["target_matchers"]
+        for label in rule["equal"]:
+            # Alertmanager treats a label missing on both sides as equal: each side must have it.
+            assert f'{label}=~".+"' in rule["source_matchers"] and f'{label}=~".+"' in rule["target_matchers"]
         assert 'severity="critical"' in rule["source_matchers"] and 'severity="warning"' in rule["target_matchers"]
