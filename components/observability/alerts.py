@@ -108,15 +108,17 @@ def _requests_rate(selector: str) -> str:
 
 
 def canary_not_serving_expr(service: Service, canary: str, stable: str) -> str:
-    """The service gets traffic (the gateway sends it requests, or its stable version serves some)
-    while the canary's own proxy reports no request at all. A canary with no ready pod never
-    reaches its proxy: the gateway answers 503 with response_flags="UH" and, no host having been
-    picked, destination_version="unknown", so only the absence on the destination side tells."""
+    """Clients of the service get 503s for want of a ready pod while the canary's own proxy
+    reports no request at all. A canary with no ready pod never reaches its proxy: the gateway
+    answers 503 with response_flags="UH" and, no host having been picked,
+    destination_version="unknown", so only the absence on the destination side names the
+    version. A healthy canary that simply got no request (a 10% weight on a quiet service)
+    leaves no UH answer behind, so it never pages."""
     fqdn = in_cluster_host(service.name, service.k8s_namespace)
-    from_gateway = _requests_rate(f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}"')
-    stable_serves = _requests_rate(f'reporter="destination",{_version_selector(service, stable)}')
+    no_ready_pod = _requests_rate(f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}",'
+                                  'response_code="503",response_flags="UH"')
     canary_answers = _requests_rate(f'reporter="destination",{_version_selector(service, canary)}')
-    return f"(({from_gateway} > 0) or ({stable_serves} > 0)) unless on () ({canary_answers} > 0)"
+    return f"({no_ready_pod} > 0) unless on () ({canary_answers} > 0)"
 
 
 def _pods_of_versions(namespace: str, app: str, versions: list[str]) -> str:
@@ -150,13 +152,17 @@ def _xid_is(codes: tuple[int, ...]) -> str:
 
 
 def new_xid_expr(fault: bool) -> str:
-    """A GPU that reported a new XID in the last XID_WINDOW. DCGM_FI_DEV_XID_ERRORS is a gauge with
-    the code of the last XID, so a change of value is a new error; the alert clears once the
-    window passes. fault: the XIDs of a broken GPU, else every other non-zero code."""
-    changed = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
+    """A GPU's XID. DCGM_FI_DEV_XID_ERRORS is a gauge with the code of the last XID until the
+    next one (or until the exporter restarts, as after the reset or reboot a fault needs).
+    fault: the XIDs of a broken GPU, firing for as long as the GPU reports one (a broken GPU
+    stays broken); else every other non-zero code, for XID_WINDOW after it changed (those
+    clear with the application's restart). The gauge cannot show the same code twice in a
+    row: a repeat needs the exporter's DCGM_EXP_XID_ERRORS_COUNT counter."""
     faults = _xid_is(GPU_FAULT_XIDS)
-    which = f"({faults})" if fault else f"(DCGM_FI_DEV_XID_ERRORS > 0 unless ({faults}))"
-    return f"{which} and ({changed})"
+    if fault:
+        return faults
+    changed = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
+    return f"(DCGM_FI_DEV_XID_ERRORS > 0 unless ({faults})) and ({changed})"
 
 
 def triton_pod_not_ready_expr(services: list[Service]) -> str:
@@ -174,11 +180,15 @@ def triton_pod_not_ready_expr(services: list[Service]) -> str:
 
 
 def hpa_at_max_expr(namespaces: list[str]) -> str:
-    """An HPA of the services' namespaces that runs as many replicas as it may."""
+    """An HPA of the services' namespaces that runs as many replicas as it may, unless it may
+    run no other number (min = max: a fixed size is no saturation, and would fire for ever)."""
     ns = f'namespace=~"{"|".join(sorted(set(namespaces)))}"'
+    on = "on (namespace, horizontalpodautoscaler)"
     return (
         f"kube_horizontalpodautoscaler_status_current_replicas{{{ns}}}"
-        f" >= on (namespace, horizontalpodautoscaler) kube_horizontalpodautoscaler_spec_max_replicas{{{ns}}}"
+        f" >= {on} kube_horizontalpodautoscaler_spec_max_replicas{{{ns}}}"
+        f" unless {on} (kube_horizontalpodautoscaler_spec_max_replicas{{{ns}}}"
+        f" == {on} kube_horizontalpodautoscaler_spec_min_replicas{{{ns}}})"
     )
 
 
