@@ -501,17 +501,19 @@ class AutoscalingArgs(TypedDict):
     """Arguments of `Autoscaling` (see the README's configuration reference)."""
 
     enabled: NotRequired[bool]
-    """Scale each version with an HPA on Triton's average queue time. Default: `true`."""
+    """Scale each version with an HPA on Triton's average queue time and its backlog of waiting requests. Default: `true`."""
     min_replicas: NotRequired[int]
     """Fewest replicas per version. Default: `1`."""
     max_replicas: NotRequired[int]
     """Most replicas per version. Default: `3`."""
     queue_time_target_us: NotRequired[int]
     """Target per-pod average queue time, microseconds. Default: `50000`."""
+    pending_requests_target: NotRequired[int]
+    """Target per-pod number of requests waiting in Triton's queue (the pod's worst model, or `queueTimeModel`), a second HPA metric beside queue time; the HPA follows whichever asks for more replicas. Triton adds queue time only for requests that succeed, so when a saturated server rejects or times out requests its queue time falls while this backlog keeps rising. Set it to about twice what one replica batches at once (preferred batch size times instances): lower scales out under normal load. Default: `16`."""
     scale_down_stabilization_seconds: NotRequired[int]
     """How long load must stay low before replicas are removed. Default: `300`."""
     queue_time_model: NotRequired[str]
-    """Triton model whose queue time the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model queue time. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
+    """Triton model whose queue time and backlog the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model values. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
 
 
 class RetriesArgs(TypedDict):

@@ -7,6 +7,12 @@ Prometheus scrapes the serving workloads."""
 QUEUE_TIME_METRIC = "avg_time_queue_us"
 # The label Triton puts on every per-model series; an HPA metric selector on it picks one model.
 TRITON_MODEL_LABEL = "model"
+# Per-pod requests waiting in Triton's queue (nv_inference_pending_request_count, a gauge: Triton
+# core infer_request.cc counts a request from enqueue to execution), the pod's worst model or the
+# model an HPA names. Unlike queue time, which Triton adds for successful requests only (core
+# infer_stats.cc UpdateSuccess; UpdateFailure adds none), it keeps rising when requests are
+# rejected or time out, so an HPA on it still scales out at saturation.
+PENDING_REQUESTS_METRIC = "triton_pending_requests"
 # Per-pod successful inference requests per second.
 REQUEST_RATE_METRIC = "triton_requests_per_second"
 # Triton's metrics port.

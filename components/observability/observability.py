@@ -28,7 +28,12 @@ from inference_platform.core import endpoints as ep
 from inference_platform.core.common import init_component, resource_opts, shipped_dir, standard_labels
 from inference_platform.observability import alerts
 from inference_platform.observability.inputs import ObservabilityInputs
-from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC, TRITON_MODEL_LABEL
+from inference_platform.observability.metrics import (
+    PENDING_REQUESTS_METRIC,
+    QUEUE_TIME_METRIC,
+    REQUEST_RATE_METRIC,
+    TRITON_MODEL_LABEL,
+)
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.serving import Service
 from inference_platform.settings.weights import loki_bucket_name
@@ -170,6 +175,13 @@ def queue_time_query(window: str = ADAPTER_WINDOW) -> str:
     return f"max by (<<.GroupBy>>) ({queued} / {served})"
 
 
+def pending_requests_query() -> str:
+    """Per-pod backlog as prometheus-adapter templates it: requests waiting per model (summed
+    over the model's versions), then the pod's worst model; a metric selector leaves one model."""
+    per_model = f"sum by (<<.GroupBy>>,{TRITON_MODEL_LABEL}) (<<.Series>>{{<<.LabelMatchers>>}})"
+    return f"max by (<<.GroupBy>>) ({per_model})"
+
+
 def alertmanager_values() -> dict[str, Any]:
     """The chart creates no configuration Secret of its own; Alertmanager reads ours."""
     return {"alertmanagerSpec": {"useExistingSecret": True}}
@@ -181,7 +193,7 @@ def alertmanager_config_text(a: ObservabilityInputs) -> str:
 
 
 def adapter_rules() -> list[dict[str, Any]]:
-    """prometheus-adapter custom-metrics rules: per-pod Triton queue time and request rate."""
+    """prometheus-adapter custom-metrics rules: per-pod Triton queue time, backlog and request rate."""
     resources = {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}}
     return [
         {
@@ -189,6 +201,12 @@ def adapter_rules() -> list[dict[str, Any]]:
             "resources": resources,
             "name": {"matches": "^nv_inference_queue_duration_us$", "as": QUEUE_TIME_METRIC},
             "metricsQuery": queue_time_query(),
+        },
+        {
+            "seriesQuery": 'nv_inference_pending_request_count{namespace!="",pod!=""}',
+            "resources": resources,
+            "name": {"matches": "^nv_inference_pending_request_count$", "as": PENDING_REQUESTS_METRIC},
+            "metricsQuery": pending_requests_query(),
         },
         {
             "seriesQuery": 'nv_inference_request_success{namespace!="",pod!=""}',

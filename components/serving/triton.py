@@ -33,7 +33,13 @@ from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
 from inference_platform.mesh.routes import envoy_duration, unauthorized_route
 from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
-from inference_platform.observability.metrics import QUEUE_TIME_METRIC, TRITON_METRICS_PORT, TRITON_MODEL_LABEL, pod_monitor_spec
+from inference_platform.observability.metrics import (
+    PENDING_REQUESTS_METRIC,
+    QUEUE_TIME_METRIC,
+    TRITON_METRICS_PORT,
+    TRITON_MODEL_LABEL,
+    pod_monitor_spec,
+)
 from inference_platform.serving.inputs import TritonServiceInputs
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
 from inference_platform.serving.triton_server import (
@@ -209,24 +215,21 @@ def deployment_spec(
 
 
 def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
-    metric: dict = {"name": QUEUE_TIME_METRIC}
-    if scaling.queue_time_model:
-        # prometheus-adapter turns the selector into label matchers on Triton's series:
-        # the named model's queue time replaces the pod's worst model's.
-        metric["selector"] = {"matchLabels": {TRITON_MODEL_LABEL: scaling.queue_time_model}}
+    # prometheus-adapter turns a selector into label matchers on Triton's series: the named
+    # model's values replace the pod's worst model's.
+    selector = {"selector": {"matchLabels": {TRITON_MODEL_LABEL: scaling.queue_time_model}}} if scaling.queue_time_model else {}
+
+    def per_pod(metric: str, target: int) -> dict:
+        return {"type": "Pods", "pods": {"metric": {"name": metric, **selector},
+                                         "target": {"type": "AverageValue", "averageValue": str(target)}}}
+
     return {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
         "minReplicas": scaling.min_replicas,
         "maxReplicas": scaling.max_replicas,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": metric,
-                    "target": {"type": "AverageValue", "averageValue": str(scaling.queue_time_target_us)},
-                },
-            }
-        ],
+        # Queue time, and the backlog that keeps rising where queue time falls (saturation).
+        "metrics": [per_pod(QUEUE_TIME_METRIC, scaling.queue_time_target_us),
+                    per_pod(PENDING_REQUESTS_METRIC, scaling.pending_requests_target)],
         "behavior": {
             "scaleDown": {"stabilizationWindowSeconds": scaling.scale_down_stabilization_seconds},
             "scaleUp": {"stabilizationWindowSeconds": 0},

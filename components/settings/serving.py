@@ -70,17 +70,19 @@ TritonModelLabel = Annotated[str, AfterValidator(_triton_model_label)]
 
 class Autoscaling(Model):
     enabled: bool = True
-    """Scale each version with an HPA on Triton's average queue time."""
+    """Scale each version with an HPA on Triton's average queue time and its backlog of waiting requests."""
     min_replicas: int = Field(default=1, ge=1, le=1000)
     """Fewest replicas per version."""
     max_replicas: int = Field(default=3, ge=1, le=1000)
     """Most replicas per version."""
     queue_time_target_us: int = Field(default=50000, ge=100, le=600_000_000)
     """Target per-pod average queue time, microseconds."""
+    pending_requests_target: int = Field(default=16, ge=1, le=100_000)
+    """Target per-pod number of requests waiting in Triton's queue (the pod's worst model, or `queueTimeModel`), a second HPA metric beside queue time; the HPA follows whichever asks for more replicas. Triton adds queue time only for requests that succeed, so when a saturated server rejects or times out requests its queue time falls while this backlog keeps rising. Set it to about twice what one replica batches at once (preferred batch size times instances): lower scales out under normal load."""
     scale_down_stabilization_seconds: int = Field(default=300, ge=0, le=3600)
     """How long load must stay low before replicas are removed."""
     queue_time_model: Optional[TritonModelLabel] = None
-    """Triton model whose queue time the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model queue time. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
+    """Triton model whose queue time and backlog the HPA scales on (e.g. the bottleneck step of an ensemble). Default: the worst model of each pod, i.e. the highest per-model values. It becomes a selector on Triton's `model` label, so it must also be a Kubernetes label value (at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric). A name no pod serves gives the HPA no metric, and it keeps the current replica count."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "Autoscaling":

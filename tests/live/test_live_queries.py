@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 
 from inference_platform.observability import alerts
-from inference_platform.observability.metrics import QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from inference_platform.observability.metrics import PENDING_REQUESTS_METRIC, QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from inference_platform.observability.observability import ADAPTER_WINDOW, adapter_rules
 from inference_platform.serving.triton import hpa_spec
 from inference_platform.settings.serving import Autoscaling
 from platformctl.engine import stack_settings
 from tests.conftest import observability_inputs
 from tests.support import dashboards
+from tests.support.adapter_query import templated
 from tests.support.promstack import Pod, PrometheusServer
 
 
@@ -56,16 +57,6 @@ def test_variable_query_returns_values(prom, dashboard, variable, selector, labe
     assert any(s["metric"].get(label) for s in series), f"{variable}: no values of {label}"
 
 
-def templated(query: str, series: str, namespace: str, pods: list[str], metric_selector: dict | None = None) -> str:
-    """A metricsQuery as prometheus-adapter v0.12.0 renders it for a pod-metric request
-    (pkg/naming/metrics_query.go Build): the HPA metric selector's matchers, then the
-    namespace, then the pods (`=` for one, `=~` for several); GroupBy is the pod label."""
-    matchers = [f'{k}="{v}"' for k, v in (metric_selector or {}).get("matchLabels", {}).items()]
-    matchers.append(f'namespace="{namespace}"')
-    matchers.append(f'pod="{pods[0]}"' if len(pods) == 1 else f'pod=~"{"|".join(pods)}"')
-    return query.replace("<<.Series>>", series).replace("<<.LabelMatchers>>", ",".join(matchers)).replace("<<.GroupBy>>", "pod")
-
-
 def queue_time(prom: PrometheusServer, pod: Pod, metric_selector: dict | None = None) -> float:
     """The value prometheus-adapter serves an HPA for one pod."""
     rule = next(r for r in adapter_rules() if r["name"]["as"] == QUEUE_TIME_METRIC)
@@ -76,7 +67,7 @@ def queue_time(prom: PrometheusServer, pod: Pod, metric_selector: dict | None = 
 
 @pytest.mark.parametrize("rule", adapter_rules(), ids=lambda r: r["name"]["as"])
 def test_adapter_rule_serves_every_triton_pod(prom, rule):
-    assert rule["name"]["as"] in (QUEUE_TIME_METRIC, REQUEST_RATE_METRIC)
+    assert rule["name"]["as"] in (QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC, REQUEST_RATE_METRIC)
     series_name = rule["name"]["matches"].strip("^$")
     # The seriesQuery finds the Triton series, with the labels the resources map from.
     found = assert_series(prom, rule["seriesQuery"])

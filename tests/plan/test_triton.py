@@ -149,17 +149,19 @@ def test_startup_probe_covers_model_load():
     assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
 
 
-def test_hpa_scales_on_queue_time_and_deployment_has_no_replicas():
+def test_hpa_scales_on_queue_time_and_backlog_and_deployment_has_no_replicas():
     raw = base_config()
-    raw["services"][0]["autoscaling"] = {"minReplicas": 2, "maxReplicas": 5, "queueTimeTargetUs": 30000}
+    raw["services"][0]["autoscaling"] = {"minReplicas": 2, "maxReplicas": 5, "queueTimeTargetUs": 30000,
+                                         "pendingRequestsTarget": 12}
     plan = render_raw(raw)
     deployment = plan.get(DEPLOYMENT, "svc-v1")
     assert "replicas" not in deployment.inputs["spec"]
     hpa = plan.get(HPA, "svc-v1-hpa").inputs["spec"]
     assert hpa["scaleTargetRef"]["name"] == deployment.outputs["metadata"]["name"]
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (2, 5)
-    assert hpa["metrics"][0]["pods"]["metric"]["name"] == "avg_time_queue_us"
-    assert hpa["metrics"][0]["pods"]["target"]["averageValue"] == "30000"
+    targets = {m["pods"]["metric"]["name"]: m["pods"]["target"] for m in hpa["metrics"]}
+    assert targets == {"avg_time_queue_us": {"type": "AverageValue", "averageValue": "30000"},
+                       "triton_pending_requests": {"type": "AverageValue", "averageValue": "12"}}
     assert plan.get(PDB, "svc-v1-pdb").inputs["spec"]["maxUnavailable"] == 1
 
 
