@@ -935,6 +935,9 @@ class MeshArgs(TypedDict):
     """Protect Jaeger's volume; anonymous Kiali is refused. Default: `false`."""
     storage_class: NotRequired[str]
     """StorageClass of Jaeger's volume (default: the cluster's)."""
+    request_timeout_seconds: NotRequired[int]
+    """Longest route timeout of the services and graphs behind the gateway: a gateway pod that
+stops drains this long, so no request it carries is cut. Default: `60`."""
     node_boot_seconds: NotRequired[int]
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes. Default: `120`."""
 

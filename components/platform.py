@@ -12,6 +12,7 @@ platformctl/ordering.py checks on every plan.
 """
 
 
+import math
 from typing import Optional, Union
 
 import pulumi
@@ -66,8 +67,10 @@ def cold_start_inputs(s: Settings) -> ColdStartInputs:
 
 
 def mesh_inputs(s: Settings) -> MeshInputs:
-    return _given(MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts([*s.services, *s.graphs]), production=s.production,
-                  storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot)
+    routed = [*s.services, *s.graphs]
+    return _given(MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts(routed), production=s.production,
+                  storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot,
+                  request_timeout_seconds=max([60, *(math.ceil(w.timeout_seconds) for w in routed)]))
 
 
 def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> ObservabilityInputs:

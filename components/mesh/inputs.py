@@ -26,6 +26,9 @@ class MeshInputs(Model):
     """Protect Jaeger's volume; anonymous Kiali is refused."""
     storage_class: Optional[str] = None
     """StorageClass of Jaeger's volume (default: the cluster's)."""
+    request_timeout_seconds: int = Field(default=60, ge=1, le=3600)
+    """Longest route timeout of the services and graphs behind the gateway: a gateway pod that
+    stops drains this long, so no request it carries is cut."""
     node_boot_seconds: int = Field(default=120, ge=0, le=7200)
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
 

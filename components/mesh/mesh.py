@@ -65,9 +65,24 @@ def istiod_values() -> dict[str, Any]:
     }
 
 
+# Seconds between the end of the gateway's drain and the kubelet's SIGKILL.
+GATEWAY_SHUTDOWN_MARGIN = 10
+
+
 def gateway_values(a: MeshInputs) -> dict[str, Any]:
+    """The ingress gateway: two replicas at least, a PodDisruptionBudget that keeps one through
+    a node drain (the chart's defaults are one replica and no budget), and a drain as long as
+    the longest request it carries (Istio's terminationDrainDuration defaults to 5 s, the
+    chart's grace period to 30 s: both would cut long generations at every scale-down)."""
+    drain = a.request_timeout_seconds
     return {
         "service": {"type": "LoadBalancer", "annotations": dict(a.mesh.gateway_annotations)},
+        "autoscaling": {"minReplicas": 2},
+        "podDisruptionBudget": {"minAvailable": 1},
+        # istio/api mesh/v1alpha1/proxy.proto termination_drain_duration: on SIGTERM the agent
+        # drains Envoy, then waits this long before it stops it.
+        "podAnnotations": {"proxy.istio.io/config": f"terminationDrainDuration: {drain}s"},
+        "terminationGracePeriodSeconds": drain + GATEWAY_SHUTDOWN_MARGIN,
     }
 
 

@@ -89,3 +89,25 @@ def test_the_argo_values_reach_the_controller(reference):
     config = yaml.safe_load(config_map["data"]["config"])
     assert config["workflowRestrictions"] == {"templateReferencing": "Strict"}
     assert config["executor"]["securityContext"]["runAsNonRoot"] is True
+
+
+@pytest.mark.parametrize("stack", ["acme-prod", "demo-dev"])
+def test_the_ingress_gateway_outlives_its_longest_request_and_survives_a_drain(stack):
+    from inference_platform.core import endpoints as ep
+    from platformctl.engine import stack_settings
+
+    settings = stack_settings(ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+    longest = max(w.timeout_seconds for w in [*settings.services, *settings.graphs])
+    objects = helm_template(next(k for k, r in RELEASES.items() if k.startswith(f"{stack}:") and r["name"] == ep.GATEWAY_RELEASE))
+    by_kind = {o["kind"]: o for o in objects}
+    pod = by_kind["Deployment"]["spec"]["template"]
+    drain = yaml.safe_load(pod["metadata"]["annotations"]["proxy.istio.io/config"])["terminationDrainDuration"]
+    drain_seconds = int(drain.removesuffix("s"))
+    # Envoy drains for as long as the longest request may take, and the kubelet waits beyond it.
+    assert drain_seconds >= longest
+    assert pod["spec"]["terminationGracePeriodSeconds"] > drain_seconds
+    # A node drain never takes the only replica: two at least, and a budget that keeps one.
+    assert by_kind["HorizontalPodAutoscaler"]["spec"]["minReplicas"] >= 2
+    budget = by_kind["PodDisruptionBudget"]["spec"]
+    assert budget["minAvailable"] == 1
+    assert budget["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()

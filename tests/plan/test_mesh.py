@@ -29,6 +29,8 @@ FREE_FORM = {
                                "server.web_fqdn", "server.web_schema"}),
     # The chart writes userconfig verbatim as Jaeger's configuration file.
     versions.JAEGER: frozenset({"userconfig"}),
+    # Pod annotations are free-form (the chart copies the map onto the pod template).
+    versions.ISTIO_GATEWAY: frozenset({"podAnnotations"}),
 }
 
 
