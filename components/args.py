@@ -22,19 +22,19 @@ else:
 
 
 class ExistingClusterArgs(TypedDict):
-    """Arguments of `ExistingCluster` (see the README's configuration reference)."""
+    """Arguments of `ExistingCluster` (see the configuration reference, docs/reference.md)."""
 
     context: NotRequired[str]
     """kubeconfig context to use. The kubeconfig itself comes from the secret key `inference-platform:kubeconfig`, or else the ambient one (KUBECONFIG or ~/.kube/config)."""
 
 
 class MagnumTemplateArgs(TypedDict):
-    """Arguments of `MagnumTemplate` (see the README's configuration reference)."""
+    """Arguments of `MagnumTemplate` (see the configuration reference, docs/reference.md)."""
 
     image: NotRequired[str]
     """Glance image of the cluster's nodes, by the cloud's name for it: an image with the Kubernetes of kubernetesVersion and the `os_distro` property the driver selects on (`ubuntu`, `debian`, `rockylinux`, `flatcar` or `fedora-coreos`). Set `os` to what it is. Default: `ubuntu-24.04`."""
     os: NotRequired[Literal["ubuntu-22.04", "ubuntu-24.04", "ubuntu-26.04", "debian-12", "debian-13", "rhel-8", "rhel-9", "rhel-10", "rocky-8", "rocky-9", "rocky-10", "flatcar", "fedora-coreos"]]
-    """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (README: OS and GPU driver mode). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`. Default: `ubuntu-24.04`."""
+    """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (docs/gpu.md: OS and GPU driver mode). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`. Default: `ubuntu-24.04`."""
     external_network_id: NotRequired[str]
     """External network for floating IPs and load balancers. Default: `public`."""
     master_flavor: NotRequired[str]
@@ -56,7 +56,7 @@ class MagnumTemplateArgs(TypedDict):
 
 
 class MagnumClusterArgs(TypedDict):
-    """Arguments of `MagnumCluster` (see the README's configuration reference)."""
+    """Arguments of `MagnumCluster` (see the configuration reference, docs/reference.md)."""
 
     driver: NotRequired[Literal["clusterApi", "heat"]]
     """Which Magnum Kubernetes driver the cloud runs: `clusterApi` (Cluster API, the maintained drivers) or `heat` (Magnum's Heat driver: Fedora CoreOS only, deprecated in 2025.1 and removed after 2026.1). One of: `clusterApi`, `heat`. Default: `clusterApi`."""
@@ -85,7 +85,7 @@ class MagnumClusterArgs(TypedDict):
 
 
 class TaintArgs(TypedDict):
-    """Arguments of `Taint` (see the README's configuration reference)."""
+    """Arguments of `Taint` (see the configuration reference, docs/reference.md)."""
 
     key: str
     """Taint key."""
@@ -96,7 +96,7 @@ class TaintArgs(TypedDict):
 
 
 class GpuSharingArgs(TypedDict):
-    """Arguments of `GpuSharing` (see the README's configuration reference)."""
+    """Arguments of `GpuSharing` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["none", "mig", "time-slicing", "mps"]]
     """How one physical GPU is shared: `none` (whole GPUs), `mig` (hardware partitions), `time-slicing` or `mps` (replicas of one GPU). One of: `none`, `mig`, `time-slicing`, `mps`. Default: `none`."""
@@ -111,7 +111,7 @@ class GpuSharingArgs(TypedDict):
 
 
 class GpuSpecArgs(TypedDict):
-    """Arguments of `GpuSpec` (see the README's configuration reference)."""
+    """Arguments of `GpuSpec` (see the configuration reference, docs/reference.md)."""
 
     model: Literal["A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB", "A30-24GB", "L40S-48GB", "L4-24GB", "T4-16GB"]
     """GPU model of every node in the group. One of: `A100-40GB`, `A100-80GB`, `H100-80GB`, `H100-94GB`, `H200-141GB`, `A30-24GB`, `L40S-48GB`, `L4-24GB`, `T4-16GB`."""
@@ -122,7 +122,7 @@ class GpuSpecArgs(TypedDict):
 
 
 class NodeGroupArgs(TypedDict):
-    """Arguments of `NodeGroup` (see the README's configuration reference)."""
+    """Arguments of `NodeGroup` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Group name (DNS label); services place versions on GPU groups by this name."""
@@ -131,7 +131,7 @@ class NodeGroupArgs(TypedDict):
     image: NotRequired[str]
     """Magnum only: Glance image of the group's nodes (default: the cluster template's image)."""
     os: NotRequired[Literal["ubuntu-22.04", "ubuntu-24.04", "ubuntu-26.04", "debian-12", "debian-13", "rhel-8", "rhel-9", "rhel-10", "rocky-8", "rocky-9", "rocky-10", "flatcar", "fedora-coreos"]]
-    """OS of the group's nodes, which decides the GPU driver modes that work (README: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`."""
+    """OS of the group's nodes, which decides the GPU driver modes that work (docs/gpu.md: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`). One of: `ubuntu-22.04`, `ubuntu-24.04`, `ubuntu-26.04`, `debian-12`, `debian-13`, `rhel-8`, `rhel-9`, `rhel-10`, `rocky-8`, `rocky-9`, `rocky-10`, `flatcar`, `fedora-coreos`."""
     min_nodes: NotRequired[int]
     """Fewest nodes the cluster autoscaler keeps. Default: `1`."""
     max_nodes: NotRequired[int]
@@ -149,7 +149,7 @@ class NodeGroupArgs(TypedDict):
 
 
 class ClusterSettingsArgs(TypedDict):
-    """Arguments of `ClusterSettings` (see the README's configuration reference)."""
+    """Arguments of `ClusterSettings` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["existing", "magnum"]]
     """`magnum`: create an OpenStack Magnum cluster; `existing`: use a cluster that already exists. One of: `existing`, `magnum`. Default: `existing`."""
@@ -164,7 +164,7 @@ class ClusterSettingsArgs(TypedDict):
 
 
 class DriverSettingsArgs(TypedDict):
-    """Arguments of `DriverSettings` (see the README's configuration reference)."""
+    """Arguments of `DriverSettings` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["precompiled", "compiled", "preinstalled"]]
     """`precompiled`: driver images NVIDIA builds per kernel (fastest node start; Ubuntu only); `compiled`: built on each node (the OSes the GPU operator supports); `preinstalled`: the node image has the driver (any OS). Checked against each GPU group's `os`. One of: `precompiled`, `compiled`, `preinstalled`. Default: `precompiled`."""
@@ -173,7 +173,7 @@ class DriverSettingsArgs(TypedDict):
 
 
 class GpuOperatorSettingsArgs(TypedDict):
-    """Arguments of `GpuOperatorSettings` (see the README's configuration reference)."""
+    """Arguments of `GpuOperatorSettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints. Default: `true`."""
@@ -184,7 +184,7 @@ class GpuOperatorSettingsArgs(TypedDict):
 
 
 class StageSecondsArgs(TypedDict):
-    """Arguments of `StageSeconds` (see the README's configuration reference)."""
+    """Arguments of `StageSeconds` (see the configuration reference, docs/reference.md)."""
 
     node_boot: NotRequired[int]
     """Seconds for a new VM to boot and join the cluster. Default: `120`."""
@@ -201,7 +201,7 @@ class StageSecondsArgs(TypedDict):
 
 
 class ColdStartSettingsArgs(TypedDict):
-    """Arguments of `ColdStartSettings` (see the README's configuration reference)."""
+    """Arguments of `ColdStartSettings` (see the configuration reference, docs/reference.md)."""
 
     image_pre_pull: NotRequired[bool]
     """Pre-pull every Triton image on the GPU groups it runs on, overlapping pulls with driver installation. Default: `true`."""
@@ -212,7 +212,7 @@ class ColdStartSettingsArgs(TypedDict):
 
 
 class GatewayTlsArgs(TypedDict):
-    """Arguments of `GatewayTls` (see the README's configuration reference)."""
+    """Arguments of `GatewayTls` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Serve HTTPS on the ingress gateway. Default: `false`."""
@@ -221,7 +221,7 @@ class GatewayTlsArgs(TypedDict):
 
 
 class KialiOpenIdArgs(TypedDict):
-    """Arguments of `KialiOpenId` (see the README's configuration reference)."""
+    """Arguments of `KialiOpenId` (see the configuration reference, docs/reference.md)."""
 
     issuer_uri: str
     """The identity provider's issuer URL (Kiali reads its discovery document)."""
@@ -232,7 +232,7 @@ class KialiOpenIdArgs(TypedDict):
 
 
 class MeshSettingsArgs(TypedDict):
-    """Arguments of `MeshSettings` (see the README's configuration reference)."""
+    """Arguments of `MeshSettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Install Istio (base, istiod, ingress gateway). Default: `true`."""
@@ -253,7 +253,7 @@ class MeshSettingsArgs(TypedDict):
 
 
 class AlertThresholdsArgs(TypedDict):
-    """Arguments of `AlertThresholds` (see the README's configuration reference)."""
+    """Arguments of `AlertThresholds` (see the configuration reference, docs/reference.md)."""
 
     queue_time_ms: NotRequired[float]
     """Average Triton queue time above which the queue-time alert fires, milliseconds (0.001-600000). Default: `100.0`."""
@@ -302,7 +302,7 @@ class PagerDutyReceiverArgs(TypedDict):
 
 
 class AlertReceiverArgs(TypedDict):
-    """Arguments of `AlertReceiver` (see the README's configuration reference)."""
+    """Arguments of `AlertReceiver` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Receiver name (DNS label), referred to by `critical` and `warning`; its secret is `alertReceiverSecrets.<name>`."""
@@ -317,7 +317,7 @@ class AlertReceiverArgs(TypedDict):
 
 
 class AlertingSettingsArgs(TypedDict):
-    """Arguments of `AlertingSettings` (see the README's configuration reference)."""
+    """Arguments of `AlertingSettings` (see the configuration reference, docs/reference.md)."""
 
     receivers: NotRequired[list[AlertReceiverArgs]]
     """Where alerts go: webhook, Slack, e-mail or PagerDuty receivers. With none, Alertmanager keeps every alert to itself (receiver `null`)."""
@@ -330,7 +330,7 @@ class AlertingSettingsArgs(TypedDict):
 
 
 class ObservabilitySettingsArgs(TypedDict):
-    """Arguments of `ObservabilitySettings` (see the README's configuration reference)."""
+    """Arguments of `ObservabilitySettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Install kube-prometheus-stack, prometheus-adapter, Loki, Alloy and Grafana. Default: `true`."""
@@ -349,11 +349,11 @@ class ObservabilitySettingsArgs(TypedDict):
     alerts: NotRequired[AlertThresholdsArgs]
     """Alert thresholds."""
     alerting: NotRequired[AlertingSettingsArgs]
-    """Alertmanager receivers and which severities reach them (README: Routing alerts)."""
+    """Alertmanager receivers and which severities reach them (docs/observability.md: Routing alerts)."""
 
 
 class GrafanaOidcArgs(TypedDict):
-    """Arguments of `GrafanaOidc` (see the README's configuration reference)."""
+    """Arguments of `GrafanaOidc` (see the configuration reference, docs/reference.md)."""
 
     auth_url: str
     """The identity provider's authorization endpoint (Grafana `auth.generic_oauth` `auth_url`)."""
@@ -370,7 +370,7 @@ class GrafanaOidcArgs(TypedDict):
 
 
 class GrafanaUiArgs(TypedDict):
-    """Arguments of `GrafanaUi` (see the README's configuration reference)."""
+    """Arguments of `GrafanaUi` (see the configuration reference, docs/reference.md)."""
 
     host: str
     """Host name Grafana is served on through the ingress gateway."""
@@ -381,14 +381,14 @@ class GrafanaUiArgs(TypedDict):
 
 
 class KialiUiArgs(TypedDict):
-    """Arguments of `KialiUi` (see the README's configuration reference)."""
+    """Arguments of `KialiUi` (see the configuration reference, docs/reference.md)."""
 
     host: str
     """Host name Kiali is served on through the ingress gateway (at `/`; login as `mesh.kialiAuth` says)."""
 
 
 class UiSettingsArgs(TypedDict):
-    """Arguments of `UiSettings` (see the README's configuration reference)."""
+    """Arguments of `UiSettings` (see the configuration reference, docs/reference.md)."""
 
     grafana: NotRequired[GrafanaUiArgs]
     """Serve Grafana on a host of its own (off when unset: reach it with `kubectl port-forward`)."""
@@ -399,7 +399,7 @@ class UiSettingsArgs(TypedDict):
 
 
 class FileShareCacheArgs(TypedDict):
-    """Arguments of `FileShareCache` (see the README's configuration reference)."""
+    """Arguments of `FileShareCache` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["manila", "existing"]]
     """`manila`: create an OpenStack Manila NFS share; `existing`: mount an NFS export that exists. One of: `manila`, `existing`. Default: `manila`."""
@@ -420,7 +420,7 @@ class FileShareCacheArgs(TypedDict):
 
 
 class WeightUploadArgs(TypedDict):
-    """Arguments of `WeightUpload` (see the README's configuration reference)."""
+    """Arguments of `WeightUpload` (see the configuration reference, docs/reference.md)."""
 
     source: str
     """Local model-repository directory (relative to the project) to upload: an existing, readable directory, not a system directory."""
@@ -431,7 +431,7 @@ class WeightUploadArgs(TypedDict):
 
 
 class S3MountArgs(TypedDict):
-    """Arguments of `S3Mount` (see the README's configuration reference)."""
+    """Arguments of `S3Mount` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Install the csi-s3 driver (GeeseFS) and expose the bucket as the claim `model-weights-s3-mount` in each namespace that reads from S3, for readers that want a POSIX path (mount it readOnly; Triton keeps its `s3://` URL). Default: `false`."""
@@ -444,7 +444,7 @@ class S3MountArgs(TypedDict):
 
 
 class S3CacheArgs(TypedDict):
-    """Arguments of `S3Cache` (see the README's configuration reference)."""
+    """Arguments of `S3Cache` (see the configuration reference, docs/reference.md)."""
 
     endpoint: str
     """S3-compatible endpoint URL, e.g. https://s3.example.cloud (credentials: secret keys `inference-platform:s3AccessKeyId` and `s3SecretAccessKey`)."""
@@ -467,7 +467,7 @@ class S3CacheArgs(TypedDict):
 
 
 class WeightCacheSettingsArgs(TypedDict):
-    """Arguments of `WeightCacheSettings` (see the README's configuration reference)."""
+    """Arguments of `WeightCacheSettings` (see the configuration reference, docs/reference.md)."""
 
     file_share: NotRequired[FileShareCacheArgs]
     """NFS file share mounted read-only into every replica that uses it."""
@@ -476,7 +476,7 @@ class WeightCacheSettingsArgs(TypedDict):
 
 
 class JwtAuthArgs(TypedDict):
-    """Arguments of `JwtAuth` (see the README's configuration reference)."""
+    """Arguments of `JwtAuth` (see the configuration reference, docs/reference.md)."""
 
     issuer: str
     """Token issuer (`iss`)."""
@@ -487,7 +487,7 @@ class JwtAuthArgs(TypedDict):
 
 
 class AuthSettingsArgs(TypedDict):
-    """Arguments of `AuthSettings` (see the README's configuration reference)."""
+    """Arguments of `AuthSettings` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["basic", "jwt", "none"]]
     """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only). One of: `basic`, `jwt`, `none`. Default: `basic`."""
@@ -498,7 +498,7 @@ class AuthSettingsArgs(TypedDict):
 
 
 class AutoscalingArgs(TypedDict):
-    """Arguments of `Autoscaling` (see the README's configuration reference)."""
+    """Arguments of `Autoscaling` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Scale each version with an HPA on Triton's average queue time and its backlog of waiting requests. Default: `true`."""
@@ -517,7 +517,7 @@ class AutoscalingArgs(TypedDict):
 
 
 class RetriesArgs(TypedDict):
-    """Arguments of `Retries` (see the README's configuration reference)."""
+    """Arguments of `Retries` (see the configuration reference, docs/reference.md)."""
 
     attempts: NotRequired[int]
     """Retries per request after the first try (0 disables retries: Istio then sets no retry policy at all, rather than its own default of 2 retries). Default: `2`."""
@@ -528,7 +528,7 @@ class RetriesArgs(TypedDict):
 
 
 class MirrorArgs(TypedDict):
-    """Arguments of `Mirror` (see the README's configuration reference)."""
+    """Arguments of `Mirror` (see the configuration reference, docs/reference.md)."""
 
     version: str
     """Version that receives a copy of live traffic (its responses are discarded)."""
@@ -537,7 +537,7 @@ class MirrorArgs(TypedDict):
 
 
 class ModelRepositoryArgs(TypedDict):
-    """Arguments of `ModelRepository` (see the README's configuration reference)."""
+    """Arguments of `ModelRepository` (see the configuration reference, docs/reference.md)."""
 
     cache: Literal["fileShare", "s3"]
     """Weight cache holding the model repository. One of: `fileShare`, `s3`."""
@@ -546,7 +546,7 @@ class ModelRepositoryArgs(TypedDict):
 
 
 class GpuRequestArgs(TypedDict):
-    """Arguments of `GpuRequest` (see the README's configuration reference)."""
+    """Arguments of `GpuRequest` (see the configuration reference, docs/reference.md)."""
 
     group: str
     """GPU node group the version runs on."""
@@ -557,7 +557,7 @@ class GpuRequestArgs(TypedDict):
 
 
 class ResourcesArgs(TypedDict):
-    """Arguments of `Resources` (see the README's configuration reference)."""
+    """Arguments of `Resources` (see the configuration reference, docs/reference.md)."""
 
     cpu: NotRequired[str]
     """CPU request per replica. Default: `4`."""
@@ -572,7 +572,7 @@ class ResourcesArgs(TypedDict):
 
 
 class ModelControlArgs(TypedDict):
-    """Arguments of `ModelControl` (see the README's configuration reference)."""
+    """Arguments of `ModelControl` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["none", "poll", "explicit"]]
     """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`. One of: `none`, `poll`, `explicit`. Default: `none`."""
@@ -583,7 +583,7 @@ class ModelControlArgs(TypedDict):
 
 
 class TuningConstraintsArgs(TypedDict):
-    """Arguments of `TuningConstraints` (see the README's configuration reference)."""
+    """Arguments of `TuningConstraints` (see the configuration reference, docs/reference.md)."""
 
     latency_p99_ms: NotRequired[float]
     """Latency budget: configurations whose p99 latency exceeds it (milliseconds) are not kept."""
@@ -594,7 +594,7 @@ class TuningConstraintsArgs(TypedDict):
 
 
 class TuningSearchArgs(TypedDict):
-    """Arguments of `TuningSearch` (see the README's configuration reference)."""
+    """Arguments of `TuningSearch` (see the configuration reference, docs/reference.md)."""
 
     max_instance_count: NotRequired[int]
     """Most model instances per GPU a configuration may have. Default: `5`."""
@@ -605,7 +605,7 @@ class TuningSearchArgs(TypedDict):
 
 
 class TuningArgs(TypedDict):
-    """Arguments of `Tuning` (see the README's configuration reference)."""
+    """Arguments of `Tuning` (see the configuration reference, docs/reference.md)."""
 
     objectives: NotRequired[dict[str, int]]
     """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
@@ -626,7 +626,7 @@ class TuningArgs(TypedDict):
 
 
 class VersionArgs(TypedDict):
-    """Arguments of `Version` (see the README's configuration reference)."""
+    """Arguments of `Version` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Version name (DNS label): the pods' `version` label and the Istio subset."""
@@ -647,7 +647,7 @@ class VersionArgs(TypedDict):
     startup_budget_seconds: NotRequired[int]
     """How long the startup probe waits for readiness before restarting the pod. Default: `900`."""
     server_args: NotRequired[dict[str, Any]]
-    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (README "Graceful shutdown")."""
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (docs/serving.md: Graceful shutdown)."""
     model_config_name: NotRequired[str]
     """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
     replicas: NotRequired[int]
@@ -655,13 +655,13 @@ class VersionArgs(TypedDict):
     autoscaling: NotRequired[AutoscalingArgs]
     """Autoscaling of this version (default: the service's)."""
     tuning: NotRequired[TuningArgs]
-    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (README "Tuning a model")."""
+    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
     llm_backend: NotRequired[Literal["tensorrtllm", "vllm"]]
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
 
 
 class TuningGoalsArgs(TypedDict):
-    """Arguments of `TuningGoals` (see the README's configuration reference)."""
+    """Arguments of `TuningGoals` (see the configuration reference, docs/reference.md)."""
 
     objectives: NotRequired[dict[str, int]]
     """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
@@ -674,7 +674,7 @@ class TuningGoalsArgs(TypedDict):
 
 
 class ServicePipelineArgs(TypedDict):
-    """Arguments of `ServicePipeline` (see the README's configuration reference)."""
+    """Arguments of `ServicePipeline` (see the configuration reference, docs/reference.md)."""
 
     base_version: str
     """The version a new one is built for and copies: its Triton release (image), GPU group and share, weight cache."""
@@ -695,12 +695,12 @@ class ServicePipelineArgs(TypedDict):
 
 
 class ServiceArgs(TypedDict):
-    """Arguments of `Service` (see the README's configuration reference)."""
+    """Arguments of `Service` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Service name (DNS label): the Kubernetes Service and, by default, the namespace."""
     namespace: NotRequired[str]
-    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (see README)."""
+    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (docs/reference.md: Reserved namespaces)."""
     hosts: list[str]
     """Host names served through the customer Gateway (no wildcards)."""
     auth: NotRequired[AuthSettingsArgs]
@@ -710,7 +710,7 @@ class ServiceArgs(TypedDict):
     timeout_seconds: NotRequired[float]
     """Request timeout at the mesh, seconds (0.001-3600): the longest a request may take, all retries included. Triton's exit timeout and the pods' termination grace period follow it, so a rollout or scale-down lets requests of this length finish. Default: `60`."""
     retries: NotRequired[RetriesArgs]
-    """Retries at the mesh (see README "Timeouts and retries")."""
+    """Retries at the mesh (docs/serving.md: Timeouts and retries)."""
     mirror: NotRequired[MirrorArgs]
     """Copy a share of live traffic to a shadow version."""
     versions: list[VersionArgs]
@@ -720,7 +720,7 @@ class ServiceArgs(TypedDict):
 
 
 class GraphTensorArgs(TypedDict):
-    """Arguments of `GraphTensor` (see the README's configuration reference)."""
+    """Arguments of `GraphTensor` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Tensor name, as the graph's callers send or receive it."""
@@ -731,7 +731,7 @@ class GraphTensorArgs(TypedDict):
 
 
 class ReplicaRangeArgs(TypedDict):
-    """Arguments of `ReplicaRange` (see the README's configuration reference)."""
+    """Arguments of `ReplicaRange` (see the configuration reference, docs/reference.md)."""
 
     min: NotRequired[int]
     """Fewest replicas (each holds the step's GPU share). Default: `1`."""
@@ -740,7 +740,7 @@ class ReplicaRangeArgs(TypedDict):
 
 
 class GraphStepArgs(TypedDict):
-    """Arguments of `GraphStep` (see the README's configuration reference)."""
+    """Arguments of `GraphStep` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Step name (DNS label): names its Ray worker group and Serve deployment."""
@@ -763,7 +763,7 @@ class GraphStepArgs(TypedDict):
 
 
 class GraphArgs(TypedDict):
-    """Arguments of `Graph` (see the README's configuration reference)."""
+    """Arguments of `Graph` (see the configuration reference, docs/reference.md)."""
 
     name: str
     """Graph name (DNS label): names its Kubernetes objects, and the ensemble model with `placement: ensemble`."""
@@ -786,7 +786,7 @@ class GraphArgs(TypedDict):
 
 
 class BatchingPresetArgs(TypedDict):
-    """Arguments of `BatchingPreset` (see the README's configuration reference)."""
+    """Arguments of `BatchingPreset` (see the configuration reference, docs/reference.md)."""
 
     max_batch_size: NotRequired[int]
     """The model's max_batch_size in the variant (default: the model's own; dynamic batching of a model whose own is 0 needs one here)."""
@@ -803,21 +803,21 @@ class BatchingPresetArgs(TypedDict):
 
 
 class ModelPipelineSettingsArgs(TypedDict):
-    """Arguments of `ModelPipelineSettings` (see the README's configuration reference)."""
+    """Arguments of `ModelPipelineSettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
-    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (README "Tuning a model"). Default: `false`."""
+    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (docs/tuning.md). Default: `false`."""
 
 
 class PolicySettingsArgs(TypedDict):
-    """Arguments of `PolicySettings` (see the README's configuration reference)."""
+    """Arguments of `PolicySettings` (see the configuration reference, docs/reference.md)."""
 
     enforcement: NotRequired[dict[str, Literal["mandatory", "advisory", "disabled"]]]
-    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list. One of: `mandatory`, `advisory`, `disabled`."""
+    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the policy list of docs/policies.md. One of: `mandatory`, `advisory`, `disabled`."""
 
 
 class InferencePlatformArgs(TypedDict):
-    """Arguments of `Settings` (see the README's configuration reference)."""
+    """Arguments of `Settings` (see the configuration reference, docs/reference.md)."""
 
     customer: str
     """Customer name (DNS label)."""
@@ -836,17 +836,17 @@ class InferencePlatformArgs(TypedDict):
     observability: NotRequired[ObservabilitySettingsArgs]
     """Prometheus, prometheus-adapter, Loki, Alloy and Grafana."""
     ui: NotRequired[UiSettingsArgs]
-    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (see README: Reaching the UIs)."""
+    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (docs/observability.md: Reaching the UIs)."""
     weight_caches: NotRequired[WeightCacheSettingsArgs]
     """Caches of model weights."""
     services: NotRequired[list[ServiceArgs]]
     """Triton inference services."""
     graphs: NotRequired[list[GraphArgs]]
-    """Inference graphs: chains of Triton models (see README: Inference graphs)."""
+    """Inference graphs: chains of Triton models (docs/graphs.md)."""
     tuning_presets: NotRequired[dict[str, BatchingPresetArgs]]
-    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (README "Tuning a model")."""
+    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (docs/tuning.md)."""
     model_pipeline: NotRequired[ModelPipelineSettingsArgs]
-    """Argo Workflows for the model pipeline (README "Tuning a model")."""
+    """Argo Workflows for the model pipeline (docs/tuning.md)."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: NotRequired[str]
@@ -1057,7 +1057,7 @@ class TritonServiceArgs(TypedDict):
     mesh: NotRequired[MeshRefArgs]
     """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
     tuning_priority_class: NotRequired[pulumi.Input[str]]
-    """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (README "Tuning a model")."""
+    """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
     model_configs: NotRequired[dict[str, str]]
     """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 

@@ -138,21 +138,17 @@ def cmd_diff(args) -> int:
 
 
 def cmd_docs(args) -> int:
-    """The README's generated sections and components/args.py, from the settings and input models."""
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    updated = docs.update_readme(text)
-    args_text = args_codegen.generate()
+    """The documentation's generated parts and components/args.py, from the settings and input models."""
+    wanted = {ROOT / page: docs.update_page(page, (ROOT / page).read_text()) for page in docs.GENERATED_PAGES}
+    wanted[args_codegen.ARGS_FILE] = args_codegen.generate()
     if args.check:
-        stale = [name for name, now, want in (("README.md generated sections", text, updated),
-                                               ("components/args.py", args_codegen.ARGS_FILE.read_text(), args_text))
-                 if now != want]
+        stale = [str(path.relative_to(ROOT)) for path, text in wanted.items() if path.read_text() != text]
         if stale:
-            print(f"{' and '.join(stale)} out of date: run python -m platformctl docs", file=sys.stderr)
+            print(f"{', '.join(stale)} out of date: run python -m platformctl docs", file=sys.stderr)
             return 1
         return 0
-    write_text(readme, updated)
-    write_text(args_codegen.ARGS_FILE, args_text)
+    for path, text in wanted.items():
+        write_text(path, text)
     return 0
 
 
@@ -254,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--output", choices=("text", "json"), default="text", help="json: the stable shape of docs/diff.md, for CI")
     d.add_argument(CHANGED_FLAG, action="store_true", help="read a saved plan whose recorded stack file changed since")
     d.set_defaults(func=cmd_diff)
-    r = sub.add_parser("docs", help="regenerate the README configuration reference and OS support table")
-    r.add_argument("--check", action="store_true", help="fail when the README is out of date")
+    r = sub.add_parser("docs", help="regenerate the configuration reference, OS support and hardening tables in docs/, and components/args.py")
+    r.add_argument("--check", action="store_true", help="fail when a generated part is out of date")
     r.set_defaults(func=cmd_docs)
     pol = sub.add_parser("policy", help="run the policy pack over a stack's offline plan; exit 1 on a mandatory violation")
     pol.add_argument("stack")

@@ -112,7 +112,7 @@ class _Writer:
         lines = [f"class {_args_name(model)}(TypedDict):"]
         doc = (model.__doc__ or "").strip()
         if not doc or doc.startswith("Usage docs") or model.__doc__ is BaseModel.__doc__:
-            doc = f"Arguments of `{model.__name__}` (see the README's configuration reference)."
+            doc = f"Arguments of `{model.__name__}` (see the configuration reference, docs/reference.md)."
         lines.append(f'    """{doc}"""')
         lines.append("")
         for name, field in model.model_fields.items():

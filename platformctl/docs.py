@@ -120,8 +120,17 @@ def _between(text: str, begin: str, end: str, body: str) -> str:
     return text[:start] + "\n" + body + text[stop:]
 
 
-def update_readme(text: str) -> str:
-    """The README with its generated parts (configuration reference, OS support table, the
-    recorded checkov exceptions) renewed."""
-    text = _between(_between(text, BEGIN, END, reference()), OS_BEGIN, OS_END, os_support())
-    return _between(text, HARDENING_BEGIN, HARDENING_END, hardening.reference())
+# The documentation pages holding generated parts: page (relative to the repository), and per part
+# its markers and the function that writes it.
+GENERATED_PAGES = {
+    "docs/reference.md": ((BEGIN, END, reference),),
+    "docs/gpu.md": ((OS_BEGIN, OS_END, os_support),),
+    "docs/policies.md": ((HARDENING_BEGIN, HARDENING_END, hardening.reference),),
+}
+
+
+def update_page(page: str, text: str) -> str:
+    """A documentation page with its generated parts renewed."""
+    for begin, end, body in GENERATED_PAGES[page]:
+        text = _between(text, begin, end, body())
+    return text

@@ -24,7 +24,7 @@ from inference_platform.settings.component_args import validated
 _AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
 # The default group's bounds are cluster labels, and a change of the cluster's labels is a new
 # cluster: they count at creation only. Later, `openstack coe nodegroup update <cluster>
-# default-worker replace max_node_count=<n>` changes them (README, "Magnum drivers").
+# default-worker replace max_node_count=<n>` changes them (docs/cluster.md, "Magnum drivers").
 _DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(
     ignore_changes=["node_count", 'labels["min_node_count"]', 'labels["max_node_count"]'])
 

@@ -51,7 +51,7 @@ class TritonServiceInputs(Model):
     mesh: MeshRef = MeshRef()
     """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
     tuning_priority_class: Optional[NameInput] = None
-    """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (README "Tuning a model")."""
+    """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
     model_configs: dict[TritonModelName, ModelConfigText] = {}
     """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 

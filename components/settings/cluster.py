@@ -88,7 +88,7 @@ class NodeGroup(Model):
     image: Optional[Text] = None
     """Magnum only: Glance image of the group's nodes (default: the cluster template's image)."""
     os: Optional[OsId] = None
-    """OS of the group's nodes, which decides the GPU driver modes that work (README: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`)."""
+    """OS of the group's nodes, which decides the GPU driver modes that work (docs/gpu.md: OS and GPU driver mode). Mode `magnum`: default the template's `os`; required with `image` on a GPU group. Mode `existing`: required on GPU groups while the GPU operator installs the driver (driver mode `precompiled` or `compiled`)."""
     min_nodes: int = Field(default=1, ge=0, le=1000)
     """Fewest nodes the cluster autoscaler keeps."""
     max_nodes: int = Field(default=1, ge=1, le=1000)
@@ -141,7 +141,7 @@ class MagnumTemplate(Model):
     image: Text = "ubuntu-24.04"
     """Glance image of the cluster's nodes, by the cloud's name for it: an image with the Kubernetes of kubernetesVersion and the `os_distro` property the driver selects on (`ubuntu`, `debian`, `rockylinux`, `flatcar` or `fedora-coreos`). Set `os` to what it is."""
     os: OsId = "ubuntu-24.04"
-    """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (README: OS and GPU driver mode)."""
+    """OS of `image` (the platform cannot read it from the image, so it must describe the image): one the Magnum driver boots, and the default OS of every node group (docs/gpu.md: OS and GPU driver mode)."""
     external_network_id: Text = "public"
     """External network for floating IPs and load balancers."""
     master_flavor: Text = "m1.large"

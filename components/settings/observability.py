@@ -116,4 +116,4 @@ class ObservabilitySettings(Model):
     alerts: AlertThresholds = AlertThresholds()
     """Alert thresholds."""
     alerting: AlertingSettings = AlertingSettings()
-    """Alertmanager receivers and which severities reach them (README: Routing alerts)."""
+    """Alertmanager receivers and which severities reach them (docs/observability.md: Routing alerts)."""

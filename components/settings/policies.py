@@ -46,7 +46,7 @@ ENFORCEMENT_LEVELS: tuple[str, ...] = get_args(EnforcementLevel)
 
 class PolicySettings(Model):
     enforcement: dict[str, EnforcementLevel] = {}
-    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the README's policy list."""
+    """Per-policy enforcement override for this stack, e.g. `{triton-probes: advisory}`; names as in the policy list of docs/policies.md."""
 
     @field_validator("enforcement")
     @classmethod

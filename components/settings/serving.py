@@ -185,7 +185,7 @@ class Version(Model):
     startup_budget_seconds: int = Field(default=900, ge=30, le=7200)
     """How long the startup probe waits for readiness before restarting the pod."""
     server_args: Annotated[dict[str, FlagValue], BeforeValidator(_flag_values_as_text)] = {}
-    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (README "Graceful shutdown")."""
+    """Extra Triton server flags without the leading `--`, e.g. `{log-verbose: "1"}`; only flags the platform does not set itself are allowed (see TRITON_SERVER_FLAGS), each value in that flag's grammar (integer, true/false, a choice, or one printable token). Flags Triton accepts several times (backend-config, metrics-config, cache-config, trace-config, rate-limit-resource, host-policy, model-load-gpu-limit, cuda-memory-pool-byte-size) take a list, rendered as one `--flag=value` per item in order. `exit-timeout-secs` may only raise the platform's value, the service's timeoutSeconds (docs/serving.md: Graceful shutdown)."""
     model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")
     """Tuned config variant, Triton's `--model-config-name` (from the model's `configs/` folder)."""
     replicas: int = Field(default=1, ge=0, le=1000)
@@ -193,7 +193,7 @@ class Version(Model):
     autoscaling: Optional[Autoscaling] = None
     """Autoscaling of this version (default: the service's)."""
     tuning: Optional[Tuning] = None
-    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (README "Tuning a model")."""
+    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
     llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
 
@@ -220,7 +220,7 @@ class Service(Model):
     name: ShortName
     """Service name (DNS label): the Kubernetes Service and, by default, the namespace."""
     namespace: Optional[DnsLabel] = None
-    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (see README)."""
+    """Namespace (default: the service name); services may share one. Not a system namespace (`default`, `kube-*`) nor one the platform creates (docs/reference.md: Reserved namespaces)."""
     hosts: list[Host] = Field(min_length=1)
     """Host names served through the customer Gateway (no wildcards)."""
     auth: AuthSettings = AuthSettings()
@@ -230,7 +230,7 @@ class Service(Model):
     timeout_seconds: Number = Field(default=60, ge=0.001, le=3600)
     """Request timeout at the mesh, seconds (0.001-3600): the longest a request may take, all retries included. Triton's exit timeout and the pods' termination grace period follow it, so a rollout or scale-down lets requests of this length finish."""
     retries: Retries = Retries()
-    """Retries at the mesh (see README "Timeouts and retries")."""
+    """Retries at the mesh (docs/serving.md: Timeouts and retries)."""
     mirror: Optional[Mirror] = None
     """Copy a share of live traffic to a shadow version."""
     versions: list[Version] = Field(min_length=1)

@@ -38,17 +38,17 @@ class Settings(Model):
     observability: ObservabilitySettings = ObservabilitySettings()
     """Prometheus, prometheus-adapter, Loki, Alloy and Grafana."""
     ui: UiSettings = UiSettings()
-    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (see README: Reaching the UIs)."""
+    """Hosts on which Grafana and Kiali reach their users through the ingress gateway (docs/observability.md: Reaching the UIs)."""
     weight_caches: WeightCacheSettings = WeightCacheSettings()
     """Caches of model weights."""
     services: list[Service] = []
     """Triton inference services."""
     graphs: list[Graph] = []
-    """Inference graphs: chains of Triton models (see README: Inference graphs)."""
+    """Inference graphs: chains of Triton models (docs/graphs.md)."""
     tuning_presets: dict[PresetName, BatchingPreset] = {}
-    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (README "Tuning a model")."""
+    """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (docs/tuning.md)."""
     model_pipeline: ModelPipelineSettings = ModelPipelineSettings()
-    """Argo Workflows for the model pipeline (README "Tuning a model")."""
+    """Argo Workflows for the model pipeline (docs/tuning.md)."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None

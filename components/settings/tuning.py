@@ -128,7 +128,7 @@ class ServicePipeline(Model):
 
 class ModelPipelineSettings(Model):
     enabled: bool = False
-    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (README "Tuning a model")."""
+    """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (docs/tuning.md)."""
 
 
 def unknown_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[KeyPath, str]]:

@@ -343,7 +343,7 @@ def pipeline_name(service: Service) -> str:
 def tools_name(service: Service, data: dict[str, str]) -> str:
     """The ConfigMap of a pipeline's tools and configs, named by its content: a change makes a
     new one, which the template names, and removes the old one, which a workflow still running
-    would mount in its later steps (README: change a pipeline between runs)."""
+    would mount in its later steps (docs/tuning.md: change a pipeline between runs)."""
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
     return f"{pipeline_name(service)}-{digest}"
 

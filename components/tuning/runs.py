@@ -364,7 +364,7 @@ def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, ver
         metadata={
             "name": run_name, "namespace": ns, "labels": labels,
             "annotations": {
-                # A run takes hours; `pulumi up` does not wait for it (README "Tuning a model").
+                # A run takes hours; `pulumi up` does not wait for it (docs/tuning.md).
                 **SKIP_AWAIT,
                 # A replaced run's pods go with it, not left holding a GPU.
                 "pulumi.com/deletionPropagationPolicy": "background",

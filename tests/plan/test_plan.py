@@ -131,7 +131,7 @@ def test_children_are_parented_to_components():
         assert r.parent in urns or r.type == "inference-platform:index:InferencePlatform", r.urn
 
 
-def test_readme_configuration_reference_is_current_and_complete():
+def test_configuration_reference_and_generated_docs_are_current_and_complete():
     from platformctl import docs
 
     assert docs.undocumented() == []
