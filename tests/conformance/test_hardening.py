@@ -126,7 +126,7 @@ def test_objects_fail_without_their_recorded_skips_or_hardening(tmp_path):
         return {check for check, name in failed if name == doc["metadata"]["name"] and check.startswith("CKV_K8S")}
 
     assert failed_of(placeholder) == {e.check for e in hardening.exemptions(hardening.PLACEHOLDER)}
-    triton_recorded = {e.check for e in hardening.exemptions(*hardening.triton_workloads(cpu_limit=False, s3=False))}
+    triton_recorded = {e.check for e in hardening.exemptions(*hardening.triton_workloads(cpu_limit=False))}
     assert failed_of(triton) == triton_recorded
     assert failed_of(softened) == {"CKV_K8S_38", "CKV_K8S_22"}  # skips kept: only the lost hardening fails
 
