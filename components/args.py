@@ -575,7 +575,7 @@ class ModelControlArgs(TypedDict):
     """Arguments of `ModelControl` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["none", "poll", "explicit"]]
-    """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`. One of: `none`, `poll`, `explicit`. Default: `none`."""
+    """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`. In every mode Triton's model-control API is closed to clients (only the service's admin key, in the Secret `<service>-triton-admin-key`, opens it). One of: `none`, `poll`, `explicit`. Default: `none`."""
     load: NotRequired[list[str]]
     """Models to load, mode `explicit` only (model directory names)."""
     poll_seconds: NotRequired[int]

@@ -53,12 +53,16 @@ WORKLOADS: dict[str, Workload] = {
                                 "driver installs; Always would ask the registry at every start and slow cold starts"),
         Exemption("CKV_K8S_40", "tritonserver images run as their triton-server user (uid 1000) that owns the "
                                 "server files; no user above 10000 exists in the image"),
+        Exemption("CKV_K8S_35", "Triton takes the admin key that closes its control APIs only on its command line, "
+                                "which Kubernetes fills from an environment variable ($(TRITON_ADMIN_KEY)); on the S3 "
+                                "cache Triton also reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from its "
+                                "environment (triton core s3.h). Both come from Secrets, never literals"),
     )),
     TRITON_NO_CPU_LIMIT: Workload("Triton Deployments of versions without `resources.cpuLimit`", (
         Exemption("CKV_K8S_11", "no CPU limit on GPU pods on purpose: CFS throttling stalls feeding the GPU and "
                                 "adds latency; the request reserves the CPU and resources.cpuLimit sets a limit"),
     )),
-    TRITON_S3: Workload("Triton Deployments reading their model repository from the S3 cache", (
+    TRITON_S3: Workload("Model Analyzer Jobs of versions reading their model repository from the S3 cache", (
         Exemption("CKV_K8S_35", "Triton's S3 repository reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from "
                                 "its environment (triton core s3.h); they come from the weights Secret, never literals"),
     )),
@@ -114,15 +118,17 @@ def skip_annotations(*workloads: str) -> dict[str, str]:
             for i, e in enumerate(exemptions(*workloads), start=1)}
 
 
-def triton_workloads(cpu_limit: bool, s3: bool) -> tuple[str, ...]:
-    """What a Triton Deployment is exempt as: always Triton, plus per its settings."""
-    return (TRITON,) + (() if cpu_limit else (TRITON_NO_CPU_LIMIT,)) + ((TRITON_S3,) if s3 else ())
+def triton_workloads(cpu_limit: bool) -> tuple[str, ...]:
+    """What a Triton Deployment is exempt as: always Triton (its secrets from the environment,
+    the S3 credentials among them), plus per its CPU limit."""
+    return (TRITON,) + (() if cpu_limit else (TRITON_NO_CPU_LIMIT,))
 
 
 def tuning_workloads(version) -> tuple[str, ...]:
     """What a version's tuning Job is exempt as: its Triton server is the version's, with the
-    version's CPU limit and S3 credentials."""
-    return (TUNING,) + triton_workloads(bool(version.resources.cpu_limit), version.model_repository.cache == "s3")[1:]
+    version's CPU limit and S3 credentials (and no admin key: triton_server.analysis_server)."""
+    return ((TUNING,) + triton_workloads(bool(version.resources.cpu_limit))[1:]
+            + ((TRITON_S3,) if version.model_repository.cache == "s3" else ()))
 
 
 def reference() -> str:

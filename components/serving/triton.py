@@ -2,7 +2,9 @@
 
 Per service: ServiceAccount, Service (http 8000, grpc 8001, http-metrics 8002),
 DestinationRule (a subset per version), VirtualService (weights, mirror, auth),
-PeerAuthentication, AuthorizationPolicy, NetworkPolicy, PodMonitor.
+PeerAuthentication, AuthorizationPolicy, NetworkPolicy, PodMonitor, and the admin key
+that closes Triton's control APIs (triton_api.py; the routes and the policy open only
+inference, health and metadata).
 Per version: a Deployment named `<service>-<version>`, an HPA on Triton's queue time,
 a PDB when more than one replica must stay up.
 
@@ -25,6 +27,7 @@ from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from inference_platform.args import TritonServiceArgs
 from inference_platform.core import hardening
@@ -42,6 +45,16 @@ from inference_platform.observability.metrics import (
 )
 from inference_platform.serving.inputs import TritonServiceInputs
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
+from inference_platform.serving.triton_api import (
+    ADMIN_KEY_SECRET_KEY,
+    CLOSED_MODEL_PATHS,
+    OPEN_GRPC_METHODS,
+    OPEN_GRPC_PATH_REGEX,
+    OPEN_HTTP_PATH_REGEX,
+    admin_key_env,
+    admin_key_secret_name,
+    open_http_policy_paths,
+)
 from inference_platform.serving.triton_server import (
     GRPC_PORT,
     HTTP_PORT,
@@ -141,9 +154,11 @@ def deployment_spec(
     mount_path: str,
     progress_deadline_seconds: Optional[int] = None,
     model_configs: Optional[tuple[dict, list[dict]]] = None,
+    admin_key_secret: Optional[pulumi.Input[str]] = None,
 ) -> dict:
     """A version's Deployment spec; `model_configs` is the platform's configs' volume and
-    mounts (model_configs_volume)."""
+    mounts (model_configs_volume); `admin_key_secret` the name of the service's admin-key
+    Secret (admin_key_secret_name), as the Secret's output where the Deployment must wait for it."""
     labels = pod_labels(service, version)
     selector = {"app": service.name, "version": version.name}
     sched = gpu_scheduling(group, version.gpu.count, version.gpu.mig_profile)
@@ -163,6 +178,9 @@ def deployment_spec(
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
             {"name": "http-metrics", "containerPort": TRITON_METRICS_PORT, "protocol": "TCP"},
         ],
+        # The restriction flags' key: an unset variable would leave `$(TRITON_ADMIN_KEY)` itself
+        # as the key, so the variable is always there (and the pod does not start without it).
+        "env": [admin_key_env(admin_key_secret if admin_key_secret is not None else admin_key_secret_name(service.name))],
         "resources": container_resources(version.resources, version.gpu, group),
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
@@ -270,6 +288,15 @@ def retry_policy(service: Service) -> dict:
     return policy
 
 
+def _not_found(name: str, match: Optional[list[dict]]) -> dict:
+    """A route that answers 404 itself: Triton never sees the request."""
+    rule: dict = {"name": name}
+    if match:
+        rule["match"] = match
+    rule["directResponse"] = {"status": 404, "body": {"string": "Not Found\n"}}
+    return rule
+
+
 def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
     """A route splitting traffic by weight; versions at weight 0 get no route entry."""
     rule: dict = {"name": name}
@@ -287,27 +314,38 @@ def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
 
 
 def virtual_service_spec(service: Service, gateway: str, authorization: Optional[pulumi.Input[str]]) -> dict:
-    """Routes for gRPC and HTTP; with Basic Auth only requests carrying the credentials are forwarded.
+    """Routes for gRPC and HTTP that forward only Triton's inference, health and metadata paths
+    (triton_api.py); any other path gets 404 from the gateway. With Basic Auth only requests
+    carrying the credentials are forwarded, and one without them gets 401.
 
     `authorization` (the expected Authorization header) stays a secret leaf inside the spec.
     """
     auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
-    grpc_match = [{"headers": {**auth, "content-type": {"prefix": "application/grpc"}}}]
-    http_match = [{"headers": auth}] if auth else []
-    http = [_forward(service, "grpc", GRPC_PORT, grpc_match), _forward(service, "http", HTTP_PORT, http_match)]
+    headers = {"headers": auth} if auth else {}
+    grpc_match = [{"uri": {"regex": OPEN_GRPC_PATH_REGEX},
+                   "headers": {**auth, "content-type": {"prefix": "application/grpc"}}}]
+    http_match = [{"uri": {"regex": OPEN_HTTP_PATH_REGEX}, **headers}]
+    closed_match = [{"uri": {"exact": path}, **headers} for path in CLOSED_MODEL_PATHS]
+    http = [_forward(service, "grpc", GRPC_PORT, grpc_match),
+            _not_found("closed", closed_match),
+            _forward(service, "http", HTTP_PORT, http_match),
+            _not_found("not-found", [headers] if headers else None)]
     if authorization is not None:
         http.append(unauthorized_route(service.auth.realm or service.name))
     return {"hosts": list(service.hosts), "gateways": [gateway], "http": http}
 
 
 def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
-    """Only the ingress gateway may call Triton; metrics stay reachable for Prometheus."""
+    """Only the ingress gateway may call Triton, and only its inference, health and metadata
+    paths and gRPC methods (triton_api.py); metrics stay reachable for Prometheus."""
+    source = [{"source": ingress_source(service.auth, ingress_principal)}]
+    http = {"ports": [str(HTTP_PORT)], "paths": open_http_policy_paths(), "notPaths": list(CLOSED_MODEL_PATHS)}
     return {
         "selector": {"matchLabels": {"app": service.name}},
         "action": "ALLOW",
         "rules": [
-            {"from": [{"source": ingress_source(service.auth, ingress_principal)}],
-             "to": [{"operation": {"ports": [str(HTTP_PORT), str(GRPC_PORT)]}}]},
+            {"from": source, "to": [{"operation": http}]},
+            {"from": source, "to": [{"operation": {"ports": [str(GRPC_PORT)], "paths": list(OPEN_GRPC_METHODS)}}]},
             {"to": [{"operation": {"ports": [str(TRITON_METRICS_PORT)]}}]},
         ],
     }
@@ -382,11 +420,23 @@ class TritonService(pulumi.ComponentResource):
             # The name as an output: each Deployment waits for the ConfigMap it mounts.
             configs_volume = model_configs_volume(list(a.model_configs), config_map.metadata["name"])
 
+        # The key that opens Triton's closed API categories: only the platform knows it
+        # (triton_api.restriction_flags). Whoever must call those APIs reads it from the Secret.
+        admin_key = random.RandomPassword(f"{name}-admin-key", length=32, special=False,
+                                          opts=pulumi.ResourceOptions(parent=self))
+        admin_secret = k8s.core.v1.Secret(
+            f"{name}-admin-key",
+            metadata={"name": admin_key_secret_name(service.name), "namespace": ns, "labels": labels},
+            type="Opaque",
+            string_data={ADMIN_KEY_SECRET_KEY: admin_key.result},
+            opts=resource_opts(self),
+        )
+
         groups = {g.name: g for g in a.gpu_groups}
         estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
         for version in service.versions:
             self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
-                                  configs_volume)
+                                  configs_volume, admin_secret.metadata["name"])
 
         authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
 
@@ -432,7 +482,8 @@ class TritonService(pulumi.ComponentResource):
         )
 
     def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
-                         estimate: GroupEstimate, sa, model_configs: Optional[tuple[dict, list[dict]]]):
+                         estimate: GroupEstimate, sa, model_configs: Optional[tuple[dict, list[dict]]],
+                         admin_key_secret: pulumi.Input[str]):
         service, weights = a.service, a.weights
         scaling = version.autoscaling or service.autoscaling
         repo = version.model_repository
@@ -452,7 +503,7 @@ class TritonService(pulumi.ComponentResource):
                 "namespace": service.k8s_namespace,
                 "labels": pod_labels(service, version),
                 "annotations": hardening.skip_annotations(
-                    *hardening.triton_workloads(cpu_limit=bool(version.resources.cpu_limit), s3=repo.cache == "s3")
+                    *hardening.triton_workloads(cpu_limit=bool(version.resources.cpu_limit))
                 ),
             },
             spec=deployment_spec(
@@ -467,6 +518,7 @@ class TritonService(pulumi.ComponentResource):
                 mount_path=weights.mount_path,
                 progress_deadline_seconds=wait_seconds(budget.create_seconds) if budget.create_seconds else None,
                 model_configs=model_configs,
+                admin_key_secret=admin_key_secret,
             ),
             # The weights' claim or Secret, the GPU operator: among what the component waits for.
             opts=pulumi.ResourceOptions.merge(resource_opts(self), rollout),

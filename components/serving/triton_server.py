@@ -12,6 +12,7 @@ import pulumi
 from inference_platform.core.common import restricted_security_context
 from inference_platform.gpu.profiles import container_resources
 from inference_platform.observability.metrics import TRITON_METRICS_PORT
+from inference_platform.serving.triton_api import restriction_flags
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.serving import Version
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG
@@ -70,13 +71,16 @@ def for_repository(repository: pulumi.Input[str], args: Callable[[str], list[str
 
 
 def triton_args(version: Version, repository: str, exit_timeout: int, model_configs: bool = False) -> list[str]:
-    """tritonserver command-line flags of a version. With `model_configs`, the platform's
-    configs are a second model repository."""
+    """tritonserver command-line flags of a serving version. With `model_configs`, the
+    platform's configs are a second model repository. Every API category clients do not need
+    is closed to requests without the service's admin key (triton_api.restriction_flags; the
+    container needs triton_api.admin_key_env)."""
     args = [
         f"--model-repository={repository}",
         *([f"--model-repository={MODEL_CONFIGS_PATH}"] if model_configs else []),
         f"--model-control-mode={version.model_control.mode}",
         *_listening_flags(),
+        *restriction_flags(),
     ]
     if version.model_control.mode == "poll":
         args.append(f"--repository-poll-secs={version.model_control.poll_seconds}")
@@ -143,7 +147,13 @@ def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input
                     claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[dict, list[dict]]:
     """The Triton server a tuning run measures, and its volumes: the version's image, GPU share,
     resources, repository and server flags, with explicit model control and nothing loaded
-    (Model Analyzer loads each variant it tries)."""
+    (Model Analyzer loads each variant it tries).
+
+    Its API stays unrestricted: Model Analyzer, beside it in the same pod, loads and unloads each
+    variant through the model-repository API (with the variant's config as the load's override)
+    and sends no admin key. Nothing outside the pod reaches it: the runs' and the
+    pipelines' NetworkPolicies admit no ingress (runs.tuning_network_policy_spec,
+    pipeline.pipeline_network_policy_spec), and no route leads to it."""
     volumes, mounts = server_volumes(version, claim, mount_path)
 
     def args(repo: str) -> list[str]:

@@ -150,7 +150,7 @@ class Resources(Model):
 
 class ModelControl(Model):
     mode: Literal["none", "poll", "explicit"] = "none"
-    """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`."""
+    """Triton `--model-control-mode`: load all at start, poll the repository, or load only `load`. In every mode Triton's model-control API is closed to clients (only the service's admin key, in the Secret `<service>-triton-admin-key`, opens it)."""
     load: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")]] = []
     """Models to load, mode `explicit` only (model directory names)."""
     poll_seconds: int = Field(default=30, ge=1, le=86400)

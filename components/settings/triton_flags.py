@@ -11,6 +11,10 @@ from typing import Any, Optional, Union
 # command-line parser, src/command_line_parser.cc at r25.01; tests/catalogues holds the
 # list). Flags the platform sets itself (ports, repository, model control, metrics
 # switches) and ones that would reach outside the pod (log-file, directories) are absent.
+# So are --http-restricted-api and --grpc-restricted-protocol: the platform closes every API
+# category but inference, health and metadata with them (serving/triton_api.py), and Triton
+# refuses a category named in two groups (ParseRestrictedFeatureOption), so a stack could only
+# break that restriction or move a category under a key of its own, in the manifest's text.
 TRITON_SERVER_FLAGS = frozenset({
     "log-verbose", "log-info", "log-warning", "log-error", "log-format",
     "exit-on-error", "strict-readiness", "exit-timeout-secs",

@@ -76,7 +76,7 @@ NEW_SERVICE = {
         "acme-prod-namespaces-rerank", "acme-prod-namespaces-rerank-mtls", "rerank", "rerank-v1", "rerank-v1-hpa",
         "rerank-basic-auth", "rerank-service", "rerank-sa", "rerank-podmonitor", "rerank-destinationrule",
         "rerank-virtualservice", "rerank-networkpolicy", "rerank-authorizationpolicy", "rerank-peerauthentication",
-        "rerank-password", "acme-prod-weights-s3-rerank",
+        "rerank-password", "rerank-admin-key", "acme-prod-weights-s3-rerank",
     )
 } | {("update", "acme-prod-mesh-gateway-customer"), ("update", "acme-prod-observability-rules")}
 

@@ -281,8 +281,8 @@ def test_a_canary_shift_from_90_to_50_shows_both_numbers_under_its_component(tmp
         "  ~ update kubernetes:networking.istio.io/v1:VirtualService resnet-virtualservice",
         "      inputs.spec.http[0].route[0].weight: 90 -> 50",
         "      inputs.spec.http[0].route[1].weight: 10 -> 50",
-        "      inputs.spec.http[1].route[0].weight: 90 -> 50",
-        "      inputs.spec.http[1].route[1].weight: 10 -> 50",
+        "      inputs.spec.http[2].route[0].weight: 90 -> 50",
+        "      inputs.spec.http[2].route[1].weight: 10 -> 50",
     ]
 
 
