@@ -255,16 +255,29 @@ def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
     }
 
 
+# Retries may be at most this share of the requests in flight (Istio's own default once a
+# budget is set; without one Envoy allows 3 concurrent retries per cluster whatever the load).
+RETRY_BUDGET = {"percent": 20, "minRetryConcurrency": 3}
+
+
 def destination_rule_spec(service: Service) -> dict:
+    """Subsets per version; ejection of pods that fail to answer at all, never of pods that
+    answer 503 because they are busy (a full queue is Triton's UNAVAILABLE, HTTP 503:
+    ejecting for it moves the load onto the others and saturates them in turn); a retry
+    budget so retries cannot multiply an overload (istio/api destination_rule.proto
+    OutlierDetection.split_external_local_origin_errors, TrafficPolicy.retry_budget)."""
     return {
         "host": service_host(service),
         "trafficPolicy": {
             "outlierDetection": {
-                "consecutive5xxErrors": 5,
+                "splitExternalLocalOriginErrors": True,
+                "consecutiveLocalOriginFailures": 5,
+                "consecutive5xxErrors": 0,
                 "interval": "30s",
                 "baseEjectionTime": "60s",
                 "maxEjectionPercent": 50,
-            }
+            },
+            "retryBudget": dict(RETRY_BUDGET),
         },
         "subsets": [{"name": v.name, "labels": {"version": v.name}} for v in service.versions],
     }

@@ -235,7 +235,13 @@ def test_mesh_objects_restrict_callers():
     assert {p["port"] for p in np_["ingress"][0]["ports"]} == {8000, 8001}
     dr = cr(plan, "DestinationRule", "resnet").inputs["spec"]
     assert [s["name"] for s in dr["subsets"]] == ["v1", "v2"]
-    assert "outlierDetection" in dr["trafficPolicy"]
+    # A busy pod answers 503 (Triton's queue is full): that must not eject it, or its load moves
+    # onto the others and saturates them in turn. Only failures to answer at all eject a pod.
+    outlier = dr["trafficPolicy"]["outlierDetection"]
+    assert outlier["splitExternalLocalOriginErrors"] is True and outlier["consecutiveLocalOriginFailures"] > 0
+    assert outlier["consecutive5xxErrors"] == 0 and "consecutiveGatewayErrors" not in outlier
+    # Retries are bounded by the load, so a retry storm cannot multiply an overload.
+    assert dr["trafficPolicy"]["retryBudget"] == {"percent": 20, "minRetryConcurrency": 3}
 
 
 def test_versions_read_weights_from_their_cache():
