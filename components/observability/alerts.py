@@ -62,10 +62,16 @@ def triton_queue_time_expr(threshold_ms: float) -> str:
 
 
 def triton_failure_ratio_expr(ratio: float) -> str:
-    by = "namespace, model"
-    failed = f"sum by ({by}) (rate(nv_inference_request_failure[5m]))"
-    ok = f"sum by ({by}) (rate(nv_inference_request_success[5m]))"
-    return f"{failed} / ({ok} + {failed}) > {ratio:g}"
+    """Share of a model's requests that fail, per service version (the pods' app and version
+    labels), so a failing canary is not averaged away by its stable version. Cancellations
+    are the client's (Triton core infer_stats.cc reasons REJECTED, CANCELED, BACKEND, OTHER):
+    a client that hangs up mid-stream is no failure of the server."""
+    by = "namespace, model, label_app, label_version"
+    pods = "on (namespace, pod) group_left (label_app, label_version) kube_pod_labels"
+    failed = f'sum by ({by}) (rate(nv_inference_request_failure{{reason!="CANCELED"}}[5m]) * {pods})'
+    ok = f"sum by ({by}) (rate(nv_inference_request_success[5m]) * {pods})"
+    # Named by service like the other alerts about one, so a critical about it inhibits its warnings.
+    return f'label_replace({failed} / ({ok} + {failed}) > {ratio:g}, "{SERVICE_LABEL}", "$1", "label_app", "(.+)")'
 
 
 def grpc_server_error_regex() -> str:
@@ -369,8 +375,8 @@ def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
             triton_failure_ratio_expr(t.failure_ratio),
             "5m",
             "critical",
-            "Triton model {{ $labels.model }} in {{ $labels.namespace }} fails "
-            "{{ $value | humanizePercentage }} of requests",
+            "Triton model {{ $labels.model }} of {{ $labels.label_app }} {{ $labels.label_version }} in "
+            "{{ $labels.namespace }} fails {{ $value | humanizePercentage }} of requests",
         ),
         *_service_rules(a.services),
     ]

@@ -100,7 +100,7 @@ def test_thresholds_come_from_config():
         "alerts": T.model_copy(update={"queue_time_ms": 250.0, "failure_ratio": 0.2, "gpu_memory_ratio": 0.8})})})
     exprs = {r["alert"]: r["expr"] for g in alerts.rule_groups(observability_inputs(raw)) for r in g["rules"] if "alert" in r}
     assert exprs["TritonQueueTimeHigh"].endswith("> 250")
-    assert exprs["TritonFailureRatioHigh"].endswith("> 0.2")
+    assert "> 0.2, " in exprs["TritonFailureRatioHigh"]
     assert exprs["GpuMemoryNearlyFull"].endswith("> 0.8")
 
 
@@ -181,6 +181,18 @@ def canary_traffic(gateway: bool, stable: bool, canary: bool) -> dict[str, str]:
     return series
 
 
+def failures(**versions: tuple[str, int, int]) -> dict[str, str]:
+    """Per version of resnet: (failure reason, failures a minute, successes a minute) on one pod."""
+    series = {}
+    for version, (reason, failed, ok) in versions.items():
+        pod = f'namespace="resnet",pod="resnet-{version}-0"'
+        labels = f'{pod},model="resnet50",version="1"'
+        series[f'nv_inference_request_failure{{{labels},reason="{reason}"}}'] = f"0+{failed}x50"
+        series[f"nv_inference_request_success{{{labels}}}"] = f"0+{ok}x50"
+        series[f'kube_pod_labels{{{pod},label_app="resnet",label_version="{version}"}}'] = "1x50"
+    return series
+
+
 def low_traffic_healthy_canary() -> dict[str, str]:
     """3 requests a minute through the gateway, all to the stable version by the luck of a 10%
     weight; the canary is ready and its counter was last moved an hour ago."""
@@ -242,13 +254,20 @@ CASES = {
         "TritonQueueTimeHigh", [],
     ),
     "failures-fire": case(
-        {f'nv_inference_request_failure{{{TRITON},reason="REJECTED"}}': "0+1x50", f"nv_inference_request_success{{{TRITON}}}": "0+9x50"},
+        failures(v1=("REJECTED", 1, 9)),
         "TritonFailureRatioHigh",
-        [fired("Triton model resnet50 in resnet fails 10% of requests", severity="critical", namespace="resnet", model="resnet50")],
+        [fired("Triton model resnet50 of resnet v1 in resnet fails 10% of requests", severity="critical", namespace="resnet",
+               model="resnet50", label_app="resnet", label_version="v1", triton_service="resnet")],
     ),
-    "failures-quiet": case(
-        {f'nv_inference_request_failure{{{TRITON},reason="REJECTED"}}': "0+1x50", f"nv_inference_request_success{{{TRITON}}}": "0+99x50"},
-        "TritonFailureRatioHigh", [],
+    "failures-quiet": case(failures(v1=("REJECTED", 1, 99)), "TritonFailureRatioHigh", []),
+    # Clients hanging up (a closed stream, a cancelled call) are not the server failing.
+    "cancellations-quiet": case(failures(v1=("CANCELED", 5, 5)), "TritonFailureRatioHigh", []),
+    # A canary failing 20% is not averaged away by a busy stable version that fails none.
+    "failing-canary-beside-a-healthy-stable-fires": case(
+        failures(v1=("REJECTED", 0, 1000), v2=("BACKEND", 2, 8)),
+        "TritonFailureRatioHigh",
+        [fired("Triton model resnet50 of resnet v2 in resnet fails 20% of requests", severity="critical", namespace="resnet",
+               model="resnet50", label_app="resnet", label_version="v2", triton_service="resnet")],
     ),
     "canary-fires": case(
         istio("1", "10"),
