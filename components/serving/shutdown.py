@@ -13,7 +13,11 @@ from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG
 
 # A terminating pod keeps serving while its removal from the Service's endpoints reaches
 # every gateway's proxy (EndpointSlice -> istiod -> xDS push); Triton gets SIGTERM after it.
-ENDPOINT_REMOVAL_SECONDS = 10
+# istiod debounces EDS pushes for up to PILOT_DEBOUNCE_MAX, 10 s by default (istio
+# pilot/pkg/features/tuning.go, PILOT_ENABLE_EDS_DEBOUNCE on): the pause outlasts it by 5 s
+# for the EndpointSlice update before it and the push after it.
+ISTIOD_DEBOUNCE_MAX_SECONDS = 10
+ENDPOINT_REMOVAL_SECONDS = ISTIOD_DEBOUNCE_MAX_SECONDS + 5
 # Beyond Triton's exit timeout: stopping the endpoints, unloading models, the sidecar's exit.
 EXIT_SLACK_SECONDS = 15
 

@@ -376,10 +376,10 @@ def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
     pod = stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"]
     triton = pod["spec"]["containers"][0]
     assert "--exit-timeout-secs=120" in triton["args"]
-    assert triton["lifecycle"] == {"preStop": {"sleep": {"seconds": 10}}}
-    assert pod["spec"]["terminationGracePeriodSeconds"] == 145
+    assert triton["lifecycle"] == {"preStop": {"sleep": {"seconds": 15}}}
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 150
     assert pod["metadata"]["annotations"]["sidecar.istio.io/nativeSidecar"] == "true"
-    assert json.loads(pod["metadata"]["annotations"]["proxy.istio.io/config"]) == {"terminationDrainDuration": "130s"}
+    assert json.loads(pod["metadata"]["annotations"]["proxy.istio.io/config"]) == {"terminationDrainDuration": "135s"}
 
 
 @pytest.mark.parametrize("breakage,words", [
