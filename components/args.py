@@ -1012,6 +1012,8 @@ class WeightCachesArgs(TypedDict):
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
     tuning_presets: NotRequired[dict[str, BatchingPresetArgs]]
     """Tuning presets the uploads may name beside the built-in `latency` and `throughput` (the stack file's `tuningPresets`; a name here replaces the built-in one)."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels the csi-s3 provisioner's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them. The node plugin runs on every node."""
 
 
 class WeightsRefArgs(TypedDict):

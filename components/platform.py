@@ -107,7 +107,7 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,
         namespace_names={ns: n.metadata["name"] for ns, n in (namespaces or {}).items()},
-        tuning_presets=s.tuning_presets,
+        tuning_presets=s.tuning_presets, system_node_selector=s.cluster.system_selector,
     )
 
 
