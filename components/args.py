@@ -909,6 +909,8 @@ class GpuOperatorArgs(TypedDict):
     """The Magnum driver that labels the nodes (`magnum-cluster-api`, `magnum-capi-helm`, `heat`); unset on an existing cluster."""
     cold_start: NotRequired[list[GroupEstimateArgs]]
     """Per GPU group, the cold-start estimate: how long a joining GPU node takes before the operator's pods run on it (the Helm wait allows for it)."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels the GPU operator's own Deployment and Node Feature Discovery's master and garbage collector (not the node agents, which run on GPU nodes) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
 
 class ColdStartArgs(TypedDict):
@@ -940,6 +942,8 @@ class MeshArgs(TypedDict):
 stops drains this long, so no request it carries is cut. Default: `60`."""
     node_boot_seconds: NotRequired[int]
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes. Default: `120`."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels the pods of istiod, the ingress gateway, Jaeger and Kiali select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
 
 class ObservabilityArgs(TypedDict):
@@ -977,6 +981,8 @@ class ObservabilityArgs(TypedDict):
     """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
     autoscaler_installed: NotRequired[bool]
     """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics. Default: `false`."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels the pods of Prometheus, Alertmanager, the Prometheus operator, kube-state-metrics, Grafana, prometheus-adapter and Loki (not the per-node exporters and Alloy, which run on every node) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
 
 class InferenceNamespacesArgs(TypedDict):
@@ -1011,6 +1017,8 @@ class WeightCachesArgs(TypedDict):
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
     tuning_presets: NotRequired[dict[str, BatchingPresetArgs]]
     """Tuning presets the uploads may name beside the built-in `latency` and `throughput` (the stack file's `tuningPresets`; a name here replaces the built-in one)."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels the csi-s3 provisioner's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them. The node plugin runs on every node."""
 
 
 class WeightsRefArgs(TypedDict):
@@ -1086,3 +1094,5 @@ class ModelPipelineArgs(TypedDict):
     """Per service namespace, its weight caches: the ONNX model is read from, and the new version written to, the base version's cache."""
     priority_class: NotRequired[pulumi.Input[str]]
     """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""

@@ -59,7 +59,8 @@ def cluster_inputs(s: Settings) -> ClusterInputs:
 
 def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> GpuOperatorInputs:
     return _given(GpuOperatorInputs, gpu_operator=s.gpu_operator, node_groups=s.cluster.node_groups,
-                  magnum_labeller=s.cluster.magnum_labeller, cold_start=estimates)
+                  magnum_labeller=s.cluster.magnum_labeller, cold_start=estimates,
+                  system_node_selector=s.cluster.system_selector)
 
 
 def cold_start_inputs(s: Settings) -> ColdStartInputs:
@@ -70,7 +71,8 @@ def mesh_inputs(s: Settings) -> MeshInputs:
     routed = [*s.services, *s.graphs]
     return _given(MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts(routed), production=s.production,
                   storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot,
-                  request_timeout_seconds=max([60, *(math.ceil(w.timeout_seconds) for w in routed)]))
+                  request_timeout_seconds=max([60, *(math.ceil(w.timeout_seconds) for w in routed)]),
+                  system_node_selector=s.cluster.system_selector)
 
 
 def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> ObservabilityInputs:
@@ -82,6 +84,7 @@ def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         grafana_oidc_client_secret=s.grafana_oidc_client_secret, alert_receiver_secrets=s.alert_receiver_secrets,
         cold_start=estimates, autoscaler_installed=autoscaler.deployed(s.cluster),
+        system_node_selector=s.cluster.system_selector,
     )
 
 
@@ -107,7 +110,7 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,
         namespace_names={ns: n.metadata["name"] for ns, n in (namespaces or {}).items()},
-        tuning_presets=s.tuning_presets,
+        tuning_presets=s.tuning_presets, system_node_selector=s.cluster.system_selector,
     )
 
 
@@ -139,6 +142,7 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
         ModelPipelineInputs,
         services=services, gpu_groups=[g for g in s.gpu_groups if g.name in used],
         weights={svc.k8s_namespace: weights[svc.k8s_namespace] for svc in services}, priority_class=priority_class,
+        system_node_selector=s.cluster.system_selector,
     )
 
 
@@ -233,7 +237,7 @@ class InferencePlatform(pulumi.ComponentResource):
             ray_ns = self.namespaces.namespaces[ep.RAY_NAMESPACE]
             operator = helm_release(
                 f"{name}-kuberay", versions.KUBERAY_OPERATOR.name, versions.KUBERAY_OPERATOR, ep.RAY_NAMESPACE,
-                kuberay_operator_values(), after(ray_ns))
+                kuberay_operator_values(settings.cluster.system_selector), after(ray_ns))
             kuberay_isolation(f"{name}-kuberay", after(ray_ns, self.mesh.crds))
         graphs: dict[str, InferenceGraph] = {}
         for index, graph in enumerate(settings.graphs):

@@ -14,6 +14,7 @@ from inference_platform.args import ClusterArgs
 from inference_platform.cluster.autoscaler import NodeGroupAutoscaler
 from inference_platform.cluster.autoscaler import deployed as autoscaler_deployed
 from inference_platform.cluster.inputs import ClusterInputs
+from inference_platform.cluster.registration import node_group_label_inputs
 from inference_platform.core.common import init_component, resource_opts
 from inference_platform.settings.cluster import ClusterSettings, MagnumCluster, NodeGroup
 from inference_platform.settings.component_args import validated
@@ -154,6 +155,8 @@ class Cluster(pulumi.ComponentResource):
                 node_count=group.start_nodes,
                 min_node_count=group.min_nodes,
                 max_node_count=group.max_nodes,
+                # Heat GPU groups: the GPU taint and autoscaler label from registration (registration.py).
+                **node_group_label_inputs(m, group),
                 opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
             )
             for group in extra

@@ -133,6 +133,19 @@ def helm_release(
     )
 
 
+def with_node_selector(values: dict[str, Any], selector: dict[str, str], *paths: str) -> dict[str, Any]:
+    """`values` with each dotted key path (a chart's `nodeSelector` keys) set to `selector`;
+    unchanged when the selector is empty (the pods may run on any node)."""
+    if selector:
+        for path in paths:
+            *parents, key = path.split(".")
+            node = values
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[key] = dict(selector)
+    return values
+
+
 def shipped_dir(name: str) -> Path:
     """A folder the package ships as data (dashboards, graph_app, model_tools): inside the
     installed package (a wheel), else beside the package's source folder (a checkout)."""

@@ -17,6 +17,12 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # cluster-autoscaler cloudprovider/magnum: GPULabel (Heat clusters, whose extra groups our own
 # autoscaler sizes).
 MAGNUM_GPU_LABEL = "magnum.openstack.org/gpu"
+# kubernetes/autoscaler cluster-autoscaler-1.35.2, cloudprovider/clusterapi/clusterapi_provider.go:
+# GPULabel, the label the autoscaler of both Cluster API drivers reads. Like MAGNUM_GPU_LABEL, a node
+# with it but no GPU allocatable counts as unready (processors/customresources/gpu_processor.go,
+# FilterOutNodesWithUnreadyResources), so the autoscaler adds no second node while the driver
+# installs; the value is the GPU type it reports.
+CLUSTER_API_GPU_LABEL = "cluster-api/accelerator"
 
 # Magnum names a cluster's own worker group "default-<role>" (magnum/conductor/utils.py).
 MAGNUM_DEFAULT_WORKER = "default-worker"

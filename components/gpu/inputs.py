@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from inference_platform.settings.base import Model
+from inference_platform.settings.base import Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
 from inference_platform.settings.serving import Service
@@ -24,6 +24,8 @@ class GpuOperatorInputs(Model):
     """The Magnum driver that labels the nodes (`magnum-cluster-api`, `magnum-capi-helm`, `heat`); unset on an existing cluster."""
     cold_start: list[GroupEstimate] = []
     """Per GPU group, the cold-start estimate: how long a joining GPU node takes before the operator's pods run on it (the Helm wait allows for it)."""
+    system_node_selector: Labels = {}
+    """Node labels the GPU operator's own Deployment and Node Feature Discovery's master and garbage collector (not the node agents, which run on GPU nodes) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
     @property
     def gpu_groups(self) -> list[NodeGroup]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Optional
 
 from inference_platform.core.node_contract import (
+    CLUSTER_API_GPU_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_MODEL_LABEL,
     GPU_TAINT,
@@ -54,12 +55,17 @@ def node_labels(group: NodeGroup, magnum_driver: Optional[str] = None) -> dict[s
     if group.gpu is not None:
         labels[GPU_MODEL_LABEL] = group.gpu.model
         labels.update(sharing_labels(group))
-    if magnum_driver == "heat" and group.advertises_whole_gpus:
-        # Our cluster-autoscaler (Magnum provider, Heat clusters) counts a node with this label
-        # as not ready until it advertises nvidia.com/gpu, so it adds no second node while the
-        # driver installs. Nodes that advertise MIG slices or renamed shares never do, and would
-        # count as unready for ever: they go without it.
-        labels[MAGNUM_GPU_LABEL] = "true"
+    if magnum_driver is not None and group.advertises_whole_gpus:
+        # The autoscaler's GPU label (Heat: the Magnum provider's; Cluster API drivers: the clusterapi
+        # provider's): it counts a node with it as not ready until it advertises nvidia.com/gpu, so
+        # it adds no second node while the driver installs. Nodes that advertise MIG slices or
+        # renamed shares never do, and would count as unready for ever: they go without it. On Heat
+        # the kubelet registers it already (cluster/registration.py); the Cluster API drivers let
+        # no node group label reach their nodes, so there it arrives with NFD, after Ready.
+        if magnum_driver == "heat":
+            labels[MAGNUM_GPU_LABEL] = "true"
+        else:
+            labels[CLUSTER_API_GPU_LABEL] = group.gpu.model
     return labels
 
 
@@ -104,7 +110,8 @@ def contract_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
         return [(("gpuOperator", "enabled"), "false leaves the nodes of Magnum groups " + ", ".join(needy)
                  + " without their labels and taints (Node Feature Discovery, which applies them, comes with the "
                  "GPU operator); allowed: true, or no GPU groups and no node labels or taints")]
-    contract = {GROUP_LABEL, GPU_MODEL_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, MAGNUM_GPU_LABEL}
+    contract = {GROUP_LABEL, GPU_MODEL_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, MAGNUM_GPU_LABEL,
+                CLUSTER_API_GPU_LABEL}
     problems: list[tuple[KeyPath, str]] = []
     for i, g in enumerate(groups):
         base: KeyPath = ("cluster", "nodeGroups", i)

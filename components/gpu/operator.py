@@ -18,7 +18,7 @@ import yaml
 from inference_platform.args import GpuOperatorArgs
 from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
-from inference_platform.core.common import helm_release, init_component, namespace, resource_opts, standard_labels
+from inference_platform.core.common import helm_release, init_component, namespace, resource_opts, standard_labels, with_node_selector
 from inference_platform.core.node_contract import GPU_TAINT
 from inference_platform.gpu.inputs import GpuOperatorInputs
 from inference_platform.gpu.node_labels import device_plugin_config_name, group_taints, mig_config_name, tolerations
@@ -107,7 +107,10 @@ def gpu_operator_values(a: GpuOperatorInputs) -> dict[str, Any]:
     if device_plugin_configs(a):
         # Nodes without the label fall back to the plugin's built-in config (whole GPUs).
         values["devicePlugin"] = {"config": {"name": DEVICE_PLUGIN_CONFIG_MAP, "create": False}}
-    return values
+    # gpu-operator v26.7.0 values.yaml operator.nodeSelector (Helm merges it with kubernetes.io/os: linux),
+    # and its node-feature-discovery subchart's master.nodeSelector and gc.nodeSelector.
+    return with_node_selector(values, a.system_node_selector, "operator.nodeSelector",
+                              "node-feature-discovery.master.nodeSelector", "node-feature-discovery.gc.nodeSelector")
 
 
 def _yaml(doc: dict[str, Any]) -> str:

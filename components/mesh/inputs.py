@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from inference_platform.settings.base import Host, Model
+from inference_platform.settings.base import Host, Labels, Model
 from inference_platform.settings.checks import ANONYMOUS_KIALI
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.mesh import MeshSettings
@@ -31,6 +31,8 @@ class MeshInputs(Model):
     stops drains this long, so no request it carries is cut."""
     node_boot_seconds: int = Field(default=120, ge=0, le=7200)
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
+    system_node_selector: Labels = {}
+    """Node labels the pods of istiod, the ingress gateway, Jaeger and Kiali select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
         """What the stack file's cross checks refuse, for the component used alone."""

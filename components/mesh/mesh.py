@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 from inference_platform.args import MeshArgs
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
-from inference_platform.core.common import init_component, resource_opts, standard_labels
+from inference_platform.core.common import init_component, resource_opts, standard_labels, with_node_selector
 from inference_platform.mesh.inputs import MeshInputs
 from inference_platform.mesh.ref import GATEWAY, INGRESS_PRINCIPAL, MeshRef
 from inference_platform.settings.component_args import validated
@@ -49,8 +49,9 @@ def service_hosts(services: list[Service]) -> list[str]:
 # --------------------------------------------------------------------------- values and specs
 
 
-def istiod_values() -> dict[str, Any]:
-    return {
+def istiod_values(a: MeshInputs) -> dict[str, Any]:
+    # istiod 1.30.3 templates/deployment.yaml: .Values.nodeSelector (the user's top-level key).
+    return with_node_selector({
         # Pinned images: the proxies and the gateway take hub and tag from istiod.
         "global": {"hub": versions.ISTIO_HUB, "tag": versions.ISTIOD.version},
         "meshConfig": {
@@ -62,7 +63,7 @@ def istiod_values() -> dict[str, Any]:
                 }
             ],
         },
-    }
+    }, a.system_node_selector, "nodeSelector")
 
 
 # Seconds between the end of the gateway's drain and the kubelet's SIGKILL.
@@ -75,7 +76,8 @@ def gateway_values(a: MeshInputs) -> dict[str, Any]:
     the longest request it carries (Istio's terminationDrainDuration defaults to 5 s, the
     chart's grace period to 30 s: both would cut long generations at every scale-down)."""
     drain = a.request_timeout_seconds
-    return {
+    # gateway 1.30.3 templates/deployment.yaml: .Values.nodeSelector.
+    return with_node_selector({
         "service": {"type": "LoadBalancer", "annotations": dict(a.mesh.gateway_annotations)},
         "autoscaling": {"minReplicas": 2},
         "podDisruptionBudget": {"minAvailable": 1},
@@ -83,7 +85,7 @@ def gateway_values(a: MeshInputs) -> dict[str, Any]:
         # drains Envoy, then waits this long before it stops it.
         "podAnnotations": {"proxy.istio.io/config": f"terminationDrainDuration: {drain}s"},
         "terminationGracePeriodSeconds": drain + GATEWAY_SHUTDOWN_MARGIN,
-    }
+    }, a.system_node_selector, "nodeSelector")
 
 
 def ui_hosts(a: MeshInputs) -> list[str]:
@@ -186,7 +188,8 @@ def jaeger_values(a: MeshInputs) -> dict[str, Any]:
             {"name": "data", "persistentVolumeClaim": {"claimName": JAEGER_DATA_CLAIM}}
         ]
         values["jaeger"]["extraVolumeMounts"] = [{"name": "data", "mountPath": JAEGER_DATA_PATH}]
-    return values
+    # jaeger 4.11.1 templates/jaeger/jaeger-deploy.yaml: .Values.jaeger.nodeSelector.
+    return with_node_selector(values, a.system_node_selector, "jaeger.nodeSelector")
 
 
 def kiali_auth(a: MeshInputs) -> dict[str, Any]:
@@ -231,7 +234,8 @@ def kiali_values(a: MeshInputs) -> dict[str, Any]:
     server = kiali_server(a)
     if server:
         values["server"] = server
-    return values
+    # kiali-server 2.29.0 templates/deployment.yaml: .Values.deployment.node_selector.
+    return with_node_selector(values, a.system_node_selector, "deployment.node_selector")
 
 
 # --------------------------------------------------------------------------- component
@@ -285,7 +289,7 @@ class Mesh(pulumi.ComponentResource):
             )
 
         base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
-        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(), base)
+        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(a), base)
         # The gateway's pods are injected by istiod, so it must be running first.
         release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(a), istiod)
 

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from pydantic import SecretStr
 
-from inference_platform.settings.base import Model
+from inference_platform.settings.base import Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.observability import ObservabilitySettings
@@ -51,6 +51,8 @@ class ObservabilityInputs(Model):
     """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
     autoscaler_installed: bool = False
     """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics."""
+    system_node_selector: Labels = {}
+    """Node labels the pods of Prometheus, Alertmanager, the Prometheus operator, kube-state-metrics, Grafana, prometheus-adapter and Loki (not the per-node exporters and Alloy, which run on every node) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
         """What the configured parts need (the stack file's cross checks ensure it), for the component used alone."""

@@ -25,7 +25,7 @@ from inference_platform.args import ObservabilityArgs
 from inference_platform.cluster import autoscaler
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
-from inference_platform.core.common import init_component, resource_opts, shipped_dir, standard_labels
+from inference_platform.core.common import init_component, resource_opts, shipped_dir, standard_labels, with_node_selector
 from inference_platform.observability import alerts
 from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.metrics import (
@@ -138,10 +138,23 @@ def grafana_values(a: ObservabilityInputs) -> dict[str, Any]:
     return values
 
 
+# kube-prometheus-stack 88.5.3 values.yaml: the nodeSelector of every pod it runs but the node exporter
+# (a DaemonSet that tolerates every NoSchedule taint, charts/prometheus-node-exporter). The admission
+# webhook's patch Job runs at install; its Deployment (admissionWebhooks.deployment) is off.
+KUBE_PROMETHEUS_NODE_SELECTORS = (
+    "prometheus.prometheusSpec.nodeSelector",
+    "alertmanager.alertmanagerSpec.nodeSelector",
+    "prometheusOperator.nodeSelector",
+    "prometheusOperator.admissionWebhooks.patch.nodeSelector",
+    "grafana.nodeSelector",
+    "kube-state-metrics.nodeSelector",
+)
+
+
 def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:
     o = a.observability
     allow_pods = ",".join(POD_LABELS)
-    return {
+    return with_node_selector({
         "prometheus": {
             "prometheusSpec": {
                 "serviceMonitorSelectorNilUsesHelmValues": False,
@@ -156,7 +169,7 @@ def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:
         "kube-state-metrics": {
             "metricLabelsAllowlist": [f"pods=[{allow_pods}]", f"nodes=[{alerts.GROUP_LABEL}]"],
         },
-    }
+    }, a.system_node_selector, *KUBE_PROMETHEUS_NODE_SELECTORS)
 
 
 def queue_time_query(window: str = ADAPTER_WINDOW) -> str:
@@ -217,11 +230,11 @@ def adapter_rules() -> list[dict[str, Any]]:
     ]
 
 
-def adapter_values() -> dict[str, Any]:
-    return {
+def adapter_values(system_node_selector: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    return with_node_selector({
         "prometheus": {"url": f"http://{ep.PROMETHEUS_HOST}", "port": ep.PROMETHEUS_PORT},
         "rules": {"default": False, "custom": adapter_rules()},
-    }
+    }, system_node_selector or {}, "nodeSelector")
 
 
 def loki_values(a: ObservabilityInputs) -> dict[str, Any]:
@@ -248,6 +261,8 @@ def loki_values(a: ObservabilityInputs) -> dict[str, Any]:
         "replicas": 1,
         "persistence": {"enabled": True, "size": o.loki_storage_size, "storageClass": o.storage_class},
     }
+    # loki 18.11.0 values.yaml singleBinary.nodeSelector: the only Loki pods of a Monolithic install.
+    with_node_selector(single, a.system_node_selector, "nodeSelector")
     if store == "s3":
         s3 = a.weights_s3
         bucket = loki_bucket_name(s3.bucket)
@@ -470,7 +485,7 @@ class Observability(pulumi.ComponentResource):
             *grafana_secrets,
             alertmanager_secret,
         )
-        release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(), stack)
+        release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(a.system_node_selector), stack)
 
         loki_deps: list[pulumi.Resource] = []
         if a.observability.loki_storage == "s3":

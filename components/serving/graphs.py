@@ -35,6 +35,7 @@ from inference_platform.core.common import (
     restricted_security_context,
     shipped_dir,
     standard_labels,
+    with_node_selector,
 )
 from inference_platform.core.grammar import quantity
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
@@ -369,10 +370,12 @@ def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespa
     }
 
 
-def kuberay_operator_values() -> dict:
+def kuberay_operator_values(system_node_selector: Optional[dict[str, str]] = None) -> dict:
     """The operator inside the mesh (its dashboard calls carry an identity under STRICT mTLS),
-    without the init container that would start before the sidecar (Ray's Istio guide)."""
-    return {"env": [{"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"}]}
+    without the init container that would start before the sidecar (Ray's Istio guide); on the
+    system group (kuberay-operator 1.7.0 values.yaml nodeSelector)."""
+    values = {"env": [{"name": "ENABLE_INIT_CONTAINER_INJECTION", "value": "false"}]}
+    return with_node_selector(values, system_node_selector or {}, "nodeSelector")
 
 
 def kuberay_isolation(name: str, opts: pulumi.ResourceOptions) -> None:

@@ -218,6 +218,14 @@ class ClusterSettings(Model):
         """The Magnum driver that labels the nodes (`MagnumCluster.node_labeller`), None on an existing cluster."""
         return self.magnum.node_labeller if self.mode == "magnum" else None
 
+    @property
+    def system_selector(self) -> dict[str, str]:
+        """Node labels of the group the platform's own pods run on, off the GPU nodes: on a Magnum
+        cluster its first group (Magnum's default worker group, a CPU group: gpu/profiles.py refuses GPUs
+        there). Empty on an existing cluster, which names no such group: there they run wherever
+        they are admitted."""
+        return dict(self.node_groups[0].selector) if self.mode == "magnum" else {}
+
     @model_validator(mode="after")
     def _magnum_selectors(self) -> "ClusterSettings":
         # A Magnum cluster's groups are selected by the label its driver puts on their nodes.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from inference_platform.core.input_types import NameInput
-from inference_platform.settings.base import DnsLabel, Model
+from inference_platform.settings.base import DnsLabel, Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import Service, pipeline_problems
@@ -23,6 +23,8 @@ class ModelPipelineInputs(Model):
     """Per service namespace, its weight caches: the ONNX model is read from, and the new version written to, the base version's cache."""
     priority_class: Optional[NameInput] = None
     """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""
+    system_node_selector: Labels = {}
+    """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
         """Each service has a pipeline whose base version exists, runs a tritonserver image of a known release, on a given GPU group, reading a cache that `weights` names."""

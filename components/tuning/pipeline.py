@@ -54,6 +54,7 @@ from inference_platform.core.common import (
     resource_opts,
     restricted_security_context,
     standard_labels,
+    with_node_selector,
 )
 from inference_platform.gpu.profiles import container_resources
 from inference_platform.serving.model_config import model_config_pb2, parse_model_config
@@ -158,9 +159,11 @@ else:
 '"""
 
 
-def argo_values() -> dict[str, Any]:
+def argo_values(system_node_selector: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """The argo-workflows chart: the controller alone, hardened, running only template-made workflows."""
-    return {
+    # argo-workflows 1.0.18 values.yaml controller.nodeSelector (Helm merges it with the chart's
+    # kubernetes.io/os: linux); the server is off.
+    return with_node_selector({
         # The chart's own CRDs, installed with the release; the full ones would come from a
         # pre-install Job that downloads them from GitHub. The tests check the templates
         # against the full schemas.
@@ -177,7 +180,7 @@ def argo_values() -> dict[str, Any]:
         },
         # The init and wait containers of every workflow pod: the executor image built to run as non-root.
         "executor": {"image": {"tag": f"{versions.ARGO_WORKFLOWS_VERSION}-nonroot"}, "securityContext": restricted_security_context()},
-    }
+    }, system_node_selector or {}, "controller.nodeSelector")
 
 
 # --------------------------------------------------------------------------- the engine
@@ -377,7 +380,7 @@ class ModelPipeline(pulumi.ComponentResource):
             f"{name}-networkpolicy",
             metadata={"name": RELEASE, "namespace": NAMESPACE, "labels": standard_labels(RELEASE)},
             spec={"podSelector": {}, "policyTypes": ["Ingress"]}, opts=in_namespace)
-        self.release = helm_release(f"{name}-release", RELEASE, versions.ARGO_WORKFLOWS, NAMESPACE, argo_values(), in_namespace)
+        self.release = helm_release(f"{name}-release", RELEASE, versions.ARGO_WORKFLOWS, NAMESPACE, argo_values(a.system_node_selector), in_namespace)
         groups = {g.name: g for g in a.gpu_groups}
         refs: dict[str, pulumi.Input[str]] = {}
         for service in a.services:

@@ -148,7 +148,8 @@ class WeightCaches(pulumi.ComponentResource):
             if caches.s3.mount.enabled:
                 mount = S3BucketMount(f"{name}-s3-mount", caches.s3, bucket.bucket, credentials,
                                       {ns: self._namespace(ns) for ns in a.s3_namespaces},
-                                      a.node_groups, a.cold_start, a.production, resource_opts(self))
+                                      a.node_groups, a.cold_start, a.production, resource_opts(self),
+                                      system_node_selector=a.system_node_selector)
                 self.s3_mount_claims = mount.claims
         outputs = {"nfsServer": self.nfs_server, "nfsPath": self.nfs_path, "bucket": self.bucket}
         self.register_outputs({k: v for k, v in outputs.items() if v is not None})

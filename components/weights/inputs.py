@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 from pydantic import SecretStr
 
 from inference_platform.core.input_types import NameInput, TextInput
-from inference_platform.settings.base import DnsLabel, Model
+from inference_platform.settings.base import DnsLabel, Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import ModelRepository
@@ -42,6 +42,8 @@ class WeightCachesInputs(Model):
     """Per GPU group, the cold-start estimate (the bucket mount's node plugin runs on every GPU node)."""
     tuning_presets: dict[PresetName, BatchingPreset] = {}
     """Tuning presets the uploads may name beside the built-in `latency` and `throughput` (the stack file's `tuningPresets`; a name here replaces the built-in one)."""
+    system_node_selector: Labels = {}
+    """Node labels the csi-s3 provisioner's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them. The node plugin runs on every node."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
         """What the stack file's cross checks ensure about the caches, for the component used alone."""

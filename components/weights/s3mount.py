@@ -21,14 +21,14 @@ Secret (credentials in Helm values) and StorageClass are switched off.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
-from inference_platform.core.common import resource_opts, standard_labels
+from inference_platform.core.common import resource_opts, standard_labels, with_node_selector
 from inference_platform.gpu.node_labels import group_taints, tolerations
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.weights import S3Cache
@@ -53,8 +53,9 @@ def volume_handle(bucket: str, prefix: str) -> str:
     return f"{bucket}/{prefix}" if prefix else bucket
 
 
-def csi_s3_values(node_groups: Sequence[NodeGroup]) -> dict[str, Any]:
-    """Values of the csi-s3 chart: driver, node plugin and provisioner only."""
+def csi_s3_values(node_groups: Sequence[NodeGroup], system_node_selector: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """Values of the csi-s3 chart: driver, node plugin and provisioner only; the provisioner on the
+    system group (csi-s3 0.43.7 templates/provisioner.yaml: .Values.nodeSelector, its only user)."""
     values: dict[str, Any] = {
         # Our Secret and StorageClass instead: the chart would take the keys as plain values.
         "secret": {"create": False, "name": SECRET_NAME},
@@ -64,7 +65,7 @@ def csi_s3_values(node_groups: Sequence[NodeGroup]) -> dict[str, Any]:
     node = tolerations(group_taints(node_groups))
     if node:
         values["tolerations"] = {"node": node}
-    return values
+    return with_node_selector(values, system_node_selector or {}, "nodeSelector")
 
 
 def secret_refs() -> dict[str, dict[str, str]]:
@@ -114,6 +115,7 @@ class S3BucketMount(pulumi.ComponentResource):
         cold_start: Sequence[GroupEstimate],
         production: bool,
         opts: pulumi.ResourceOptions,
+        system_node_selector: Optional[dict[str, str]] = None,
     ):
         super().__init__("inference-platform:s3mount:S3BucketMount", name, None, opts)
         self._name, self._prod = name, production
@@ -129,7 +131,7 @@ class S3BucketMount(pulumi.ComponentResource):
             opts=self._opts(depends_on=[namespace]),
         )
         chart = versions.CSI_S3
-        values = csi_s3_values(node_groups)
+        values = csi_s3_values(node_groups, system_node_selector)
         self.release = common.helm_release(
             f"{name}-release", "csi-s3", chart, NAMESPACE, values,
             self._opts(depends_on=[namespace, self.secret]),

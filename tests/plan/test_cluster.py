@@ -8,7 +8,7 @@ import pytest
 from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
 from platformctl.diff import diff_plans
 from platformctl.engine import MOCK_SUBNET_CIDR, render_stack
-from tests.conftest import ROOT, as_magnum, base_config, on_heat, render_raw, stack_plan
+from tests.conftest import HEAT, ROOT, as_magnum, base_config, on_heat, render_raw, stack_plan
 from tests.support.variants import heat_plan
 
 CLUSTER = "openstack:containerinfra/cluster:Cluster"
@@ -16,6 +16,7 @@ TEMPLATE = "openstack:containerinfra/clusterTemplate:ClusterTemplate"
 NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
 SHARE_ACCESS = "openstack:sharedfilesystem/shareAccess:ShareAccess"
 AUTOSCALER = "inference-platform:autoscaler:NodeGroupAutoscaler"
+HEAT_TEMPLATE = HEAT["template"]
 
 
 def one(plan, typ):
@@ -35,7 +36,7 @@ def magnum(**magnum) -> dict:
 
 
 @pytest.mark.parametrize("plan,driver", [(lambda: stack_plan("acme-prod"), "clusterApi"), (heat_plan, "heat")])
-def test_every_group_autoscales_and_nothing_rides_in_kubelet_options(plan, driver):
+def test_every_group_autoscales_and_only_heat_gpu_groups_pass_kubelet_options(plan, driver):
     plan = plan()
     cluster, template = one(plan, CLUSTER), one(plan, TEMPLATE)
     labels = cluster.inputs["labels"]
@@ -45,8 +46,11 @@ def test_every_group_autoscales_and_nothing_rides_in_kubelet_options(plan, drive
     assert labels["fixed_subnet_cidr"] == "10.20.0.0/22"
     groups = {g.inputs["role"]: (g.inputs["minNodeCount"], g.inputs["maxNodeCount"]) for g in plan.of_type(NODE_GROUP)}
     assert groups == {"gpu-h100": (1, 8), "gpu-l4": (1, 4)}
-    for r in [cluster, template, *plan.of_type(NODE_GROUP)]:
+    for r in [cluster, template]:
         assert "kubelet_options" not in r.inputs.get("labels", {}), r.name
+    # Heat's GPU groups register their nodes with the GPU contract (test_heat_gpu_nodes_register_...).
+    for r in plan.of_type(NODE_GROUP):
+        assert ("kubelet_options" in r.inputs.get("labels", {})) == (driver == "heat"), r.name
     # Heat's default runtime is host-docker, gone since Kubernetes 1.24; Cluster API runs containerd.
     assert template.inputs["labels"].get("container_runtime") == ("containerd" if driver == "heat" else None)
     # Only Heat needs the platform's own autoscaler for the extra groups.
@@ -107,3 +111,27 @@ def test_groups_are_selected_by_the_label_their_driver_gives_nodes(labeller, set
     s = parse_settings(magnum(**settings), "stacks/Pulumi.test-dev.yaml")
     key = MAGNUM_GROUP_LABELS[labeller]
     assert [g.selector for g in s.cluster.node_groups] == [{key: "default-worker"}, {key: "gpu"}]
+
+
+def test_heat_gpu_nodes_register_with_the_gpu_taint_and_the_autoscalers_gpu_label():
+    """Heat passes a node group's `kubelet_options` to its kubelets, so a GPU node is tainted and
+    marked for the autoscaler before anything can schedule there; merged over the cluster's labels,
+    so nothing else of the group changes, and the template's own kubelet options come first."""
+    raw = magnum(driver="heat", template={**HEAT_TEMPLATE, "labels": {"kubelet_options": "--v=2"}})
+    raw["cluster"]["nodeGroups"].append({"name": "mig-mixed", "flavor": "g1", "gpu": {
+        "model": "A100-80GB", "sharing": {"mode": "mig", "migStrategy": "mixed", "migProfile": {"1g.10gb": 2}}}})
+    raw["cluster"]["nodeGroups"].append({"name": "cpu-extra", "flavor": "c1"})
+    groups = {g.inputs["name"]: g.inputs for g in render_raw(raw).of_type(NODE_GROUP)}
+    taint = "--register-with-taints=nvidia.com/gpu=present:NoSchedule"
+    assert groups["gpu"]["labels"] == {"kubelet_options": f"--v=2 {taint} --node-labels=magnum.openstack.org/gpu=true"}
+    assert groups["gpu"]["mergeLabels"] is True
+    # MIG mixed slices never show as nvidia.com/gpu: the label would keep the node unready for ever.
+    assert groups["mig-mixed"]["labels"] == {"kubelet_options": f"--v=2 {taint}"}
+    assert "labels" not in groups["cpu-extra"] and "mergeLabels" not in groups["cpu-extra"]
+
+
+def test_cluster_api_node_groups_pass_no_labels():
+    """Neither Cluster API driver carries a node group's labels onto its nodes: nothing is set."""
+    for settings in ({}, {"clusterApiDriver": "magnum-capi-helm"}):
+        for g in render_raw(magnum(**settings)).of_type(NODE_GROUP):
+            assert "labels" not in g.inputs and "mergeLabels" not in g.inputs, (settings, g.name)

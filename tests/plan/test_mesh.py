@@ -71,9 +71,9 @@ def test_istio_installs_in_order_at_pinned_versions(stack, reference):
 
 
 def test_pinned_images():
-    values = mesh.istiod_values()
-    assert values["global"] == {"hub": "docker.io/istio", "tag": versions.ISTIOD.version}
     a = platform.mesh_inputs(stack_settings("demo-dev"))
+    values = mesh.istiod_values(a)
+    assert values["global"] == {"hub": "docker.io/istio", "tag": versions.ISTIOD.version}
     assert mesh.jaeger_values(a)["jaeger"]["image"]["tag"] == versions.JAEGER_IMAGE_TAG
     assert mesh.kiali_values(a)["deployment"]["image_version"] == versions.KIALI_IMAGE_TAG
 

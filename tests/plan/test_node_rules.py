@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from inference_platform.core.node_contract import (
+    CLUSTER_API_GPU_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_MODEL_LABEL,
     GPU_TAINT,
@@ -148,8 +149,9 @@ def feature_content(marker) -> str:
     return env["CONTENT"]
 
 
-def expected_labels(group: NodeGroup, heat: bool = False) -> dict[str, str]:
-    """The contract, spelt out from the settings: group, model, sharing config, the user's labels."""
+def expected_labels(group: NodeGroup, magnum: Optional[str] = None) -> dict[str, str]:
+    """The contract, spelt out from the settings: group, model, sharing config, the user's labels,
+    and on a Magnum cluster (`magnum`: the driver that labels its nodes) the autoscaler's GPU label."""
     labels = {GROUP_LABEL: group.name, **group.labels}
     if group.gpu is not None:
         labels[GPU_MODEL_LABEL] = group.gpu.model
@@ -159,8 +161,10 @@ def expected_labels(group: NodeGroup, heat: bool = False) -> dict[str, str]:
         elif s.mode != "none":
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = f"{s.mode}-{s.replicas}" + ("-renamed" if s.rename_by_default else "")
         whole = s.mode in ("none", "time-slicing", "mps") and not s.rename_by_default or (s.mode == "mig" and s.effective_mig_strategy == "single")
-        if heat and whole:
+        if magnum == "heat" and whole:
             labels[MAGNUM_GPU_LABEL] = "true"
+        elif magnum is not None and whole:
+            labels[CLUSTER_API_GPU_LABEL] = group.gpu.model
     return labels
 
 
@@ -251,7 +255,7 @@ def test_acme_prod_nodes_get_exactly_their_groups_contract():
     for group in settings.cluster.node_groups:
         pci = [NVIDIA_GPU, NIC] if group.is_gpu else [NIC]
         labels, taints = apply_rules(rules, node_features(marker_of(plan, group), pci))
-        assert labels == expected_labels(group)
+        assert labels == expected_labels(group, settings.cluster.magnum_labeller)
         assert as_set(taints) == expected_taints(group)
         # At nfd-worker's first discovery, before the marker: a GPU node is tainted already.
         early = apply_rules(rules, node_features(None, pci))
@@ -259,7 +263,7 @@ def test_acme_prod_nodes_get_exactly_their_groups_contract():
     assert expected_labels(settings.node_group("gpu-l4"))[DEVICE_PLUGIN_CONFIG_LABEL] == "time-slicing-4"
 
 
-def test_magnum_gpu_label_only_on_heat_groups_that_advertise_whole_gpus():
+def test_each_drivers_autoscaler_gpu_label_only_on_groups_that_advertise_whole_gpus():
     groups = {
         "whole": {"model": "H100-80GB"},
         "mig-single": {"model": "A100-80GB", "sharing": {"mode": "mig", "migStrategy": "single", "migProfile": "all-1g.10gb"}},
@@ -276,8 +280,11 @@ def test_magnum_gpu_label_only_on_heat_groups_that_advertise_whole_gpus():
             group = settings.node_group(name)
             labels, _ = apply_rules(rule_specs(plan), node_features(marker_of(plan, group), [NVIDIA_GPU]))
             driver = "heat" if heat else "magnum-capi-helm"
-            assert labels == expected_labels(group, heat=heat), (driver, name)
-            assert (MAGNUM_GPU_LABEL in labels) == (heat and name in ("whole", "mig-single", "shared")), (driver, name)
+            assert labels == expected_labels(group, driver), (driver, name)
+            whole = name in ("whole", "mig-single", "shared")
+            assert (MAGNUM_GPU_LABEL in labels) == (heat and whole), (driver, name)
+            # The clusterapi provider's GPULabel, valued with the GPU type it reports.
+            assert labels.get(CLUSTER_API_GPU_LABEL) == (group.gpu.model if whole and not heat else None), (driver, name)
 
 
 def test_user_labels_and_noexecute_taints_reach_the_nodes_and_nfd_tolerates_them():
@@ -294,7 +301,7 @@ def test_user_labels_and_noexecute_taints_reach_the_nodes_and_nfd_tolerates_them
         for group in settings.cluster.node_groups:
             pci = [NVIDIA_GPU] if group.is_gpu else []
             labels, taints = apply_rules(rule_specs(plan), node_features(marker_of(plan, group), pci))
-            assert labels == expected_labels(group) and as_set(taints) == expected_taints(group)
+            assert labels == expected_labels(group, settings.cluster.magnum_labeller) and as_set(taints) == expected_taints(group)
         values = next(r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "gpu-operator").inputs["values"]
         nfd = values["node-feature-discovery"]
         assert nfd["master"]["enableTaints"] is True

@@ -30,6 +30,8 @@ FREE_FORM = {
         "grafana.grafana.ini", "grafana.envValueFrom",
         # A kube-state-metrics subchart value (not in the parent chart's values.yaml).
         "kube-state-metrics.metricLabelsAllowlist",
+        # Subchart values (grafana 12.11.1, kube-state-metrics: `nodeSelector: {}` in their values.yaml).
+        "grafana.nodeSelector", "kube-state-metrics.nodeSelector",
     }),
     versions.PROMETHEUS_ADAPTER: frozenset({"rules.custom"}),
     # Loki's own configuration blocks, rendered into its config file.
@@ -318,7 +320,9 @@ SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 def test_alertmanager_reads_its_config_from_a_secret_never_from_values():
     plan = stack_plan("acme-prod")  # PagerDuty and Slack receivers with secure credentials
     kps = releases(plan)[ep.KUBE_PROMETHEUS_RELEASE]
-    assert kps.inputs["values"]["alertmanager"] == {"alertmanagerSpec": {"useExistingSecret": True}}
+    spec = kps.inputs["values"]["alertmanager"]["alertmanagerSpec"]
+    assert kps.inputs["values"]["alertmanager"] == {"alertmanagerSpec": spec}
+    assert {k: v for k, v in spec.items() if k != "nodeSelector"} == {"useExistingSecret": True}
     secret = next(r for r in plan.of_type("kubernetes:core/v1:Secret")
                   if r.inputs["metadata"]["name"] == observability.ALERTMANAGER_CONFIG_SECRET)
     assert secret.inputs["metadata"]["namespace"] == ep.MONITORING_NAMESPACE

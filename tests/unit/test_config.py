@@ -390,3 +390,11 @@ def test_clashing_deployment_names_are_refused_by_the_loader():
         parse_settings(raw, "stacks/Pulumi.t.yaml")
     assert err.value.paths == ["inference-platform:services[a].versions[0].name"]
     assert "Deployment name 'a-b-c' in namespace 'shared' is already a-b/c's" in str(err.value)
+
+
+def test_the_platform_runs_on_a_magnum_clusters_first_cpu_group_and_anywhere_on_an_existing_cluster():
+    magnum = as_magnum(base_config())
+    magnum["cluster"]["nodeGroups"][1]["flavor"] = "g1"
+    assert parse(magnum).cluster.system_selector == {"node.cluster.x-k8s.io/nodegroup": "default-worker"}
+    # An existing cluster names no system group.
+    assert parse(base_config()).cluster.system_selector == {}
