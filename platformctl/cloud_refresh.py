@@ -121,7 +121,9 @@ class Cloud:
             group = _inputs(r).get("role")
             if group not in self.live_nodes:
                 continue
-            out += node_bound_refusals(group, groups.get(group), _inputs(r), self.live_count(group), self.settings)
+            magnum_name = _inputs(r).get("name") or f"{r['name']}-<suffix>"  # auto-named when unnamed
+            out += node_bound_refusals(group, groups.get(group), _inputs(r), self.live_count(group), self.settings,
+                                       magnum_name)
         return out
 
     def applied(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> None:
@@ -135,7 +137,7 @@ class Cloud:
 
 
 def node_bound_refusals(group: str, index: Optional[int], inputs: dict[str, Any], live: int,
-                        settings: Settings) -> list[str]:
+                        settings: Settings, magnum_name: str) -> list[str]:
     """Magnum's check of a node group update against its live count, as one line per bound it fails."""
     out = []
     source = {"cluster": {"nodeGroups": [{"name": g.name} for g in settings.cluster.node_groups]}}
@@ -145,12 +147,12 @@ def node_bound_refusals(group: str, index: Optional[int], inputs: dict[str, Any]
         out.append(f"{format_path((*where, 'minNodes'), source=source)}: {low} is above the live node count {live} of group "
                    f"{group}; Magnum refuses min_node_count > node_count on update (magnum api/controllers/v1/nodegroup.py "
                    f"_validate_node_count); first grow the group: `openstack coe cluster resize <cluster> {low} "
-                   f"--nodegroup <group {group}>`, then `pulumi up`")
+                   f"--nodegroup {magnum_name}`, then `pulumi up`")
     if high is not None and high < live:
         out.append(f"{format_path((*where, 'maxNodes'), source=source)}: {high} is below the live node count {live} of group "
                    f"{group}; Magnum refuses node_count > max_node_count on update (magnum api/controllers/v1/nodegroup.py "
                    f"_validate_node_count); first shrink the group: `openstack coe cluster resize <cluster> {high} "
-                   f"--nodegroup <group {group}>`, then `pulumi up`")
+                   f"--nodegroup {magnum_name}`, then `pulumi up`")
     return out
 
 

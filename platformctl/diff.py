@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from . import aliases
-from .day2_hints import ignored_change_hint
+from .day2_hints import ignored_change_hint, node_bound_note
 from .errors import UsageError
 from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset
@@ -404,6 +404,8 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
     ra, renamed, alias_errors = _take_over(ra, rb, b["stack"])
     changes, errors, notes = _classify(ra, rb)
+    notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
+        c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),
