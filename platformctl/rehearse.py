@@ -187,12 +187,16 @@ def rehearse(stack: str, stack_file: Path, edited_file: Optional[Path] = None,
     play.up("create", "the first `pulumi up`, from nothing", plan, refresh=False)
     play.up("refresh", "`pulumi refresh`, then `pulumi up` with no edit", plan, refresh=True)
 
-    if edited_file is not None:
-        edited_shown = shown_path(edited_file)
-        edited, what = _read(edited_file, edited_shown), f"the stack file as edited in {edited_shown}"
-    else:
-        edited, what = canary_edit(data, settings, shown)
-        edited_shown = shown
+    edited_shown = shown_path(edited_file) if edited_file is not None else shown
+    what = f"the stack file as edited in {edited_shown}" if edited_file is not None else "a canary version"
+    try:
+        if edited_file is not None:
+            edited = _read(edited_file, edited_shown)
+        else:
+            edited, what = canary_edit(data, settings, shown)
+    except ConfigError as err:  # the patch cannot be applied to this stack file
+        edited = None
+        play.refused("edit", what, err)
     if edited is not None:
         try:
             edited_raw = _config_of(edited, edited_shown)
@@ -201,7 +205,7 @@ def rehearse(stack: str, stack_file: Path, edited_file: Optional[Path] = None,
                 raw = edited_raw
         except ConfigError as err:
             play.refused("edit", what, err)
-    else:
+    elif play.steps[-1].name != "edit":
         play.steps.append(Step("edit", what))
 
     current = settings_from_config(*checked_engine_config(raw, shown), shown)
