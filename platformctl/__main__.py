@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Play a stack's life offline and print, per step, what `pulumi up` would do: 1 create (from "
                     "nothing); 2 refresh (the values the cloud hands back: Magnum's cluster labels merged from the "
                     "template, node counts the autoscaler moved), then up with no edit; 3 an everyday edit (a new "
-                    "version of the first service taking 10%% of its heaviest version's traffic, as `platformctl "
+                    "version of the first service taking 10% of its heaviest version's traffic, as `platformctl "
                     "patch` adds it, or --edited-file); 4 the next Kubernetes minor version in the stack file; "
                     "5 refresh and up again. A step the settings or Magnum refuse applies nothing and is reported. "
                     "Exit 1 when a step would replace or delete the Magnum cluster, a node group, the file share, "
