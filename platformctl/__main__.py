@@ -1,5 +1,5 @@
 """python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
-| plan-example DIR | patch STACK_FILE PATCH_FILE [--check] | init CUSTOMER ENV
+| plan-example DIR | patch STACK_FILE PATCH_FILE [--check] | init CUSTOMER ENV | rehearse STACK
 
 Bad input (stack file, stack name, plan file, patch file, output directory) prints one line (a
 stack file with several problems: one complete line each) and exits 2; a file system error prints one line naming the path and exits 1. Neither
@@ -220,6 +220,21 @@ def cmd_init(args) -> int:
     return 0
 
 
+def cmd_rehearse(args) -> int:
+    from .rehearse import format_rehearsal, rehearse
+
+    live = {}
+    for item in args.live_nodes:
+        group, sep, count = item.partition("=")
+        if not (sep and group and count.isdigit()):
+            raise UsageError(f"--live-nodes {shown(item)}: expected GROUP=COUNT, e.g. gpu-h100=3")
+        live[group] = int(count)
+    edited = Path(args.edited_file) if args.edited_file else None
+    result = rehearse(args.stack, _stack_file(args), edited, live)
+    print(format_rehearsal(result))
+    return result.exit_code()
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench
 
@@ -279,6 +294,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="where model weights are read from: an NFS file share or an S3 bucket (default fileShare)")
     i.add_argument("--stack-file", help="write here instead of stacks/Pulumi.CUSTOMER-ENV.yaml")
     i.set_defaults(func=cmd_init)
+    rh = sub.add_parser(
+        "rehearse", help="play a stack's life offline (create, refresh, everyday edit, Kubernetes upgrade); "
+                         "exit 1 if a stateful resource would be replaced or deleted, or Magnum would refuse an up",
+        description="Play a stack's life offline and print, per step, what `pulumi up` would do: 1 create (from "
+                    "nothing); 2 refresh (the values the cloud hands back: Magnum's cluster labels merged from the "
+                    "template, node counts the autoscaler moved), then up with no edit; 3 an everyday edit (a new "
+                    "version of the first service taking 10% of its heaviest version's traffic, as `platformctl "
+                    "patch` adds it, or --edited-file); 4 the next Kubernetes minor version in the stack file; "
+                    "5 refresh and up again. A step the settings or Magnum refuse applies nothing and is reported. "
+                    "Exit 1 when a step would replace or delete the Magnum cluster, a node group, the file share, "
+                    "the S3 bucket, a persistent volume or claim or a protected resource, when the diff reports an "
+                    "error, or when Magnum would fail the up; exit 2 on a bad stack file. Nothing is written.")
+    rh.add_argument("stack")
+    rh.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
+    rh.add_argument("--edited-file", help="the everyday edit: this stack file instead of the built-in canary version")
+    rh.add_argument("--live-nodes", action="append", default=[], metavar="GROUP=COUNT",
+                    help="the node count the autoscaler left a Magnum node group at (default: its minNodes; repeatable)")
+    rh.set_defaults(func=cmd_rehearse)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)

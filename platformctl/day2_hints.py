@@ -33,6 +33,11 @@ def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[
         return (f"; the first node group's {_BOUNDS[path[1]]} counts at cluster creation only (a Magnum cluster label; "
                 f"pulumi-openstack has no resource for {DEFAULT_GROUP}), so change it with Magnum's API: "
                 f"`openstack coe nodegroup update <cluster> {DEFAULT_GROUP} replace {path[1]}={value}`" + _where(name))
+    if kind == MAGNUM_CLUSTER and path and path[0] == "labels":
+        # components/cluster/cluster.py keeps the whole label map: the provider reads the template's labels back into it.
+        return ("; a Magnum cluster's labels count at its creation only (a change would be a new cluster: `labels` is "
+                "ForceNew in terraform-provider-openstack), so this edit does not reach the cloud: restore the old "
+                "value, or create a new cluster with it")
     if kind == MAGNUM_CLUSTER and path == ("nodeCount",):
         return (f"; the autoscaler sizes the first node group from here on; to resize it now: "
                 f"`openstack coe cluster resize <cluster> {new_inputs.get('nodeCount')} --nodegroup {DEFAULT_GROUP}`" + _where(name))
@@ -42,3 +47,25 @@ def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[
         return (f"; the autoscaler sizes the group from here on; to resize it now: `openstack coe cluster resize "
                 f"<cluster> {new_inputs.get('nodeCount')} --nodegroup {group}`")
     return ""
+
+
+def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, Any], new_inputs: dict[str, Any]) -> str:
+    """A note for a node group update that raises its minimum or lowers its maximum: Magnum checks
+    the new bounds against the group's live count (magnum api/controllers/v1/nodegroup.py
+    _validate_node_count, min_node_count <= node_count <= max_node_count), which the plan cannot see."""
+    if resource.get("type") != MAGNUM_NODE_GROUP:
+        return ""
+    low, high = new_inputs.get("minNodeCount"), new_inputs.get("maxNodeCount")
+    raised = low is not None and low > (old_inputs.get("minNodeCount") or 0)
+    lowered = high is not None and old_inputs.get("maxNodeCount") is not None and high < old_inputs["maxNodeCount"]
+    if not (raised or lowered):
+        return ""
+    group = new_inputs.get("role") or resource.get("name", "")
+    key_path = f"inference-platform:cluster.nodeGroups[{group}]"
+    bounds = " and ".join(([f"{key_path}.minNodes rises to {low}"] if raised else [])
+                          + ([f"{key_path}.maxNodes falls to {high}"] if lowered else []))
+    return (f"note: {key}: {bounds}: Magnum refuses the update unless the group's live node count is within "
+            f"[{low}, {high}] (min_node_count <= node_count <= max_node_count); see it with `openstack coe nodegroup "
+            f"show <cluster> {new_inputs.get('name') or resource.get('name', '') + '-<suffix>'}` (or rehearse with "
+            f"`platformctl rehearse STACK --live-nodes {group}=N`), and resize first if it is outside: "
+            f"`openstack coe cluster resize <cluster> <n> --nodegroup <group>`")

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from . import aliases
-from .day2_hints import ignored_change_hint
+from .day2_hints import ignored_change_hint, node_bound_note
 from .errors import UsageError
 from .plan_model import SECRET
 from .propertypath import Path as PropPath
@@ -500,6 +500,8 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     if all(keys) and keys[0] != keys[1]:
         notes.append("note: secret inputs not compared: the two plans' digests were made with different keys "
                      f"(set {KEY_ENV} alike where both are rendered)")
+    notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
+        c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),

@@ -23,11 +23,18 @@ from inference_platform.settings.component_args import validated
 # reads the live count back. Without this, the next `up` would resize every group to
 # its starting count and undo the autoscaler.
 _AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
-# The default group's bounds are cluster labels, and a change of the cluster's labels is a new
-# cluster: they count at creation only. Later, `openstack coe nodegroup update <cluster>
-# default-worker replace max_node_count=<n>` changes them (docs/cluster.md, "Magnum drivers").
-_DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(
-    ignore_changes=["node_count", 'labels["min_node_count"]', 'labels["max_node_count"]'])
+# The cluster's labels count at creation only: a change of them is a new cluster (ForceNew in
+# terraform-provider-openstack v3.4.0). What the provider reads back is not what we declared once
+# the cluster's template moves: Magnum reports the labels against the current template
+# (magnum api/utils.py get_labels_diff), and the provider's Read folds the template's skipped and
+# overridden labels into `labels` (resource_openstack_containerinfra_cluster_v1.go Read,
+# containerInfraV1GetLabelsMerged); on magnum-capi-helm a kube_tag bump alone does it. Ignoring
+# single keys is not enough: the map's count (`labels.%`) still forces a new cluster, as the bridge
+# drops only the ignored keys and those below them (pulumi-terraform-bridge
+# pkg/tfshim/sdk-v2/instance_diff.go processIgnoreChanges). So the whole map is kept; the default
+# group's bounds (labels min/max_node_count) change with `openstack coe nodegroup update <cluster>
+# default-worker replace max_node_count=<n>` (docs/cluster.md, "Magnum drivers").
+_DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(ignore_changes=["node_count", "labels"])
 
 
 def template_labels(m: MagnumCluster) -> dict[str, str]:

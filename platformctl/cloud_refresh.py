@@ -1,0 +1,186 @@
+"""What the cloud hands back: the state a stack's resources have after a refresh, and what Magnum
+refuses, as the rehearsal (rehearse.py) plays them. Offline: a model of the upstream sources named
+at each rule, not a cloud.
+
+On a refresh the Terraform bridge reads the resource and makes its inputs from what it read
+(pulumi-terraform-bridge pkg/tfbridge/provider.go Read: ExtractInputsFromOutputs on refresh), and
+the next diff starts from there; so a refreshed value is written into both the inputs and the
+outputs of the state, and the existing diff (diff.py) then does what the engine does with it.
+
+Values the cloud moves (each read at the provider's Read of the resource we declare):
+- Magnum cluster labels: Magnum stores the template's labels merged with the cluster's when
+  merge_labels is set (magnum api/controllers/v1/cluster.py post), reports each cluster's labels
+  against its *current* template (api/utils.py get_labels_diff: overridden, added, skipped), and
+  terraform-provider-openstack v3.4.0 folds those into the ForceNew `labels`
+  (resource_openstack_containerinfra_cluster_v1.go Read; containerinfra_shared_v1.go
+  containerInfraV1GetLabelsMerged). A cluster upgrade moves the cluster to a new template but
+  keeps its own labels, except magnum-cluster-api v0.38.1's `kube_tag` (driver.py upgrade_cluster);
+  magnum-capi-helm 1.4.0 changes none (driver.py upgrade_cluster).
+- Node counts: the autoscaler moves them; the provider reads them back (cluster: the default
+  group's node_count; node group: node_count, resource_openstack_containerinfra_nodegroup_v1.go Read).
+- Not modelled because a healthy cloud hands back what we declared: the S3 bucket (our provider's
+  read reports versioning and the noncurrent rule, bucket.py), the Manila share (size and protocol
+  as created), Kubernetes objects (pulumi-kubernetes keeps the last applied inputs on refresh).
+  Node group labels and image are computed inputs we do not set (Optional+Computed in the
+  Terraform schema): whatever Magnum reports there diffs against nothing.
+
+What Magnum refuses during `pulumi up`, with nothing applied to that resource:
+- a cluster upgrade on the Heat driver (magnum stable/2026.1 drivers/heat/driver.py
+  FedoraKubernetesDriver.upgrade_cluster raises NotSupported);
+- a node group whose new bounds leave out its live count (api/controllers/v1/nodegroup.py patch ->
+  _validate_node_count: min_node_count <= node_count <= max_node_count); node_count is ours to
+  ignore (components/cluster/cluster.py), so the provider sends only the new bounds.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from inference_platform.settings.errors import format_path
+from inference_platform.settings.stack import Settings
+
+MAGNUM_CLUSTER = "openstack:containerinfra/cluster:Cluster"
+MAGNUM_TEMPLATE = "openstack:containerinfra/clusterTemplate:ClusterTemplate"
+MAGNUM_NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
+
+
+def labels_diff(parent: dict[str, str], labels: dict[str, str]) -> tuple[dict, dict, dict]:
+    """Magnum's (overridden, added, skipped) of an object's labels against its parent's
+    (magnum api/utils.py get_labels_diff): overridden holds the parent's values."""
+    overridden = {k: parent[k] for k, v in labels.items() if k in parent and parent[k] != v}
+    added = {k: v for k, v in labels.items() if k not in parent}
+    skipped = {k: v for k, v in parent.items() if k not in labels}
+    return overridden, added, skipped
+
+
+def provider_read_labels(stored: dict[str, str], template: dict[str, str], prior: dict[str, str]) -> dict[str, str]:
+    """The `labels` terraform-provider-openstack reads back for a cluster with merge_labels
+    (containerInfraV1GetLabelsMerged): added, skipped, the cluster's own value of each overridden
+    label, then the prior state's labels for keys not yet there."""
+    overridden, added, skipped = labels_diff(template, stored)
+    merged = {**added, **skipped, **{k: stored[k] for k in overridden}}
+    return {**{k: v for k, v in prior.items() if k not in merged}, **merged}
+
+
+@dataclass
+class Cloud:
+    """What Magnum holds for one stack's cluster, as the rehearsal moves it."""
+
+    settings: Settings
+    live_nodes: dict[str, int] = field(default_factory=dict)
+    """Node count per group as the autoscaler left it (group name -> count)."""
+    stored_labels: Optional[dict[str, str]] = None
+    template_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def driver(self) -> Optional[str]:
+        magnum = self.settings.cluster.magnum
+        return magnum.node_labeller if self.settings.cluster.mode == "magnum" else None
+
+    def live_count(self, group: str) -> int:
+        return self.live_nodes[group]
+
+    def created(self, state: dict[str, Any]) -> None:
+        """Magnum after the first `up`: the cluster's labels merged with its template's."""
+        cluster, template = _one(state, MAGNUM_CLUSTER), _one(state, MAGNUM_TEMPLATE)
+        self.template_labels = dict(_inputs(template).get("labels") or {})
+        if cluster is not None:
+            own = dict(_inputs(cluster).get("labels") or {})
+            merge = _inputs(cluster).get("mergeLabels")
+            self.stored_labels = {**self.template_labels, **own} if merge or not own else own
+
+    def refreshed(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The state after `pulumi refresh`: what the providers read back, in inputs and outputs."""
+        out = copy.deepcopy(state)
+        default = self.settings.cluster.node_groups[0].name if self.settings.cluster.mode == "magnum" else None
+        for r in out["resources"]:
+            if r.get("type") == MAGNUM_CLUSTER and self.stored_labels is not None:
+                prior = dict(_inputs(r).get("labels") or {})
+                read = provider_read_labels(self.stored_labels, self.template_labels, prior) \
+                    if _inputs(r).get("mergeLabels") else dict(self.stored_labels)
+                _set_read(r, "labels", read)
+                _set_read(r, "nodeCount", self.live_count(default))
+            elif r.get("type") == MAGNUM_NODE_GROUP and _inputs(r).get("role") in self.live_nodes:
+                _set_read(r, "nodeCount", self.live_count(_inputs(r)["role"]))
+        return out
+
+    def refusals(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> list[str]:
+        """Why Magnum would fail this `up` (one line each, with the way through); [] when it would not."""
+        out = []
+        if self.driver == "heat" and _template_moves(old, new, changes):
+            out.append("Magnum refuses the cluster upgrade: the Heat driver supports none (magnum drivers/heat/driver.py "
+                       "upgrade_cluster raises NotSupported); keep inference-platform:cluster.magnum.kubernetesVersion "
+                       "and template as they are, or move to a Cluster API driver with a new cluster")
+        groups = {g.name: i for i, g in enumerate(self.settings.cluster.node_groups)}
+        for change in changes:
+            if change.type != MAGNUM_NODE_GROUP or change.action != "update":
+                continue
+            r = _by_key(new, change.key)
+            group = _inputs(r).get("role")
+            if group not in self.live_nodes:
+                continue
+            magnum_name = _inputs(r).get("name") or f"{r['name']}-<suffix>"  # auto-named when unnamed
+            out += node_bound_refusals(group, groups.get(group), _inputs(r), self.live_count(group), self.settings,
+                                       magnum_name)
+        return out
+
+    def applied(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> None:
+        """Magnum after an `up` that went through: a moved template upgrades the cluster."""
+        if self.stored_labels is None or not _template_moves(old, new, changes):
+            return
+        new_template = dict(_inputs(_one(new, MAGNUM_TEMPLATE)).get("labels") or {})
+        if self.driver == "magnum-cluster-api" and "kube_tag" in new_template:
+            self.stored_labels["kube_tag"] = new_template["kube_tag"]
+        self.template_labels = new_template
+
+
+def node_bound_refusals(group: str, index: Optional[int], inputs: dict[str, Any], live: int,
+                        settings: Settings, magnum_name: str) -> list[str]:
+    """Magnum's check of a node group update against its live count, as one line per bound it fails."""
+    out = []
+    source = {"cluster": {"nodeGroups": [{"name": g.name} for g in settings.cluster.node_groups]}}
+    low, high = inputs.get("minNodeCount"), inputs.get("maxNodeCount")
+    where = ("cluster", "nodeGroups", index if index is not None else group)
+    if low is not None and low > live:
+        out.append(f"{format_path((*where, 'minNodes'), source=source)}: {low} is above the live node count {live} of group "
+                   f"{group}; Magnum refuses min_node_count > node_count on update (magnum api/controllers/v1/nodegroup.py "
+                   f"_validate_node_count); first grow the group: `openstack coe cluster resize <cluster> {low} "
+                   f"--nodegroup {magnum_name}`, then `pulumi up`")
+    if high is not None and high < live:
+        out.append(f"{format_path((*where, 'maxNodes'), source=source)}: {high} is below the live node count {live} of group "
+                   f"{group}; Magnum refuses node_count > max_node_count on update (magnum api/controllers/v1/nodegroup.py "
+                   f"_validate_node_count); first shrink the group: `openstack coe cluster resize <cluster> {high} "
+                   f"--nodegroup {magnum_name}`, then `pulumi up`")
+    return out
+
+
+def _template_moves(old: dict[str, Any], new: dict[str, Any], changes: list) -> bool:
+    """Whether this `up` moves the cluster to another template (Magnum's cluster upgrade)."""
+    moved = {c.key for c in changes if c.type == MAGNUM_TEMPLATE and c.action == "replace"}
+    for c in changes:
+        if c.type == MAGNUM_CLUSTER and c.action == "update" and (
+                any(p.startswith("inputs.clusterTemplateId") for p in c.paths)
+                or any(k.startswith("inputs.clusterTemplateId") for k in c.unknown)):
+            return True
+    return bool(moved) and _one(old, MAGNUM_CLUSTER) is not None
+
+
+def _one(state: dict[str, Any], type_: str) -> Optional[dict[str, Any]]:
+    return next((r for r in state["resources"] if r.get("type") == type_), None)
+
+
+def _by_key(state: dict[str, Any], key: str) -> dict[str, Any]:
+    return next(r for r in state["resources"] if r["urn"].split("::", 1)[-1] == key)
+
+
+def _inputs(r: Optional[dict[str, Any]]) -> dict[str, Any]:
+    return (r or {}).get("inputs") or {}
+
+
+def _set_read(r: dict[str, Any], key: str, value: Any) -> None:
+    # The bridge extracts inputs from what it read only for inputs the state holds.
+    if key in (r.get("inputs") or {}):
+        r["inputs"][key] = value
+    r.setdefault("outputs", {})[key] = value
