@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from . import aliases
+from .autonaming import keep_old_names
 from .day2_hints import ignored_change_hint, node_bound_note
 from .errors import UsageError
 from .plan_model import SECRET
@@ -495,6 +496,7 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     ra = {_key(r): _typed(_strip_stack(r, a["stack"])) for r in a["resources"]}
     rb = {_key(r): _typed(_strip_stack(r, b["stack"])) for r in b["resources"]}
     ra, renamed, alias_errors = _take_over(ra, rb, b["stack"])
+    rb = keep_old_names(ra, rb)
     keys = (a.get("secretDigestKey"), b.get("secretDigestKey"))
     changes, errors, notes = _classify(ra, rb, compare_secrets=bool(keys[0]) and keys[0] == keys[1])
     if all(keys) and keys[0] != keys[1]:

@@ -32,7 +32,7 @@ from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
 from .aliases import new_urn, qualified_type
-from .autonaming import bridged_name
+from .autonaming import bridged_name, kubernetes_name
 from .errors import UsageError
 from .kube_provider import active_cluster_digest, pinned_provider_environment
 from .objects import DuplicateObjectError, check_unique_objects
@@ -188,8 +188,8 @@ class PlatformMocks(Mocks):
             # Only metadata is read back from Kubernetes objects; echoing whole specs would
             # cost a serialisation round trip per resource for nothing.
             meta = dict(args.inputs.get("metadata") or {})
-            # Auto-naming: the engine appends a random suffix; a stable one keeps plans comparable.
-            meta.setdefault("name", f"{name}-{_short_hash(name)}")
+            # Auto-naming: the provider appends a random suffix; a stable one keeps plans comparable.
+            meta.setdefault("name", kubernetes_name(name))
             outputs = {k: args.inputs[k] for k in ("apiVersion", "kind") if k in args.inputs}
             outputs["metadata"] = meta
             return rid, outputs
@@ -199,7 +199,7 @@ class PlatformMocks(Mocks):
             outputs["name"] = given
         if typ == "kubernetes:helm.sh/v3:Release":
             outputs.pop("values", None)
-            outputs.setdefault("name", f"{name}-{_short_hash(name)}")
+            outputs.setdefault("name", kubernetes_name(name))
             outputs["status"] = {"status": "deployed", "namespace": outputs.get("namespace", "default")}
         elif typ == "openstack:containerinfra/cluster:Cluster":
             outputs["kubeconfig"] = {

@@ -8,6 +8,7 @@ from typing import Optional
 
 from inference_platform.core import driver_support, grammar
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
+from inference_platform.core.node_contract import capi_helm_sanitized
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
@@ -116,10 +117,19 @@ def node_group_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """Node group names unique and not Magnum's own roles; extra Magnum groups have a flavor."""
     problems: list[tuple[KeyPath, str]] = []
     seen: set[str] = set()
+    # magnum-capi-helm names the chart's node group, and labels its nodes, with the sanitized
+    # name (magnum_capi_helm/driver.py _process_node_groups at 1.4.0): `gpu--a` is `gpu-a` there.
+    sanitized: dict[str, str] = {}
+    capi_helm = s.cluster.magnum_labeller == "magnum-capi-helm"
     for i, g in enumerate(s.cluster.node_groups):
         if g.name in seen:
             problems.append((("cluster", "nodeGroups", i, "name"), f"duplicate node group name {g.name!r}; names must be unique"))
+        elif capi_helm and capi_helm_sanitized(g.name) in sanitized:
+            problems.append((("cluster", "nodeGroups", i, "name"),
+                             f"{g.name!r} is {capi_helm_sanitized(g.name)!r} to magnum-capi-helm, like "
+                             f"{sanitized[capi_helm_sanitized(g.name)]!r} (it makes each run of '-' one); names must differ after that"))
         seen.add(g.name)
+        sanitized.setdefault(capi_helm_sanitized(g.name), g.name)
         if s.cluster.mode == "magnum" and i > 0 and g.name in MAGNUM_RESERVED_ROLES:
             problems.append((("cluster", "nodeGroups", i, "name"),
                              f"{g.name!r} is a role Magnum gives its own node groups; the platform's autoscaler "

@@ -503,3 +503,26 @@ def test_a_priority_class_value_edit_is_refused_because_the_api_server_cannot_ch
     assert d["errors"] == ["error: update of kubernetes:scheduling.k8s.io/v1:PriorityClass spare changes value, which the "
                            "API server refuses to change: `pulumi up` would fail; give the object a new name to replace "
                            "it (kubernetes ValidatePriorityClassUpdate)"]
+
+
+def _pv_and_claim(pv_name: str, path: str = "/weights"):
+    pv = _k8s("core/v1:PersistentVolume", "pv", {"metadata": {}, "spec": {"nfs": {"path": path}}},
+              outputs={"metadata": {"name": pv_name}})
+    claim = _k8s("core/v1:PersistentVolumeClaim", "claim", {"metadata": {"name": "claim", "namespace": "ns"},
+                                                             "spec": {"volumeName": pv_name}},
+                 dependsOn=[pv["urn"]], protect=True)
+    return [pv, claim]
+
+
+def test_a_provider_made_name_is_kept_on_update_so_what_refers_to_it_does_not_change():
+    # The same unnamed PV, its made-up name rendered differently (another stand-in): the provider
+    # keeps the name in the state (pulumi-kubernetes AdoptOldAutonameIfUnnamed), so the claim is unchanged.
+    changes, d = _classes(_pv_and_claim("pv-0a1b2c3"), _pv_and_claim("pv-0a1b2c3d"))
+    assert changes == {} and d["errors"] == []
+
+
+def test_a_replaced_object_with_a_made_up_name_still_replaces_what_names_it():
+    changes, d = _classes(_pv_and_claim("pv-0a1b2c3"), _pv_and_claim("pv-0a1b2c3d", path="/other"))
+    assert changes["pv"].action == "replace"
+    assert changes["claim"].action == "replace" and "pv" in changes["claim"].reason
+    assert any("protected" in e and "claim" in e for e in d["errors"])

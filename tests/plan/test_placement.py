@@ -90,3 +90,14 @@ def test_a_selector_no_group_carries_is_named_with_what_the_nodes_do_carry():
     found = placement.violations([pod, affinity, fine], settings)
     assert [line.split(":")[0] for line in found] == ["Deployment stray", "Deployment picky"]
     assert "spec.template.spec: nodeSelector {'example.com/pool': 'batch'}" in found[0]
+
+
+def test_an_unnamed_kubernetes_object_shows_the_name_pulumi_kubernetes_will_give():
+    # pulumi-kubernetes names it `<logical name>-<8 hex>` (metadata/naming.go, NewUniqueName's default length).
+    plan = stack_plan("acme-prod")
+    (hpa, *_) = plan.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    assert "name" not in hpa.inputs["metadata"]
+    shown = hpa.to_json()["outputs"]["metadata"]["name"]
+    assert re.fullmatch(rf"{re.escape(hpa.name)}-[0-9a-f]{{8}}", shown), shown
+    deployments = {d.to_json()["outputs"]["metadata"]["name"] for d in plan.of_type("kubernetes:apps/v1:Deployment")}
+    assert hpa.inputs["spec"]["scaleTargetRef"]["name"] in deployments
