@@ -15,7 +15,7 @@ from inference_platform.cluster.autoscaler import NodeGroupAutoscaler
 from inference_platform.cluster.autoscaler import deployed as autoscaler_deployed
 from inference_platform.cluster.inputs import ClusterInputs
 from inference_platform.core.common import init_component, resource_opts
-from inference_platform.settings.cluster import ClusterSettings, MagnumCluster, NodeGroup
+from inference_platform.settings.cluster import HEAT_CONTAINERD, ClusterSettings, MagnumCluster, NodeGroup
 from inference_platform.settings.component_args import validated
 
 # node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
@@ -36,6 +36,10 @@ def template_labels(m: MagnumCluster) -> dict[str, str]:
         # The Heat driver's default runtime is host-docker (kubecluster.yaml, container_runtime),
         # and Kubernetes has had no dockershim since 1.24.
         labels["container_runtime"] = "containerd"
+        # Its default containerd is 1.4.4 (kubecluster.yaml, containerd_version), which lacks the
+        # CRI v1 API every kubelet since 1.26 needs. install-cri.sh checks the tarball against
+        # containerd_tarball_sha256 (default: 1.4.4's), so the version and its checksum go together.
+        labels.update(HEAT_CONTAINERD)
     return {**labels, **m.template.labels}
 
 
@@ -54,10 +58,9 @@ def cluster_labels(m: MagnumCluster, default: NodeGroup) -> dict[str, str]:
         # The subnet Magnum creates for the nodes (all three drivers: fixed_subnet_cidr).
         labels["fixed_subnet_cidr"] = m.subnet_cidr
     if m.api_allowed_cidrs:
-        # heat appends the node subnet itself (k8s_template_def._set_master_lb_allowed_cidrs);
-        # magnum-capi-helm passes the list to the API load balancer (apiServer.allowedCidrs).
-        key = "master_lb_allowed_cidrs" if m.driver == "heat" else "api_master_lb_allowed_cidrs"
-        labels[key] = ",".join(m.api_allowed_cidrs)
+        # heat only (the settings refuse the key on the Cluster API drivers); it appends the node
+        # subnet itself (k8s_template_def._set_master_lb_allowed_cidrs).
+        labels["master_lb_allowed_cidrs"] = ",".join(m.api_allowed_cidrs)
     return labels
 
 
