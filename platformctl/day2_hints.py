@@ -1,4 +1,4 @@
-"""What to run when a stack-file edit lands on an input that `ignoreChanges` keeps out of `pulumi up`.
+"""What to run for an edit `pulumi up` cannot carry out in place: a stack-file edit that lands on an input `ignoreChanges` keeps out, or a protected Magnum cluster that a template change would replace.
 
 Magnum's first node group is the cluster's own `default-worker` group: its bounds are cluster
 labels (`min_node_count`, `max_node_count`), read at creation only, and a change of the cluster's
@@ -41,4 +41,14 @@ def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[
         group = new_inputs.get("name") or f"{name}-<suffix>"
         return (f"; the autoscaler sizes the group from here on; to resize it now: `openstack coe cluster resize "
                 f"<cluster> {new_inputs.get('nodeCount')} --nodegroup {group}`")
+    return ""
+
+
+def replacement_hint(resource_type: str, reason: str) -> str:
+    """What to do when a protected resource would be replaced for this reason ("" when nothing applies)."""
+    if resource_type == MAGNUM_CLUSTER and reason.startswith("replaceOnChanges clusterTemplateId"):
+        # components/cluster/cluster.py template_change_needs_new_cluster: the reasons, with their sources.
+        return ("; this cluster's Magnum driver cannot move it to a new template in place (heat refuses every "
+                "upgrade; magnum-cluster-api puts the template's image on groups with their own image): keep "
+                "cluster.magnum.kubernetesVersion and template as deployed, and move to a new cluster in a new stack")
     return ""

@@ -64,6 +64,19 @@ def cluster_labels(m: MagnumCluster, default: NodeGroup) -> dict[str, str]:
     return labels
 
 
+def template_change_needs_new_cluster(m: MagnumCluster, groups: list[NodeGroup]) -> bool:
+    """Whether the driver cannot move the cluster to another template in place (Magnum's cluster
+    upgrade, what an update of cluster_template_id runs), so that a template change is a new cluster."""
+    if m.driver == "heat":
+        # openstack/magnum stable/2026.1 heat/driver.py FedoraKubernetesDriver.upgrade_cluster:
+        # raises NotSupported ("blue-green deployments, by creating a new cluster").
+        return True
+    # vexxhost/magnum-cluster-api v0.38.1 driver.py upgrade_cluster sets every node group's image_id
+    # to the template's: a group with its own image (a GPU driver in it) would lose it, and the
+    # refreshed image_id, ForceNew, would replace the group on the next `up`.
+    return m.node_labeller == "magnum-cluster-api" and any(g.image for g in groups[1:])
+
+
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -129,6 +142,11 @@ class Cluster(pulumi.ComponentResource):
         # MachineDeployment annotations), Heat the default group only (its own autoscaler; ours,
         # autoscaler.py, sizes the NodeGroups).
         default, extra = groups[0], groups[1:]
+        options = pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED)
+        if template_change_needs_new_cluster(m, groups):
+            # A replacement instead of an upgrade that fails or breaks groups: refused on a protected
+            # (production) cluster at preview, a new cluster elsewhere.
+            options = pulumi.ResourceOptions.merge(options, pulumi.ResourceOptions(replace_on_changes=["cluster_template_id"]))
         cluster = openstack.containerinfra.Cluster(
             f"{name}-magnum",
             cluster_template_id=template_id,
@@ -140,7 +158,7 @@ class Cluster(pulumi.ComponentResource):
             fixed_subnet=m.fixed_subnet,
             merge_labels=True,
             labels=cluster_labels(m, default),
-            opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED),
+            opts=options,
         )
         node_groups = [
             openstack.containerinfra.NodeGroup(
@@ -181,6 +199,7 @@ class Cluster(pulumi.ComponentResource):
             # Magnum refuses to update a template a cluster uses (only its name and visibility:
             # db/sqlalchemy/api.py _do_update_cluster_template, ClusterTemplateReferenced). A
             # changed template is a new one; the cluster then moves to it in place (Magnum's
-            # cluster upgrade), and the old one, no longer referenced, is deleted.
+            # cluster upgrade) where the driver can (template_change_needs_new_cluster), and the
+            # old one, no longer referenced, is deleted.
             opts=pulumi.ResourceOptions.merge(resource_opts(self), pulumi.ResourceOptions(replace_on_changes=["*"])),
         )

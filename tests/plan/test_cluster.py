@@ -12,6 +12,7 @@ from tests.conftest import ROOT, as_magnum, base_config, on_heat, render_raw, st
 from tests.support.variants import heat_plan
 
 CLUSTER = "openstack:containerinfra/cluster:Cluster"
+STACK = ROOT / "stacks" / "Pulumi.acme-prod.yaml"
 TEMPLATE = "openstack:containerinfra/clusterTemplate:ClusterTemplate"
 NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
 SHARE_ACCESS = "openstack:sharedfilesystem/shareAccess:ShareAccess"
@@ -65,6 +66,36 @@ def test_a_changed_template_is_a_new_template_and_the_cluster_moves_to_it(tmp_pa
     (template,) = [c for c in d["changes"] if c.key.endswith("acme-prod-cluster-template")]
     assert not template.delete_first and "replaceOnChanges *" in template.reason
     assert d["errors"] == []
+
+
+def _upgrade_diff(tmp_path, stack: str, source, edit=lambda text: text):
+    """The diff of a Kubernetes patch upgrade of a stack file (after `edit`, applied to both sides)."""
+    before_file, after_file = tmp_path / "before" / f"Pulumi.{stack}.yaml", tmp_path / "after" / f"Pulumi.{stack}.yaml"
+    text = edit(source.read_text())
+    for path, body in ((before_file, text), (after_file, text.replace("kubernetesVersion: v1.34.1", "kubernetesVersion: v1.34.2"))):
+        path.parent.mkdir()
+        path.write_text(body)
+    return diff_plans(render_stack(stack, before_file).to_json(), render_stack(stack, after_file).to_json())
+
+
+def test_a_kubernetes_upgrade_on_heat_is_refused_by_the_plan_not_by_a_failing_up(tmp_path):
+    # Magnum's Heat driver refuses every cluster upgrade (heat/driver.py upgrade_cluster: NotSupported).
+    assert one(heat_plan(), CLUSTER).replace_on_changes == ["clusterTemplateId"]
+    d = _upgrade_diff(tmp_path, "acme-prod-heat", ROOT / "tests" / "data" / "Pulumi.acme-prod-heat.yaml")
+    (error,) = [e for e in d["errors"] if "resource openstack:containerinfra/cluster:Cluster " in e]
+    assert "replace of protected resource" in error and "clusterTemplateId" in error
+    assert "heat refuses every upgrade" in error and "new cluster" in error
+
+
+def test_a_template_change_on_magnum_cluster_api_is_refused_while_a_group_has_its_own_image(tmp_path):
+    # magnum-cluster-api's upgrade puts the template's image on every group (driver.py upgrade_cluster).
+    own_image = lambda text: text.replace("      - name: gpu-h100\n", "      - name: gpu-h100\n        image: ubuntu-24.04-nvidia\n        os: ubuntu-24.04\n", 1)  # noqa: E731
+    assert own_image(STACK.read_text()) != STACK.read_text()
+    d = _upgrade_diff(tmp_path, "acme-prod", STACK, own_image)
+    assert any("replace of protected resource openstack:containerinfra/cluster:Cluster" in e
+               and "magnum-cluster-api puts the template's image" in e for e in d["errors"])
+    # Without a group image the cluster moves to the new template in place.
+    assert one(stack_plan("acme-prod"), CLUSTER).replace_on_changes == []
 
 
 def test_api_allow_list_goes_where_the_heat_driver_reads_it():
