@@ -81,7 +81,7 @@ class MagnumClusterArgs(TypedDict):
     api_floating_ip: NotRequired[bool]
     """A floating IP on the API server's load balancer (`master_lb_floating_ip_enabled`), so that `pulumi up`, which reaches the new cluster with its kubeconfig, can connect from outside the cluster network. Default: `true`."""
     api_allowed_cidrs: NotRequired[list[str]]
-    """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` (`master_lb_allowed_cidrs`; Magnum adds the node subnet) and `magnum-capi-helm` (`api_master_lb_allowed_cidrs`) only: `magnum-cluster-api` has no such label. Include where `pulumi up` runs."""
+    """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` only (`master_lb_allowed_cidrs`; Magnum adds the node subnet): `magnum-cluster-api` has no such label, and what magnum-capi-helm passes (`apiServer.allowedCidrs`) the openstack-cluster chart does not apply. Include where `pulumi up` runs."""
 
 
 class TaintArgs(TypedDict):
@@ -176,7 +176,7 @@ class GpuOperatorSettingsArgs(TypedDict):
     """Arguments of `GpuOperatorSettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
-    """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints. Default: `true`."""
+    """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints. On `magnum-capi-helm` the cluster runs its own operator and NFD (capi-helm-charts addons): the platform reuses them and adds only its node rules, so `driver`, `dcgmExporter`, node taints, time-slicing, MPS, custom MIG mixes and MIG strategy `mixed` are refused there. Default: `true`."""
     driver: NotRequired[DriverSettingsArgs]
     """NVIDIA driver installation."""
     dcgm_exporter: NotRequired[bool]

@@ -1,4 +1,4 @@
-"""What to run when a stack-file edit lands on an input that `ignoreChanges` keeps out of `pulumi up`.
+"""What to run for an edit `pulumi up` cannot carry out in place: a stack-file edit that lands on an input `ignoreChanges` keeps out, or a protected Magnum cluster that a template change would replace.
 
 Magnum's first node group is the cluster's own `default-worker` group: its bounds are cluster
 labels (`min_node_count`, `max_node_count`), read at creation only, and a change of the cluster's
@@ -69,3 +69,13 @@ def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, An
             f"show <cluster> {new_inputs.get('name') or resource.get('name', '') + '-<suffix>'}` (or rehearse with "
             f"`platformctl rehearse STACK --live-nodes {group}=N`), and resize first if it is outside: "
             f"`openstack coe cluster resize <cluster> <n> --nodegroup <group>`")
+
+
+def replacement_hint(resource_type: str, reason: str) -> str:
+    """What to do when a protected resource would be replaced for this reason ("" when nothing applies)."""
+    if resource_type == MAGNUM_CLUSTER and reason.startswith("replaceOnChanges clusterTemplateId"):
+        # components/cluster/cluster.py template_change_needs_new_cluster: the reasons, with their sources.
+        return ("; this cluster's Magnum driver cannot move it to a new template in place (heat refuses every "
+                "upgrade; magnum-cluster-api puts the template's image on groups with their own image): keep "
+                "cluster.magnum.kubernetesVersion and template as deployed, and move to a new cluster in a new stack")
+    return ""

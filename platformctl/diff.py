@@ -39,7 +39,7 @@ from typing import Any, Iterator, Optional
 
 from . import aliases
 from .autonaming import keep_old_names
-from .day2_hints import ignored_change_hint, node_bound_note
+from .day2_hints import ignored_change_hint, node_bound_note, replacement_hint
 from .errors import UsageError
 from .plan_model import SECRET
 from .propertypath import Path as PropPath
@@ -424,6 +424,12 @@ def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list
             continue
         if reason is None:
             reason = _replace_on_changes(new, input_changes)
+        if reason is None and unknown:
+            # An input unknown until a replaced dependency exists again is a changed key in the
+            # provider's diff too, so replaceOnChanges applies to it (step_generator.go).
+            reason = _replace_on_changes(new, list(unknown))
+            if reason is not None:
+                reason += f" <- replaced {next(d for p, d in unknown.items() if format_path(p) in reason)}"
         if new["type"] in PROVIDERS:
             config = _provider_config_diff(old, new, old_in, new_in, input_changes, unknown)
             if config.note:
@@ -475,7 +481,7 @@ def _guard_errors(change: Change, old: dict[str, Any], new: Optional[dict[str, A
     name = f"{change.type} {change.key.rsplit('::', 1)[-1]}"  # the URN is in --urns and --output json
     out = []
     if old.get("protect") and (change.action == "delete" or (new or {}).get("protect")):
-        out.append(f"error: {change.action} of protected resource {name}{why}")
+        out.append(f"error: {change.action} of protected resource {name}{why}" + replacement_hint(change.type, change.reason or ""))
     if old.get("retainOnDelete"):
         fate = "the old one" if change.action == "replace" else "it"
         out.append(f"error: {change.action} of retainOnDelete resource {name}{why}: "

@@ -51,14 +51,16 @@ class Step:
     what: str
     diff: Optional[dict[str, Any]] = None
     refused: list[str] = field(default_factory=list)
-    refused_by: str = ""  # "" (went through), "settings" (before anything) or "Magnum" (during the `up`)
+    # "" (went through), "settings" (before anything), "Pulumi" (the preview's errors, such as a
+    # protected resource to replace: nothing applied) or "Magnum" (during the `up`)
+    refused_by: str = ""
     notes: list[str] = field(default_factory=list)  # diff notes about the step's own edit
 
     @property
     def stateful(self) -> list[str]:
         """`replace TYPE NAME (reason)` / `delete TYPE NAME` of each stateful resource the step would lose."""
-        if self.diff is None:
-            return []
+        if self.diff is None or self.refused_by == "Pulumi":
+            return []  # refused before anything is applied: nothing is lost
         out = []
         for c in self.diff["changes"]:
             old = self.diff["old"].get(c.key) or {}
@@ -150,7 +152,9 @@ class _Play:
         mine = set(diff_plans(self.plan, new_plan)["notes"]) if self.state["resources"] else set()
         step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine])
         step.refused = self.cloud.refusals(old, new_plan, d["changes"])
-        if step.refused:
+        if d["errors"]:
+            step.refused, step.refused_by = [str(e) for e in d["errors"]], "Pulumi"
+        elif step.refused:
             step.refused_by = "Magnum"
         else:
             if not self.state["resources"]:
@@ -235,6 +239,9 @@ def format_rehearsal(r: Rehearsal) -> str:
         lines.append(f"step {i} {step.name}: {step.what}")
         if step.refused_by == "settings":
             lines.append("  refused by the settings; nothing applied:")
+        elif step.refused_by == "Pulumi":
+            lines.append(f"  {summary(step.diff)}")
+            lines.append("  refused by Pulumi at preview; nothing applied:")
         elif step.refused_by == "Magnum":
             lines.append(f"  {summary(step.diff)}")
             lines.append("  refused by Magnum during `pulumi up`; the rehearsal applies nothing of it:")

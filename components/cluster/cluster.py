@@ -16,7 +16,7 @@ from inference_platform.cluster.autoscaler import deployed as autoscaler_deploye
 from inference_platform.cluster.inputs import ClusterInputs
 from inference_platform.cluster.registration import node_group_label_inputs
 from inference_platform.core.common import init_component, resource_opts
-from inference_platform.settings.cluster import ClusterSettings, MagnumCluster, NodeGroup
+from inference_platform.settings.cluster import HEAT_CONTAINERD, ClusterSettings, MagnumCluster, NodeGroup
 from inference_platform.settings.component_args import validated
 
 # node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
@@ -44,6 +44,10 @@ def template_labels(m: MagnumCluster) -> dict[str, str]:
         # The Heat driver's default runtime is host-docker (kubecluster.yaml, container_runtime),
         # and Kubernetes has had no dockershim since 1.24.
         labels["container_runtime"] = "containerd"
+        # Its default containerd is 1.4.4 (kubecluster.yaml, containerd_version), which lacks the
+        # CRI v1 API every kubelet since 1.26 needs. install-cri.sh checks the tarball against
+        # containerd_tarball_sha256 (default: 1.4.4's), so the version and its checksum go together.
+        labels.update(HEAT_CONTAINERD)
     return {**labels, **m.template.labels}
 
 
@@ -62,11 +66,23 @@ def cluster_labels(m: MagnumCluster, default: NodeGroup) -> dict[str, str]:
         # The subnet Magnum creates for the nodes (all three drivers: fixed_subnet_cidr).
         labels["fixed_subnet_cidr"] = m.subnet_cidr
     if m.api_allowed_cidrs:
-        # heat appends the node subnet itself (k8s_template_def._set_master_lb_allowed_cidrs);
-        # magnum-capi-helm passes the list to the API load balancer (apiServer.allowedCidrs).
-        key = "master_lb_allowed_cidrs" if m.driver == "heat" else "api_master_lb_allowed_cidrs"
-        labels[key] = ",".join(m.api_allowed_cidrs)
+        # heat only (the settings refuse the key on the Cluster API drivers); it appends the node
+        # subnet itself (k8s_template_def._set_master_lb_allowed_cidrs).
+        labels["master_lb_allowed_cidrs"] = ",".join(m.api_allowed_cidrs)
     return labels
+
+
+def template_change_needs_new_cluster(m: MagnumCluster, groups: list[NodeGroup]) -> bool:
+    """Whether the driver cannot move the cluster to another template in place (Magnum's cluster
+    upgrade, what an update of cluster_template_id runs), so that a template change is a new cluster."""
+    if m.driver == "heat":
+        # openstack/magnum stable/2026.1 heat/driver.py FedoraKubernetesDriver.upgrade_cluster:
+        # raises NotSupported ("blue-green deployments, by creating a new cluster").
+        return True
+    # vexxhost/magnum-cluster-api v0.38.1 driver.py upgrade_cluster sets every node group's image_id
+    # to the template's: a group with its own image (a GPU driver in it) would lose it, and the
+    # refreshed image_id, ForceNew, would replace the group on the next `up`.
+    return m.node_labeller == "magnum-cluster-api" and any(g.image for g in groups[1:])
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -134,6 +150,11 @@ class Cluster(pulumi.ComponentResource):
         # MachineDeployment annotations), Heat the default group only (its own autoscaler; ours,
         # autoscaler.py, sizes the NodeGroups).
         default, extra = groups[0], groups[1:]
+        options = pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED)
+        if template_change_needs_new_cluster(m, groups):
+            # A replacement instead of an upgrade that fails or breaks groups: refused on a protected
+            # (production) cluster at preview, a new cluster elsewhere.
+            options = pulumi.ResourceOptions.merge(options, pulumi.ResourceOptions(replace_on_changes=["cluster_template_id"]))
         cluster = openstack.containerinfra.Cluster(
             f"{name}-magnum",
             cluster_template_id=template_id,
@@ -145,7 +166,7 @@ class Cluster(pulumi.ComponentResource):
             fixed_subnet=m.fixed_subnet,
             merge_labels=True,
             labels=cluster_labels(m, default),
-            opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED),
+            opts=options,
         )
         node_groups = [
             openstack.containerinfra.NodeGroup(
@@ -188,6 +209,7 @@ class Cluster(pulumi.ComponentResource):
             # Magnum refuses to update a template a cluster uses (only its name and visibility:
             # db/sqlalchemy/api.py _do_update_cluster_template, ClusterTemplateReferenced). A
             # changed template is a new one; the cluster then moves to it in place (Magnum's
-            # cluster upgrade), and the old one, no longer referenced, is deleted.
+            # cluster upgrade) where the driver can (template_change_needs_new_cluster), and the
+            # old one, no longer referenced, is deleted.
             opts=pulumi.ResourceOptions.merge(resource_opts(self), pulumi.ResourceOptions(replace_on_changes=["*"])),
         )

@@ -139,3 +139,42 @@ def contract_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
                 problems.append((path + ("key",), "on a Magnum cluster every NVIDIA GPU node is tainted "
                                  f"{GPU_TAINT['key']}={GPU_TAINT['value']}:{GPU_TAINT['effect']}; remove this taint"))
     return problems
+
+
+# magnum-capi-helm clusters run their own GPU operator and NFD: azimuth-cloud/capi-helm-charts
+# cluster-addons (values.yaml nvidiaGPUOperator/nodeFeatureDiscovery, enabled by default;
+# templates/nvidia-gpu-operator.yaml: release nvidia-gpu-operator in gpu-operator), and the
+# driver (openstack/magnum-capi-helm 1.4.0 driver.py _update_helm_release) passes no value and
+# reads no label that turns them off. The platform reuses them and adds its NodeFeatureRules;
+# what needs the operator's or NFD's own values cannot be had.
+CLUSTER_GPU_OPERATOR_RELEASE = "nvidia-gpu-operator"
+
+
+def cluster_operator_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
+    """What the GPU operator and NFD a magnum-capi-helm cluster runs already cannot do for the groups."""
+    if settings.cluster.magnum_labeller != "magnum-capi-helm" or not settings.gpu_operator.enabled:
+        return []
+    why = "magnum-capi-helm clusters run their own GPU operator (capi-helm-charts addon), whose values the platform cannot set"
+    problems: list[tuple[KeyPath, str]] = []
+    for key in ("driver", "dcgm_exporter"):
+        if key in settings.gpu_operator.model_fields_set:
+            name = "dcgmExporter" if key == "dcgm_exporter" else key
+            problems.append((("gpuOperator", name), f"{why}; remove the key (the chart installs the driver and the DCGM exporter)"))
+    for i, g in enumerate(settings.cluster.node_groups):
+        base: KeyPath = ("cluster", "nodeGroups", i)
+        if g.taints:
+            # NFD's chart default master.enableTaints is false, and the addon does not set it.
+            problems.append((base + ("taints",), "the Node Feature Discovery of a magnum-capi-helm cluster applies no taints "
+                             "(enableTaints is off in its addon); remove the key"))
+        if g.gpu is None:
+            continue
+        s, sharing = g.gpu.sharing, base + ("gpu", "sharing")
+        if s.mode in ("time-slicing", "mps"):
+            problems.append((sharing + ("mode",), f"{s.mode} needs a device-plugin config in the GPU operator's values; "
+                             f"{why}; allowed: none or mig"))
+        elif s.mode == "mig" and isinstance(s.mig_profile, dict):
+            problems.append((sharing + ("migProfile",), f"a custom MIG mix needs a mig-parted config in the GPU operator's values; "
+                             f"{why}; allowed: a named profile such as all-1g.10gb"))
+        elif s.mode == "mig" and s.effective_mig_strategy != "single":
+            problems.append((sharing + ("migStrategy",), f"the cluster's GPU operator runs MIG strategy single; {why}; allowed: single"))
+    return problems

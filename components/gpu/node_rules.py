@@ -147,8 +147,8 @@ class NodeContractArgs:
     """The node groups; `selector` singles out each group's nodes."""
     namespace: str
     """Namespace of the marker DaemonSets; its Pod Security level must allow hostPath volumes."""
-    crds: pulumi.Resource
-    """The release that installs NFD and its CRDs (the GPU operator's)."""
+    crds: Optional[pulumi.Resource]
+    """The release that installs NFD and its CRDs (the GPU operator's); None where the cluster runs NFD already (magnum-capi-helm)."""
     magnum_driver: Optional[str] = None
     """The Magnum driver that labels the nodes (`MagnumCluster.node_labeller`); None on an existing cluster."""
     after: tuple[pulumi.Resource, ...] = ()
@@ -165,7 +165,7 @@ class NodeContract(pulumi.ComponentResource):
         markers = resource_opts(self, depends_on=args.after)
         if args.marker_timeouts is not None:
             markers = pulumi.ResourceOptions.merge(markers, pulumi.ResourceOptions(custom_timeouts=args.marker_timeouts))
-        rules = resource_opts(self, depends_on=[args.crds])
+        rules = resource_opts(self, depends_on=[args.crds] if args.crds is not None else [])
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-marker-networkpolicy",
             metadata={"name": "node-group-markers-deny-all", "namespace": args.namespace,
@@ -186,7 +186,8 @@ class NodeContract(pulumi.ComponentResource):
                 opts=markers,
             )
             self.rules[group.name] = self._rule(f"{name}-rule-{group.name}", group_rule_spec(group, args.magnum_driver), rules)
-        if args.magnum_driver is not None:
+        # The NFD of a magnum-capi-helm cluster applies no taints (its addon leaves enableTaints off).
+        if args.magnum_driver not in (None, "magnum-capi-helm"):
             self.rules["gpu-taint"] = self._rule(f"{name}-gpu-taint", gpu_taint_rule_spec(), rules)
         self.register_outputs({"markers": {g: d.metadata["name"] for g, d in self.markers.items()},
                                "rules": {k: r.metadata["name"] for k, r in self.rules.items()}})

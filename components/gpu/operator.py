@@ -21,7 +21,13 @@ from inference_platform.core import versions
 from inference_platform.core.common import helm_release, init_component, namespace, resource_opts, standard_labels, with_node_selector
 from inference_platform.core.node_contract import GPU_TAINT
 from inference_platform.gpu.inputs import GpuOperatorInputs
-from inference_platform.gpu.node_labels import device_plugin_config_name, group_taints, mig_config_name, tolerations
+from inference_platform.gpu.node_labels import (
+    CLUSTER_GPU_OPERATOR_RELEASE,
+    device_plugin_config_name,
+    group_taints,
+    mig_config_name,
+    tolerations,
+)
 from inference_platform.gpu.node_rules import CONTROL_PLANE_TAINT, NodeContract, NodeContractArgs
 from inference_platform.gpu.profiles import mig_mix
 from inference_platform.settings.cluster import NodeGroup
@@ -128,6 +134,29 @@ class GpuOperator(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(GpuOperatorInputs, args, "GpuOperator")
         init_component(self, "GpuOperator", name, opts)
+        self.release: Optional[pulumi.Resource] = None
+        self.namespace: Optional[k8s.core.v1.Namespace] = None
+        if a.magnum_labeller == "magnum-capi-helm":
+            # The cluster runs the operator and NFD already (node_labels.CLUSTER_GPU_OPERATOR_RELEASE,
+            # in the same namespace); a second release would clash on their cluster-wide objects.
+            # Only the node contract is ours; Magnum reports the cluster created once its addons
+            # are deployed (magnum-capi-helm 1.4.0 driver.py _update_status_updating), so NFD's CRDs exist.
+            release_name: pulumi.Input[str] = CLUSTER_GPU_OPERATOR_RELEASE
+        else:
+            release_name = self._own_operator(name, a)
+        budget = node_join_budget(a.cold_start)
+        self.node_contract = NodeContract(f"{name}-contract", NodeContractArgs(
+            groups=tuple(a.node_groups),
+            namespace=NAMESPACE,
+            crds=self.release,
+            magnum_driver=a.magnum_labeller,
+            after=(self.namespace,) if self.namespace is not None else (),
+            marker_timeouts=custom_timeouts(budget) if budget is not None else None,
+        ), opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"release": release_name, "namespace": NAMESPACE})
+
+    def _own_operator(self, name: str, a: GpuOperatorInputs) -> pulumi.Output[str]:
+        """The operator's namespace, the configs it reads and its Helm release (its name)."""
         k8s_opts = resource_opts(self)
         # The operator's daemonsets load kernel modules and touch devices: privileged.
         self.namespace = namespace(
@@ -144,22 +173,13 @@ class GpuOperator(pulumi.ComponentResource):
                 f"{name}-device-plugin", DEVICE_PLUGIN_CONFIG_MAP, {k: _yaml(v) for k, v in plugin.items()}, in_namespace))
         chart = versions.GPU_OPERATOR
         values = gpu_operator_values(a)
-        after = [self.namespace, *configs]
-        self.release = helm_release(
+        release = helm_release(
             f"{name}-release", "gpu-operator", chart, NAMESPACE, values,
-            resource_opts(self, depends_on=after),
+            resource_opts(self, depends_on=[self.namespace, *configs]),
             timeout_seconds=chart_timeout(chart.name, values, a.cold_start),
         )
-        budget = node_join_budget(a.cold_start)
-        self.node_contract = NodeContract(f"{name}-contract", NodeContractArgs(
-            groups=tuple(a.node_groups),
-            namespace=NAMESPACE,
-            crds=self.release,
-            magnum_driver=a.magnum_labeller,
-            after=(self.namespace,),
-            marker_timeouts=custom_timeouts(budget) if budget is not None else None,
-        ), opts=pulumi.ResourceOptions(parent=self))
-        self.register_outputs({"release": self.release.name, "namespace": NAMESPACE})
+        self.release = release
+        return release.name
 
     def _config_map(self, logical: str, name: str, data: dict[str, str], opts: pulumi.ResourceOptions) -> k8s.core.v1.ConfigMap:
         return k8s.core.v1.ConfigMap(

@@ -16,6 +16,18 @@ from inference_platform.settings.errors import KeyPath
 MAGNUM_RESERVED_ROLES = frozenset({"worker", "master", "default-worker", "default-master"})
 
 
+# The containerd the platform gives the Heat driver: a version with CRI v1 and its tarball's
+# checksum, as openstack/magnum stable/2026.1 doc/source/user/index.rst pairs them in its
+# cluster template examples (install-cri.sh downloads cri-containerd-cni-<version> and checks it).
+HEAT_CONTAINERD = {
+    "containerd_version": "1.6.31",
+    "containerd_tarball_sha256": "75afb9b9674ff509ae670ef3ab944ffcdece8ea9f7d92c42307693efa7b6109d",
+}
+# Kubernetes removed the CRI v1alpha2 API in 1.26 (kubelet needs CRI v1): containerd 1.6 or later.
+CRI_V1_KUBE_MINOR = 26
+CRI_V1_CONTAINERD = (1, 6)
+
+
 MIG_CAPABLE: frozenset[str] = frozenset(
     {"A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB", "A30-24GB"}
 )
@@ -186,7 +198,7 @@ class MagnumCluster(Model):
     api_floating_ip: bool = True
     """A floating IP on the API server's load balancer (`master_lb_floating_ip_enabled`), so that `pulumi up`, which reaches the new cluster with its kubeconfig, can connect from outside the cluster network."""
     api_allowed_cidrs: list[Cidr] = []
-    """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` (`master_lb_allowed_cidrs`; Magnum adds the node subnet) and `magnum-capi-helm` (`api_master_lb_allowed_cidrs`) only: `magnum-cluster-api` has no such label. Include where `pulumi up` runs."""
+    """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` only (`master_lb_allowed_cidrs`; Magnum adds the node subnet): `magnum-cluster-api` has no such label, and what magnum-capi-helm passes (`apiServer.allowedCidrs`) the openstack-cluster chart does not apply. Include where `pulumi up` runs."""
 
     @property
     def node_labeller(self) -> str:
@@ -252,6 +264,32 @@ def _scale_from_zero_problem(m: MagnumCluster, index: int, group: NodeGroup) -> 
     return None
 
 
+def _version_tuple(text: str) -> Optional[tuple[int, ...]]:
+    parts = text.lstrip("v").split(".")
+    return tuple(int(p) for p in parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
+
+
+def _heat_containerd_problems(m: MagnumCluster) -> list[tuple[KeyPath, str]]:
+    """A containerd the user pins in template.labels: one the kubelet can talk to, with its checksum."""
+    labels = m.template.labels
+    if m.driver != "heat" or "containerd_version" not in labels:
+        return []
+    path: KeyPath = ("cluster", "magnum", "template", "labels", "containerd_version")
+    version = _version_tuple(labels["containerd_version"])
+    kube_minor = int(m.kubernetes_version.split(".")[1])
+    if version is None:
+        return [(path, f"{labels['containerd_version']!r} is not a containerd release; allowed: <major>.<minor>.<patch>, e.g. "
+                       f"{HEAT_CONTAINERD['containerd_version']}")]
+    if kube_minor >= CRI_V1_KUBE_MINOR and version < CRI_V1_CONTAINERD:
+        return [(path, f"containerd {labels['containerd_version']} has no CRI v1, which the kubelet of {m.kubernetes_version} needs, "
+                       f"so nodes never register; allowed: 1.6 or later, or remove the key ({HEAT_CONTAINERD['containerd_version']})")]
+    if "containerd_tarball_sha256" not in labels:
+        # install-cri.sh checks the tarball against containerd_tarball_sha256 and stops on a mismatch.
+        return [(path, "needs containerd_tarball_sha256 in template.labels too (the sha256 of that version's "
+                       "cri-containerd-cni tarball): the heat driver checks the download against it")]
+    return []
+
+
 def cluster_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
     problems: list[tuple[KeyPath, str]] = []
     if c.mode == "existing":
@@ -279,7 +317,15 @@ def cluster_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
         problems.append((version, "a -rancher tag is for the heat driver; Cluster API drivers take v<major>.<minor>.<patch>"))
     if m.api_allowed_cidrs and m.node_labeller == "magnum-cluster-api":
         problems.append((("cluster", "magnum", "apiAllowedCidrs"), "magnum-cluster-api has no label for an API allow-list; "
-                         "remove the key, or use clusterApiDriver magnum-capi-helm or driver heat"))
+                         "remove the key and restrict the API load balancer with a security group, or use driver heat"))
+    if m.api_allowed_cidrs and m.node_labeller == "magnum-capi-helm":
+        # magnum-capi-helm 1.4.0 driver.py writes apiServer.allowedCidrs; azimuth-cloud/capi-helm-charts
+        # openstack-cluster reads apiServer.allowedCIDRs since 0.24.0 (eac90cd6), and before it wrote
+        # allowedCidrs into the OpenStackCluster, a field CAPO v1beta1 spells allowedCIDRs.
+        problems.append((("cluster", "magnum", "apiAllowedCidrs"), "magnum-capi-helm passes the list as apiServer.allowedCidrs, "
+                         "which the openstack-cluster chart does not apply (it reads allowedCIDRs), so the API would stay open; "
+                         "remove the key and restrict the API load balancer with a security group, or use driver heat"))
+    problems.extend(_heat_containerd_problems(m))
     if m.driver == "heat" and m.api_floating_ip and not (m.template.master_lb_enabled or m.template.floating_ip_enabled):
         # heat template_def.add_fip_env_file: the API's floating IP sits on the load balancer.
         problems.append((("cluster", "magnum", "template", "masterLbEnabled"),

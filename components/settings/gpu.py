@@ -18,7 +18,7 @@ class DriverSettings(Model):
 
 class GpuOperatorSettings(Model):
     enabled: bool = True
-    """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints."""
+    """Install the NVIDIA GPU operator, and with it Node Feature Discovery, which applies the node groups' labels and taints. Off: the nodes of an existing cluster must carry them already; a Magnum cluster then may not have GPU groups, node labels or taints. On `magnum-capi-helm` the cluster runs its own operator and NFD (capi-helm-charts addons): the platform reuses them and adds only its node rules, so `driver`, `dcgmExporter`, node taints, time-slicing, MPS, custom MIG mixes and MIG strategy `mixed` are refused there."""
     driver: DriverSettings = DriverSettings()
     """NVIDIA driver installation."""
     dcgm_exporter: bool = True

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 
 from pydantic import ValidationError
 
-from inference_platform.gpu.node_labels import contract_problems
+from inference_platform.gpu.node_labels import cluster_operator_problems, contract_problems
 from inference_platform.gpu.profiles import check_gpu_settings
 from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
@@ -98,6 +98,7 @@ STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
     (
         check_gpu_settings,  # gpu/profiles.py: MIG layouts, GPU shares, capacity per group
         contract_problems,  # gpu/node_labels.py: the node contract NFD can apply
+        cluster_operator_problems,  # gpu/node_labels.py: what a magnum-capi-helm cluster's own GPU operator cannot do
         upload_config_problems,  # the configs a weight upload carries, and their presets
         deployment_name_clashes,  # settings/checks.py: one Deployment name per version and namespace
     ),

@@ -12,6 +12,7 @@ from tests.conftest import HEAT, ROOT, as_magnum, base_config, on_heat, render_r
 from tests.support.variants import heat_plan
 
 CLUSTER = "openstack:containerinfra/cluster:Cluster"
+STACK = ROOT / "stacks" / "Pulumi.acme-prod.yaml"
 TEMPLATE = "openstack:containerinfra/clusterTemplate:ClusterTemplate"
 NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
 SHARE_ACCESS = "openstack:sharedfilesystem/shareAccess:ShareAccess"
@@ -71,16 +72,51 @@ def test_a_changed_template_is_a_new_template_and_the_cluster_moves_to_it(tmp_pa
     assert d["errors"] == []
 
 
-@pytest.mark.parametrize("driver,key", [
-    ({"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1"}, "master_lb_allowed_cidrs"),
-    ({"clusterApiDriver": "magnum-capi-helm"}, "api_master_lb_allowed_cidrs"),
-])
-def test_api_allow_list_goes_where_the_driver_reads_it(driver, key):
-    plan = render_raw(magnum(**driver, apiAllowedCidrs=["203.0.113.0/24", "198.51.100.7/32"]))
+def _upgrade_diff(tmp_path, stack: str, source, edit=lambda text: text):
+    """The diff of a Kubernetes patch upgrade of a stack file (after `edit`, applied to both sides)."""
+    before_file, after_file = tmp_path / "before" / f"Pulumi.{stack}.yaml", tmp_path / "after" / f"Pulumi.{stack}.yaml"
+    text = edit(source.read_text())
+    for path, body in ((before_file, text), (after_file, text.replace("kubernetesVersion: v1.34.1", "kubernetesVersion: v1.34.2"))):
+        path.parent.mkdir()
+        path.write_text(body)
+    return diff_plans(render_stack(stack, before_file).to_json(), render_stack(stack, after_file).to_json())
+
+
+def test_a_kubernetes_upgrade_on_heat_is_refused_by_the_plan_not_by_a_failing_up(tmp_path):
+    # Magnum's Heat driver refuses every cluster upgrade (heat/driver.py upgrade_cluster: NotSupported).
+    assert one(heat_plan(), CLUSTER).replace_on_changes == ["clusterTemplateId"]
+    d = _upgrade_diff(tmp_path, "acme-prod-heat", ROOT / "tests" / "data" / "Pulumi.acme-prod-heat.yaml")
+    (error,) = [e for e in d["errors"] if "resource openstack:containerinfra/cluster:Cluster " in e]
+    assert "replace of protected resource" in error and "clusterTemplateId" in error
+    assert "heat refuses every upgrade" in error and "new cluster" in error
+
+
+def test_a_template_change_on_magnum_cluster_api_is_refused_while_a_group_has_its_own_image(tmp_path):
+    # magnum-cluster-api's upgrade puts the template's image on every group (driver.py upgrade_cluster).
+    own_image = lambda text: text.replace("      - name: gpu-h100\n", "      - name: gpu-h100\n        image: ubuntu-24.04-nvidia\n        os: ubuntu-24.04\n", 1)  # noqa: E731
+    assert own_image(STACK.read_text()) != STACK.read_text()
+    d = _upgrade_diff(tmp_path, "acme-prod", STACK, own_image)
+    assert any("replace of protected resource openstack:containerinfra/cluster:Cluster" in e
+               and "magnum-cluster-api puts the template's image" in e for e in d["errors"])
+    # Without a group image the cluster moves to the new template in place.
+    assert one(stack_plan("acme-prod"), CLUSTER).replace_on_changes == []
+
+
+def test_api_allow_list_goes_where_the_heat_driver_reads_it():
+    plan = render_raw(magnum(driver="heat", kubernetesVersion="v1.34.1-rancher1",
+                             apiAllowedCidrs=["203.0.113.0/24", "198.51.100.7/32"]))
     labels = one(plan, CLUSTER).inputs["labels"]
-    assert labels[key] == "203.0.113.0/24,198.51.100.7/32"
-    assert {"master_lb_allowed_cidrs", "api_master_lb_allowed_cidrs"} - {key} - set(labels) == {
-        "master_lb_allowed_cidrs", "api_master_lb_allowed_cidrs"} - {key}
+    assert labels["master_lb_allowed_cidrs"] == "203.0.113.0/24,198.51.100.7/32"
+    assert "api_master_lb_allowed_cidrs" not in labels
+
+
+def test_heat_nodes_get_a_containerd_whose_cri_the_kubelet_speaks():
+    # Heat's default containerd 1.4.4 lacks CRI v1 (kubelet >= 1.26): nodes would never register.
+    labels = one(heat_plan(), TEMPLATE).inputs["labels"]
+    assert labels["containerd_version"] == "1.6.31"
+    assert labels["containerd_tarball_sha256"] == "75afb9b9674ff509ae670ef3ab944ffcdece8ea9f7d92c42307693efa7b6109d"
+    # Cluster API drivers take containerd from the node image: no such labels.
+    assert "containerd_version" not in one(stack_plan("acme-prod"), TEMPLATE).inputs["labels"]
 
 
 def test_no_floating_ip_only_when_asked():

@@ -275,11 +275,12 @@ def test_each_drivers_autoscaler_gpu_label_only_on_groups_that_advertise_whole_g
         for heat in (True, False):
             raw = as_magnum(base_config()) | {"services": []}
             raw["cluster"]["nodeGroups"][1] |= {"name": name, "flavor": "g1", "gpu": gpu}
-            raw = on_heat(raw) if heat else raw | {"cluster": dict(raw["cluster"], magnum={"clusterApiDriver": "magnum-capi-helm"})}
+            # magnum-capi-helm takes no sharing of its own (its cluster's GPU operator is the chart's).
+            raw = on_heat(raw) if heat else raw
             settings, plan = parse(raw), render_raw(raw)
             group = settings.node_group(name)
             labels, _ = apply_rules(rule_specs(plan), node_features(marker_of(plan, group), [NVIDIA_GPU]))
-            driver = "heat" if heat else "magnum-capi-helm"
+            driver = "heat" if heat else "magnum-cluster-api"
             assert labels == expected_labels(group, driver), (driver, name)
             whole = name in ("whole", "mig-single", "shared")
             assert (MAGNUM_GPU_LABEL in labels) == (heat and whole), (driver, name)
@@ -416,6 +417,22 @@ def test_the_pci_taint_rule_only_on_magnum_clusters():
     assert apply_rules([spec], {"pci.device": [{**NVIDIA_GPU, "class": "0300"}]}) == ({}, [GPU_TAINT])
     assert apply_rules([spec], {"pci.device": [NIC, {**NVIDIA_GPU, "class": "0680"}]}) == ({}, [])
     assert len(pci_rules(stack_plan("acme-prod"))) == 1
+
+
+def test_a_magnum_capi_helm_cluster_keeps_its_own_gpu_operator_and_nfd_and_gets_only_the_node_rules():
+    # capi-helm-charts' addons run the operator (release nvidia-gpu-operator in gpu-operator) and
+    # NFD already; a second release, or our own gpu-operator Namespace, would clash with them.
+    raw = as_magnum(base_config())
+    raw["cluster"]["magnum"] = {"clusterApiDriver": "magnum-capi-helm"}
+    raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
+    plan = render_raw(raw)
+    assert plan.of_type(RELEASE) == [r for r in plan.of_type(RELEASE) if r.inputs.get("chart") != "gpu-operator"]
+    assert not [r for r in plan.resources if r.type == "kubernetes:core/v1:Namespace"
+                and r.inputs["metadata"]["name"] == "gpu-operator"]
+    rules = plan.of_type(RULE)
+    assert {r.name for r in rules} == {"test-dev-gpu-contract-rule-cpu", "test-dev-gpu-contract-rule-gpu"}
+    assert all(r.depends_on == [] or all("gpu-release" not in d for d in r.depends_on) for r in rules)
+    assert {m.inputs["metadata"]["namespace"] for m in markers(plan)} == {"gpu-operator"}
 
 
 # --------------------------------------------------------------------------- without the GPU operator, and bad input

@@ -51,7 +51,9 @@ def magnum(template: dict | None = None, mode: str = "precompiled", **cluster) -
     raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
     raw["cluster"]["magnum"] = cluster | ({"template": template} if template else {})
-    raw["gpuOperator"] = {"driver": {"mode": mode}}
+    if cluster.get("clusterApiDriver") != "magnum-capi-helm":
+        # A magnum-capi-helm cluster's own GPU operator installs the driver (the key is refused there).
+        raw["gpuOperator"] = {"driver": {"mode": mode}}
     return raw
 
 
@@ -187,7 +189,7 @@ def test_heat_runs_gpus_only_with_preinstalled_drivers():
 
 
 @pytest.mark.parametrize("os_id", ["ubuntu-22.04", "ubuntu-24.04", "ubuntu-26.04"])
-@pytest.mark.parametrize("cluster_api_driver", ["magnum-cluster-api", "magnum-capi-helm"])
+@pytest.mark.parametrize("cluster_api_driver", ["magnum-cluster-api"])
 def test_cluster_api_drivers_run_precompiled_drivers_on_ubuntu(cluster_api_driver, os_id):
     parse(magnum({"os": os_id}, clusterApiDriver=cluster_api_driver))
 
