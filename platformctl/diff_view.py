@@ -21,20 +21,26 @@ MAX_VALUE = 120
 
 
 def _get(resource: Optional[dict[str, Any]], path: str) -> Any:
-    """The value at a changed_paths path (`inputs.spec.x[0].y`), or ABSENT."""
+    """The value at a changed_paths path (`inputs.spec.x[0].y`), or ABSENT. Keys may hold dots
+    (an annotation `proxy.istio.io/config`): at each mapping the longest key that the path
+    continues with is taken."""
     value: Any = resource
-    for part in path.replace("[", ".[").split("."):
-        if not part:
-            continue
-        if part.startswith("["):
-            index = int(part[1:-1])
+    rest = path
+    while rest:
+        if rest.startswith("["):
+            end = rest.index("]")
+            index = int(rest[1:end])
             if not isinstance(value, list) or index >= len(value):
                 return ABSENT
-            value = value[index]
-        elif isinstance(value, dict) and part in value:
-            value = value[part]
-        else:
+            value, rest = value[index], rest[end + 1:].removeprefix(".")
+            continue
+        if not isinstance(value, dict):
             return ABSENT
+        keys = [k for k in value if isinstance(k, str) and rest.startswith(k) and rest[len(k):len(k) + 1] in ("", ".", "[")]
+        if not keys:
+            return ABSENT
+        key = max(keys, key=len)
+        value, rest = value[key], rest[len(key):].removeprefix(".")
     return value
 
 

@@ -526,3 +526,13 @@ def test_a_replaced_object_with_a_made_up_name_still_replaces_what_names_it():
     assert changes["pv"].action == "replace"
     assert changes["claim"].action == "replace" and "pv" in changes["claim"].reason
     assert any("protected" in e and "claim" in e for e in d["errors"])
+
+
+def test_a_changed_annotation_whose_key_holds_dots_shows_its_old_and_new_values():
+    from platformctl.diff_view import _get
+
+    old = {"inputs": {"metadata": {"annotations": {"proxy.istio.io/config": "a", "proxy": {"istio": "other"}}}}}
+    path = "inputs.metadata.annotations.proxy.istio.io/config"
+    assert _get(old, path) == "a"
+    assert _get(old, "inputs.metadata.annotations.proxy.istio") == "other"
+    assert _get({"inputs": {"x": [{"y.z": 1}]}}, "inputs.x[0].y.z") == 1
