@@ -73,10 +73,14 @@ AWAIT_RULES: dict[str, AwaitRule] = {
         fixed=True),
 }
 HELM_RULE = AwaitRule(
-    300, "helm --wait: every Deployment, StatefulSet, DaemonSet, PVC and LoadBalancer Service of the release ready"
-         " (Jobs only with waitForJobs); the `timeout` input in seconds; `skipAwait: true` turns it off;"
-         " customTimeouts are not consulted",
-    "provider/pkg/provider/helm_release.go defaultTimeoutSeconds, client.Wait = !SkipAwait")
+    300, "helm --wait (helm v3.20 pkg/kube/ready.go ReadyChecker.IsReady): the release's Pods ready; each"
+         " Deployment's newest ReplicaSet, StatefulSets, DaemonSets, ReplicaSets and ReplicationControllers"
+         " ready; PVCs Bound; Services with a cluster IP, and a LoadBalancer one with an ingress address"
+         " (unless externalIPs are set); CRDs established; Jobs complete only with waitForJobs; every other"
+         " kind (custom resources included) counts as ready. The `timeout` input in seconds; `skipAwait: true`"
+         " turns it off; customTimeouts are not consulted",
+    "provider/pkg/provider/helm_release.go defaultTimeoutSeconds, client.Wait = !SkipAwait, client.WaitForJobs;"
+    " helm.sh/helm/v3 v3.20.2 in provider/go.mod of the newest pulumi-kubernetes source read")
 # Precedence of a Kubernetes object's wait (metadata/overrides.go TimeoutDuration, ReadyCondition):
 # pulumi.com/skipAwait "true" -> no wait; customTimeouts (create/update) -> that; else
 # pulumi.com/timeoutSeconds -> that; else the kind's default (await/await.go: 10 minutes).
