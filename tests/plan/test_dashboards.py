@@ -102,7 +102,17 @@ TRITON_LINES = {
     "2025-02-13T12:00:01Z W 1 pinned_memory_manager.cc:273] Unable to allocate pinned system memory": "W",
     "I0213 12:00:02.000000 1 model.py:10] error rate of the client is 0; no Error here": "I",
     "2025-02-13T12:00:02Z I 1 server.cc:307] Waiting for in-flight requests to complete.": "I",
-    # Not Triton's preamble: a Python traceback line and an Envoy access log line.
+    # The engines' own lines in the same container: TensorRT-LLM's C++ logger ("[TensorRT-LLM][LEVEL] ",
+    # tensorrt_llm/common/logger.h getPrefix) and vLLM's (vllm/logger.py "%(levelname)s %(asctime)s
+    # [file:line]" with "%m-%d %H:%M:%S", and the prefix its engine-core process adds).
+    "[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: CUDA out of memory": "E",
+    "[TensorRT-LLM][WARNING] Fix optionalParams : KV cache reuse disabled because model was not built": "W",
+    "[TensorRT-LLM][INFO] Loaded engine size: 12345 MiB": "I",
+    "ERROR 02-13 12:00:04 [core.py:586] EngineCore failed to start.": "E",
+    "(EngineCore_DP0 pid=412) ERROR 02-13 12:00:04 [core.py:586] EngineCore encountered a fatal error.": "E",
+    "WARNING 02-13 12:00:05 [config.py:1204] Possibly too large swap space.": "W",
+    "INFO 02-13 12:00:06 [model_runner.py:1100] Loading model weights took 13.5 GiB (no ERROR)": "I",
+    # Not a level preamble: a Python traceback line and an Envoy access log line.
     "Error: something in a traceback": "",
     '[2025-02-13T12:00:03.000Z] "POST /v2/models/x/infer HTTP/1.1" 503 UF error': "",
 }
