@@ -258,7 +258,7 @@ class AlertThresholdsArgs(TypedDict):
     queue_time_ms: NotRequired[float]
     """Average Triton queue time above which the queue-time alert fires, milliseconds (0.001-600000). Default: `100.0`."""
     failure_ratio: NotRequired[float]
-    """Share of failed inference requests above which the failure alert fires (0.0001 to below 1). Default: `0.05`."""
+    """Share of failed inference requests above which the failure alerts fire (Triton failures per version, and requests the gateway cut at the route timeout; 0.0001 to below 1). Default: `0.05`."""
     gpu_memory_ratio: NotRequired[float]
     """GPU framebuffer use above which the GPU memory alert fires. Default: `0.95`."""
 

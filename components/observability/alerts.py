@@ -127,6 +127,32 @@ def canary_not_serving_expr(service: Service, canary: str, stable: str) -> str:
     return f"({no_ready_pod} > 0) unless on () ({canary_answers} > 0)"
 
 
+def route_timeout_expr(service: Service, ratio: float) -> str:
+    """Share of the gateway's requests to the service that end 504: the route timeout cut them
+    (Envoy answers 504 itself when timeoutSeconds passes, so only the gateway's own series, the
+    source side, show it; Triton never reports a request it was still running)."""
+    fqdn = in_cluster_host(service.name, service.k8s_namespace)
+    to_service = f'reporter="source",source_workload="{GATEWAY_WORKLOAD}",destination_service="{fqdn}"'
+    timed_out = _requests_rate(to_service + ',response_code="504"')
+    return f"{timed_out} / {_requests_rate(to_service)} > {ratio:g}"
+
+
+def _route_timeout_rules(services: list[Service], ratio: float) -> list[dict[str, Any]]:
+    return [
+        _alert(
+            "ServiceRouteTimeouts",
+            route_timeout_expr(svc, ratio),
+            "5m",
+            "warning",
+            f"{svc.name}: {{{{ $value | humanizePercentage }}}} of its requests end 504 at the gateway, cut by "
+            f"the route timeout ({svc.timeout_seconds:g} s)",
+            namespace=svc.k8s_namespace,
+            **{SERVICE_LABEL: svc.name},
+        )
+        for svc in services
+    ]
+
+
 def _pods_of_versions(namespace: str, app: str, versions: list[str]) -> str:
     """kube_pod_labels of the versions' pods, with namespace/pod renamed to the exported_* labels
     that DCGM series carry (the GPU operator's ServiceMonitor does not honour the exporter's labels)."""
@@ -379,6 +405,7 @@ def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
             "{{ $labels.namespace }} fails {{ $value | humanizePercentage }} of requests",
         ),
         *_service_rules(a.services),
+        *_route_timeout_rules(a.services, t.failure_ratio),
     ]
     groups = [
         {"name": "inference-platform.triton", "rules": triton},

@@ -66,7 +66,7 @@ def test_promtool_rejects_a_broken_rule(promtool, tmp_path):
 
 def test_every_alert_the_issue_asks_for_exists():
     assert alerts.alert_names(GROUPS) == {
-        "TritonQueueTimeHigh", "TritonFailureRatioHigh", "TritonPodNotReady", "TritonHpaAtMax",
+        "TritonQueueTimeHigh", "TritonFailureRatioHigh", "TritonPodNotReady", "TritonHpaAtMax", "ServiceRouteTimeouts",
         "CanaryErrorRatioAboveStable", "CanaryNotServing",
         "GpuMemoryNearlyFull", "GpuXidFault", "GpuXidError", "GpuPodsPending", "GpuNodeGroupAtMax",
     }
@@ -193,6 +193,14 @@ def failures(**versions: tuple[str, int, int]) -> dict[str, str]:
     return series
 
 
+def gateway_answers(ok: int, timed_out: int) -> dict[str, str]:
+    """The gateway's source-side series for resnet: `ok` answers a minute, `timed_out` 504s (UT)."""
+    return {
+        f'istio_requests_total{{{GATEWAY},destination_version="v1",response_code="200",response_flags="-"}}': f"0+{ok}x50",
+        f'istio_requests_total{{{GATEWAY},destination_version="v1",response_code="504",response_flags="UT"}}': f"0+{timed_out}x50",
+    }
+
+
 def low_traffic_healthy_canary() -> dict[str, str]:
     """3 requests a minute through the gateway, all to the stable version by the luck of a 10%
     weight; the canary is ready and its counter was last moved an hour ago."""
@@ -296,6 +304,14 @@ CASES = {
     # a healthy canary that drew no request (a 10% weight at 3 requests a minute) stays quiet.
     "quiet-canary-no-503-quiet": case(canary_traffic(gateway=False, stable=True, canary=False), "CanaryNotServing", []),
     "low-traffic-healthy-canary-quiet": case(low_traffic_healthy_canary(), "CanaryNotServing", []),
+    # Requests cut by the route timeout are answered 504 by the gateway's Envoy: only its series show them.
+    "route-timeouts-fire": case(
+        gateway_answers(ok=90, timed_out=10),
+        "ServiceRouteTimeouts",
+        [fired("resnet: 10% of its requests end 504 at the gateway, cut by the route timeout (60 s)", severity="warning",
+               namespace="resnet", triton_service="resnet")],
+    ),
+    "few-route-timeouts-quiet": case(gateway_answers(ok=99, timed_out=1), "ServiceRouteTimeouts", []),
     "canary-answering-quiet": case(canary_traffic(gateway=True, stable=True, canary=True), "CanaryNotServing", []),
     "no-traffic-at-all-quiet": case(canary_traffic(gateway=False, stable=False, canary=False), "CanaryNotServing", []),
     "gpu-memory-fires": case(
