@@ -264,11 +264,18 @@ def test_cli_raised_max_nodes_of_the_default_group_is_a_note_not_a_new_cluster(t
 # --------------------------------------------------------------------------- the readable diff
 
 
+def _edited_stack(tmp_path: Path, stack: str, *replacements: tuple[str, str]) -> Path:
+    """The plan of stacks/Pulumi.<stack>.yaml with text replaced, written beside its stack file."""
+    text = (ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text()
+    for old, new in replacements:
+        text = text.replace(old, new)
+    stack_file = tmp_path / f"Pulumi.{stack}.yaml"
+    stack_file.write_text(text)
+    return write_plan(render_stack(stack, stack_file), tmp_path / "edited", stack_file)
+
+
 def _demo_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
-    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
-    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
-    stack_file.write_text(text.replace("weight: 90", f"weight: {weights[0]}").replace("weight: 10", f"weight: {weights[1]}"))
-    return write_plan(render_stack("demo-dev", stack_file), tmp_path / "edited", stack_file)
+    return _edited_stack(tmp_path, "demo-dev", ("weight: 90", f"weight: {weights[0]}"), ("weight: 10", f"weight: {weights[1]}"))
 
 
 def test_a_canary_shift_from_90_to_50_shows_both_numbers_under_its_component(tmp_path, capsys):
@@ -322,10 +329,7 @@ def test_a_secret_value_stays_redacted_in_the_diff():
 
 def test_a_graph_step_image_edit_on_studio_dev_updates_the_rayservice(tmp_path, capsys):
     # A CRD has only identity rules in pulumi-kubernetes (diff.go), so KubeRay rolls it out.
-    text = (ROOT / "stacks" / "Pulumi.studio-dev.yaml").read_text()
-    stack_file = tmp_path / "Pulumi.studio-dev.yaml"
-    stack_file.write_text(text.replace("triton-ray:25.01-whisper", "triton-ray:25.02-whisper"))
-    edited = write_plan(render_stack("studio-dev", stack_file), tmp_path / "edited", stack_file)
+    edited = _edited_stack(tmp_path, "studio-dev", ("triton-ray:25.01-whisper", "triton-ray:25.02-whisper"))
     assert main(["diff", str(write_plan(stack_plan("studio-dev"), tmp_path / "main")), str(edited)]) == 0
     out = capsys.readouterr().out
     assert "~ update kubernetes:ray.io/v1:RayService speech-to-image-rayservice" in out
@@ -336,10 +340,7 @@ def test_a_graph_step_image_edit_on_studio_dev_updates_the_rayservice(tmp_path, 
 
 
 def test_a_context_edit_on_demo_dev_replaces_nothing_and_says_what_it_depends_on(tmp_path, capsys):
-    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
-    stack_file = tmp_path / "Pulumi.demo-dev.yaml"
-    stack_file.write_text(text.replace("      context: demo\n", "      context: demo-admin\n"))
-    edited = write_plan(render_stack("demo-dev", stack_file), tmp_path / "edited", stack_file)
+    edited = _edited_stack(tmp_path, "demo-dev", ("      context: demo\n", "      context: demo-admin\n"))
     assert main(["diff", str(write_plan(stack_plan("demo-dev"), tmp_path / "main")), str(edited)]) == 0
     out = capsys.readouterr().out
     assert "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors" in out
