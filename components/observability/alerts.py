@@ -61,6 +61,13 @@ def triton_queue_time_expr(threshold_ms: float) -> str:
     )
 
 
+def named_by_service(expr: str) -> str:
+    """`expr`'s series with the Triton service they are about (the pods' app label) in
+    SERVICE_LABEL, as every alert about a service carries it, so a critical about the service
+    inhibits its warnings."""
+    return f'label_replace({expr}, "{SERVICE_LABEL}", "$1", "label_app", "(.+)")'
+
+
 def triton_failure_ratio_expr(ratio: float) -> str:
     """Share of a model's requests that fail, per service version (the pods' app and version
     labels), so a failing canary is not averaged away by its stable version. Cancellations
@@ -70,8 +77,7 @@ def triton_failure_ratio_expr(ratio: float) -> str:
     pods = "on (namespace, pod) group_left (label_app, label_version) kube_pod_labels"
     failed = f'sum by ({by}) (rate(nv_inference_request_failure{{reason!="CANCELED"}}[5m]) * {pods})'
     ok = f"sum by ({by}) (rate(nv_inference_request_success[5m]) * {pods})"
-    # Named by service like the other alerts about one, so a critical about it inhibits its warnings.
-    return f'label_replace({failed} / ({ok} + {failed}) > {ratio:g}, "{SERVICE_LABEL}", "$1", "label_app", "(.+)")'
+    return named_by_service(f"{failed} / ({ok} + {failed}) > {ratio:g}")
 
 
 def grpc_server_error_regex() -> str:
@@ -207,8 +213,7 @@ def triton_pod_not_ready_expr(services: list[Service]) -> str:
     ours = f'kube_pod_labels{{namespace=~"{namespaces}",label_app=~"{apps}",label_version!=""}}'
     pods = (f"(({not_ready}) and on (namespace, pod) ({running}))"
             f" * on (namespace, pod) group_left (label_app, label_version) {ours}")
-    # Named by service like the canary alerts, so a critical about the service silences it.
-    return f'label_replace({pods}, "{SERVICE_LABEL}", "$1", "label_app", "(.+)")'
+    return named_by_service(pods)
 
 
 def hpa_at_max_expr(namespaces: list[str]) -> str:
