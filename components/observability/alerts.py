@@ -25,6 +25,11 @@ PLACEHOLDER_PRIORITY_CLASS = "gpu-placeholder"
 GPU_RESOURCE_REGEX = "nvidia_com_.*"
 
 ERROR_RATIO_RECORD = "inference_platform:istio_request_error_ratio:rate5m"
+# Triton's own failure ratio per service version, under the proxy record's label names: a gRPC
+# stream that fails mid-way ends with status OK (server stream_infer_handler.cc sends the error
+# inside the stream), so only Triton's counter sees it.
+TRITON_FAILURE_RATIO_RECORD = "inference_platform:triton_request_failure_ratio:rate5m"
+VERSION_LABELS = "destination_workload_namespace, destination_service_name, destination_version"
 ENDPOINT_INFO_RECORD = "inference_platform:endpoint:info"
 # The label that names the Triton service an alert is about (never `service`: scrape targets set that).
 SERVICE_LABEL = "triton_service"
@@ -68,16 +73,31 @@ def named_by_service(expr: str) -> str:
     return f'label_replace({expr}, "{SERVICE_LABEL}", "$1", "label_app", "(.+)")'
 
 
-def triton_failure_ratio_expr(ratio: float) -> str:
-    """Share of a model's requests that fail, per service version (the pods' app and version
-    labels), so a failing canary is not averaged away by its stable version. Cancellations
-    are the client's (Triton core infer_stats.cc reasons REJECTED, CANCELED, BACKEND, OTHER):
-    a client that hangs up mid-stream is no failure of the server."""
-    by = "namespace, model, label_app, label_version"
+def _triton_failure_ratio(by: str) -> str:
+    """Share of Triton's requests that fail, summed by `by` (which may name the pods' app and
+    version labels). Cancellations are the client's (Triton core infer_stats.cc reasons REJECTED,
+    CANCELED, BACKEND, OTHER): a client that hangs up mid-stream is no failure of the server. Core
+    counts a failure whichever frontend took the request (infer_request.cc ReportStatistics), so
+    errors sent inside a gRPC stream count too."""
     pods = "on (namespace, pod) group_left (label_app, label_version) kube_pod_labels"
     failed = f'sum by ({by}) (rate(nv_inference_request_failure{{reason!="CANCELED"}}[5m]) * {pods})'
     ok = f"sum by ({by}) (rate(nv_inference_request_success[5m]) * {pods})"
-    return named_by_service(f"{failed} / ({ok} + {failed}) > {ratio:g}")
+    return f"{failed} / ({ok} + {failed})"
+
+
+def triton_failure_ratio_expr(ratio: float) -> str:
+    """Share of a model's requests that fail, per service version (the pods' app and version
+    labels), so a failing canary is not averaged away by its stable version."""
+    return named_by_service(f"{_triton_failure_ratio('namespace, model, label_app, label_version')} > {ratio:g}")
+
+
+def triton_failure_ratio_record_expr() -> str:
+    """Triton's failure ratio per service version, labelled as the proxy's error ratio is."""
+    expr = _triton_failure_ratio("namespace, label_app, label_version")
+    for target, source in (("destination_workload_namespace", "namespace"), ("destination_service_name", "label_app"),
+                           ("destination_version", "label_version")):
+        expr = f'label_replace({expr}, "{target}", "$1", "{source}", "(.+)")'
+    return expr
 
 
 def grpc_server_error_regex() -> str:
@@ -87,7 +107,7 @@ def grpc_server_error_regex() -> str:
 def error_ratio_record_expr() -> str:
     """Share of the requests each service version receives that fail on the server side: HTTP 5xx,
     or a gRPC status that is the server's fault (sent with HTTP 200), from the server-side proxy."""
-    by = "destination_workload_namespace, destination_service_name, destination_version"
+    by = VERSION_LABELS
     sel = 'reporter="destination"'
     # A gRPC call that fails with both (a 503 with UNAVAILABLE) is one series, counted once by `or`.
     failed = (
@@ -107,11 +127,18 @@ def _version_selector(service: Service, version: str) -> str:
     )
 
 
+def version_failure_ratio_expr(service: Service, version: str) -> str:
+    """The worse of the two failure ratios of a service version: what its proxy saw (5xx, gRPC
+    server errors) and what Triton counted (which includes errors inside gRPC streams)."""
+    sel = _version_selector(service, version)
+    return f"max by ({VERSION_LABELS}) ({ERROR_RATIO_RECORD}{{{sel}}} or {TRITON_FAILURE_RATIO_RECORD}{{{sel}}})"
+
+
 def canary_error_expr(service: Service, canary: str, stable: str) -> str:
     return (
-        f"{ERROR_RATIO_RECORD}{{{_version_selector(service, canary)}}}"
+        f"{version_failure_ratio_expr(service, canary)}"
         f" > ignoring(destination_version)"
-        f" ({ERROR_RATIO_RECORD}{{{_version_selector(service, stable)}}} + {CANARY_ERROR_MARGIN:g})"
+        f" ({version_failure_ratio_expr(service, stable)} + {CANARY_ERROR_MARGIN:g})"
     )
 
 
@@ -281,7 +308,10 @@ def endpoint_records(services: list[Service], tls: bool) -> list[dict[str, Any]]
 
 
 def _canary_rules(services: list[Service]) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = [{"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()}]
+    rules: list[dict[str, Any]] = [
+        {"record": ERROR_RATIO_RECORD, "expr": error_ratio_record_expr()},
+        {"record": TRITON_FAILURE_RATIO_RECORD, "expr": triton_failure_ratio_record_expr()},
+    ]
     for svc in services:
         stable, canaries = stable_and_canaries(svc)
         # ignoring(destination_version) and `on ()` drop the version from the result; name both.
@@ -293,7 +323,7 @@ def _canary_rules(services: list[Service]) -> list[dict[str, Any]]:
                     canary_error_expr(svc, version, stable),
                     "10m",
                     "warning",
-                    f"{svc.name} {version} fails (5xx or gRPC server error) more often than {stable}: "
+                    f"{svc.name} {version} fails (5xx, gRPC server error or Triton failure) more often than {stable}: "
                     f"{{{{ $value | humanizePercentage }}}}",
                     canary_version=version,
                     **labels,

@@ -280,7 +280,7 @@ CASES = {
     "canary-fires": case(
         istio("1", "10"),
         "CanaryErrorRatioAboveStable",
-        [fired("resnet v2 fails (5xx or gRPC server error) more often than v1: 9.091%", severity="warning", triton_service="resnet",
+        [fired("resnet v2 fails (5xx, gRPC server error or Triton failure) more often than v1: 9.091%", severity="warning", triton_service="resnet",
                namespace="resnet", stable_version="v1", canary_version="v2", destination_workload_namespace="resnet",
                destination_service_name="resnet")],
     ),
@@ -289,11 +289,23 @@ CASES = {
     "canary-grpc-unavailable-fires": case(
         grpc("14"),
         "CanaryErrorRatioAboveStable",
-        [fired("resnet v2 fails (5xx or gRPC server error) more often than v1: 9.91%", severity="warning", triton_service="resnet",
+        [fired("resnet v2 fails (5xx, gRPC server error or Triton failure) more often than v1: 9.91%", severity="warning", triton_service="resnet",
                namespace="resnet", stable_version="v1", canary_version="v2", destination_workload_namespace="resnet",
                destination_service_name="resnet")],
     ),
     "canary-grpc-invalid-argument-quiet": case(grpc("3"), "CanaryErrorRatioAboveStable", []),
+    # A streaming canary failing inside its gRPC streams: every call ends status OK at the proxy,
+    # Triton counts 20% of v2's requests failed (BACKEND); the stable version fails none.
+    "canary-failing-inside-grpc-streams-fires": case(
+        grpc("0") | failures(v1=("BACKEND", 0, 100), v2=("BACKEND", 2, 8)),
+        "CanaryErrorRatioAboveStable",
+        [fired("resnet v2 fails (5xx, gRPC server error or Triton failure) more often than v1: 20%", severity="warning",
+               triton_service="resnet", namespace="resnet", stable_version="v1", canary_version="v2",
+               destination_workload_namespace="resnet", destination_service_name="resnet")],
+    ),
+    # Streams the client closed (CANCELED) are no worse canary.
+    "canary-streams-cancelled-by-clients-quiet": case(
+        grpc("0") | failures(v1=("BACKEND", 0, 100), v2=("CANCELED", 2, 8)), "CanaryErrorRatioAboveStable", []),
     "canary-down-behind-gateway-fires": case(
         canary_traffic(gateway=True, stable=False, canary=False),
         "CanaryNotServing",

@@ -122,8 +122,9 @@ def test_recording_rules_produce_series(prom):
     groups = alerts.rule_groups(observability_inputs(stack_settings("demo-dev")))
     for name in alerts.recorded_names(groups):
         assert_series(prom, name)
-    ratios = assert_series(prom, alerts.ERROR_RATIO_RECORD)
-    assert {s["metric"]["destination_version"] for s in ratios} == {"v1", "v2"}
+    for record in (alerts.ERROR_RATIO_RECORD, alerts.TRITON_FAILURE_RATIO_RECORD):
+        ratios = assert_series(prom, record)
+        assert {s["metric"]["destination_version"] for s in ratios} == {"v1", "v2"}, record
 
 
 def test_alert_expressions_evaluate(prom):
