@@ -91,7 +91,7 @@ test: venv tools helm checkov model-analyzer docs-venv
 	$(MAKE) bench-smoke
 
 test-fast: venv
-	$(PY) -m pytest tests/unit tests/plan
+	$(PY) -m pytest -n auto tests/unit tests/plan
 
 # The plan bench: one size or more (services per synthetic stack); the upload bench: MiB of weights.
 BENCH_SIZES ?= 10 50 200 1000
