@@ -21,7 +21,9 @@ delete and a create, as in the engine. Replacement follows the providers' rules
 - a replaced resource's outputs are unknown until it exists again, so a dependent whose
   inputs carry them (its id or name as the plan shows them; any secret) sees those
   inputs change, and is replaced where they force it. The offline plan does not record
-  which input came from which resource, so this is matched by value.
+  which input came from which resource, so this is matched by value. A Kubernetes object
+  replaced under its own name gets the same name and id back, so a dependent that takes
+  only those and is not replaced by them is left alone (a note says so);
 
 Deleting a resource the old plan marks `protect`, or replacing one both plans protect, is an
 error (the engine refuses it); so is replacing or deleting a `retainOnDelete` one (the old
@@ -331,6 +333,12 @@ def _delete_first(old: dict[str, Any], new: dict[str, Any], by_provider: bool) -
         return "name" in (new.get("inputs") or {})
     # provider.go Diff: a replaced Kubernetes object that keeps its given name and namespace
     # must be deleted before it can be created again.
+    return _keeps_kubernetes_name(old, new)
+
+
+def _keeps_kubernetes_name(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """A Kubernetes object (not a Helm release) whose given name and namespace stay: its id
+    (namespace/name) and name are the same once it is created again."""
     if not new["type"].startswith("kubernetes:") or new["type"].startswith("kubernetes:helm.sh"):
         return False
     meta_old = (old.get("inputs") or {}).get("metadata") or {}
@@ -392,6 +400,7 @@ def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list
     errors: list[str] = []
     notes: list[str] = []
     replaced: dict[str, str] = {}  # key -> reason
+    kept_names: set[str] = set()  # replaced Kubernetes objects that keep their given name
     tokens: dict[str, set[str]] = {}
     common = set(ra) & set(rb)
     for key in _topological(common, rb):
@@ -454,6 +463,16 @@ def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list
                 forced = forcing_change(rules, old_in, new_in, list(unknown))
                 if forced is not None:
                     reason = f"input {format_path(forced)} <- replaced {unknown[forced]}"
+        if reason is None and unknown:
+            # Only the dependents a replacement would replace go with it (step_generator.go
+            # calculateDependentReplacements); the others take their inputs once it exists again,
+            # and a Kubernetes object replaced under its own name has the same name and id then.
+            resolved = [p for p, d in unknown.items() if d in kept_names and value_at(new_in, p) not in REDACTED]
+            for p in resolved:
+                notes.append(f"note: {key}: inputs.{format_path(p)} takes the name of {unknown.pop(p)}, "
+                             "which its replacement keeps: no change")
+            if not input_changes and not unknown:
+                continue
         shown = {f"inputs.{format_path(p)}": d for p, d in unknown.items()}
         if reason is None:
             changes.append(Change(key, "update", new["type"], paths, unknown=shown))
@@ -464,7 +483,10 @@ def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list
                               "name to replace it (kubernetes ValidatePriorityClassUpdate)")
         else:
             replaced[key] = reason
-            changes.append(Change(key, "replace", new["type"], paths, reason, _delete_first(old, new, by_provider), shown))
+            delete_first = _delete_first(old, new, by_provider)
+            if delete_first and _keeps_kubernetes_name(old, new):
+                kept_names.add(key)
+            changes.append(Change(key, "replace", new["type"], paths, reason, delete_first, shown))
     changes += [Change(k, "create", rb[k]["type"]) for k in sorted(set(rb) - common)]
     changes += [Change(k, "delete", ra[k]["type"]) for k in sorted(set(ra) - common)]
     for c in changes:

@@ -111,6 +111,39 @@ def test_renamed_configmap_is_replaced_and_not_deleted_first():
     assert not changes["cm"].delete_first
 
 
+def test_a_configmap_replaced_under_its_own_name_leaves_what_mounts_it_alone_and_replaces_what_lives_under_it():
+    """A same-name replacement (delete-first): the engine replaces only the dependents whose
+    diff, with the inputs taken from it unknown, replaces them (step_generator.go
+    calculateDependentReplacements); the others get the same name back and take a `same` step."""
+    cm = dict(_configmap("settings"), outputs={"metadata": {"name": "settings", "namespace": "ns"}})
+    mounting = _k8s("apps/v1:Deployment", "web", {"metadata": {"name": "web", "namespace": "ns"}, "spec": {
+        "template": {"spec": {"volumes": [{"name": "s", "configMap": {"name": "settings"}}]}}}}, dependsOn=[cm["urn"]])
+    named_after = _k8s("core/v1:Secret", "copy", {"metadata": {"name": "settings", "namespace": "ns"}},
+                       dependsOn=[cm["urn"]])
+    changed = copy.deepcopy(cm)
+    changed["inputs"]["data"]["k"] = "y"
+    changes, d = _classes([cm, mounting, named_after], [changed, mounting, named_after])
+    assert changes["cm"].action == "replace" and changes["cm"].delete_first
+    assert "web" not in changes
+    assert any("inputs.spec.template.spec.volumes[0].configMap.name takes the name of" in n and "no change" in n
+               for n in d["notes"])
+    # metadata.name forces a replacement, so the engine deletes it before the ConfigMap goes.
+    assert changes["copy"].action == "replace" and changes["copy"].reason.startswith("input metadata.name <- replaced")
+
+
+def test_an_autonamed_configmap_replaced_updates_what_mounts_it():
+    cm = _k8s("core/v1:ConfigMap", "cm", {"metadata": {"namespace": "ns"}, "data": {"k": "x"}},
+              outputs={"metadata": {"name": "cm-1a2b3c4d", "namespace": "ns"}})
+    mounting = _k8s("apps/v1:Deployment", "web", {"metadata": {"name": "web", "namespace": "ns"}, "spec": {
+        "template": {"spec": {"volumes": [{"name": "s", "configMap": {"name": "cm-1a2b3c4d"}}]}}}}, dependsOn=[cm["urn"]])
+    changed = copy.deepcopy(cm)
+    changed["inputs"]["data"]["k"] = "y"
+    changes, _ = _classes([cm, mounting], [changed, mounting])
+    assert changes["cm"].action == "replace" and not changes["cm"].delete_first
+    assert changes["web"].action == "update"
+    assert changes["web"].unknown == {"inputs.spec.template.spec.volumes[0].configMap.name": changes["cm"].key}
+
+
 def test_configmap_data_replaces_unless_the_provider_makes_configmaps_mutable():
     changes, _ = _classes([_configmap("a")], [_configmap("a", "y")])
     assert changes["cm"].action == "replace" and changes["cm"].reason == 'input data.k'
