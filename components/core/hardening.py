@@ -46,6 +46,13 @@ NODE_MARKER = "node-marker"
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
 TUNING = "tuning"
 
+# Triton core filesystem/api.cc LoadCredentials: without TRITON_CLOUD_CREDENTIAL_PATH it takes S3
+# credentials from the environment; the credential file is the other route, which Triton's docs
+# (model_repository.md, "Cloud Storage with Credential file") mark Beta, so the stable one is used.
+_S3_CREDENTIALS = ("Triton reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from its environment (triton core "
+                   "s3.h, filesystem/api.cc); the other route, a credential file named by "
+                   "TRITON_CLOUD_CREDENTIAL_PATH, is marked Beta in Triton's docs, so the stable one is used")
+
 WORKLOADS: dict[str, Workload] = {
     TRITON: Workload("Triton Deployments (`<service>-<version>`)", (
         Exemption("CKV_K8S_43", f"Triton image {_TAG_PINNED}"),
@@ -55,16 +62,14 @@ WORKLOADS: dict[str, Workload] = {
                                 "server files; no user above 10000 exists in the image"),
         Exemption("CKV_K8S_35", "Triton takes the admin key that closes its control APIs only on its command line, "
                                 "which Kubernetes fills from an environment variable ($(TRITON_ADMIN_KEY)); on the S3 "
-                                "cache Triton also reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from its "
-                                "environment (triton core s3.h). Both come from Secrets, never literals"),
+                                f"cache {_S3_CREDENTIALS}. Both come from Secrets, never literals"),
     )),
     TRITON_NO_CPU_LIMIT: Workload("Triton Deployments of versions without `resources.cpuLimit`", (
         Exemption("CKV_K8S_11", "no CPU limit on GPU pods on purpose: CFS throttling stalls feeding the GPU and "
                                 "adds latency; the request reserves the CPU and resources.cpuLimit sets a limit"),
     )),
     TRITON_S3: Workload("Model Analyzer Jobs of versions reading their model repository from the S3 cache", (
-        Exemption("CKV_K8S_35", "Triton's S3 repository reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from "
-                                "its environment (triton core s3.h); they come from the weights Secret, never literals"),
+        Exemption("CKV_K8S_35", f"on the S3 cache {_S3_CREDENTIALS}; they come from the weights Secret, never literals"),
     )),
     TUNING: Workload("Model Analyzer Jobs of versions with `tuning` (`tune-<service>-<version>-<run>`)", (
         Exemption("CKV_K8S_43", f"Triton, Triton SDK and rclone images {_TAG_PINNED}"),
