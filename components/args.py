@@ -625,6 +625,42 @@ class TuningArgs(TypedDict):
     """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
 
 
+class LlmArchitectureArgs(TypedDict):
+    """The numbers of the model's `config.json` that its memory depends on."""
+
+    parameters_billion: float
+    """Parameters, in billions (e.g. 8.03 for Llama 3.1 8B)."""
+    layers: int
+    """Transformer layers (`num_hidden_layers`)."""
+    kv_heads: int
+    """Key/value attention heads (`num_key_value_heads`; equal to the attention heads without grouped-query attention)."""
+    head_dim: int
+    """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
+
+
+class LlmArgs(TypedDict):
+    """Arguments of `Llm` (see the configuration reference, docs/reference.md)."""
+
+    engine: Literal["vllm", "tensorrtllm"]
+    """The Triton backend that runs the model: `vllm` or `tensorrtllm`; sets the version's `llmBackend`. One of: `vllm`, `tensorrtllm`."""
+    architecture: LlmArchitectureArgs
+    """What the model's memory depends on, from its `config.json`."""
+    max_context_tokens: int
+    """Longest sequence (prompt and answer, in tokens) the engine accepts."""
+    max_concurrent_sequences: NotRequired[int]
+    """Sequences the engine serves at once, each with its KV cache for the whole context. Default: `64`."""
+    dtype: NotRequired[Literal["float32", "bfloat16", "float16", "fp8", "int8", "int4"]]
+    """Data type of the weights as loaded (`int4`/`int8`/`fp8` for quantised checkpoints). One of: `float32`, `bfloat16`, `float16`, `fp8`, `int8`, `int4`. Default: `bfloat16`."""
+    kv_cache_dtype: NotRequired[Literal["auto", "float32", "bfloat16", "float16", "fp8"]]
+    """Data type of the KV cache; `auto` uses the weights' type (`float16` for quantised weights). One of: `auto`, `float32`, `bfloat16`, `float16`, `fp8`. Default: `auto`."""
+    tensor_parallel_size: NotRequired[int]
+    """GPUs one replica spreads the model over, all on one node; equals the version's `gpu.count`. Default: `1`."""
+    memory_utilization: NotRequired[float]
+    """Share of each GPU's memory the engine may use (vLLM `gpu_memory_utilization`, TensorRT-LLM `kv_cache_free_gpu_mem_fraction`; both default 0.9). Default: `0.9`."""
+    overhead_gib: NotRequired[float]
+    """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours). Default: `2`."""
+
+
 class VersionArgs(TypedDict):
     """Arguments of `Version` (see the configuration reference, docs/reference.md)."""
 
@@ -658,6 +694,8 @@ class VersionArgs(TypedDict):
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
     llm_backend: NotRequired[Literal["tensorrtllm", "vllm"]]
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
+    llm: NotRequired[LlmArgs]
+    """The large language model the version serves: engine, architecture, context, concurrency, data types and tensor parallelism; the plan checks that it fits the version's GPU share (docs/serving.md: LLM memory fit)."""
 
 
 class TuningGoalsArgs(TypedDict):

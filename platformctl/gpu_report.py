@@ -1,8 +1,9 @@
-"""The GPU part of the plan output: capacity warnings and the cold-start estimate."""
+"""The GPU part of the plan output: capacity warnings, the cold-start estimate, LLM memory fits."""
 
 from __future__ import annotations
 
 from inference_platform.gpu.profiles import capacity_warnings
+from inference_platform.serving.llm_memory import llm_memory_report
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import format_estimate, stack_estimates
 
@@ -11,4 +12,5 @@ def gpu_report(settings: Settings) -> str:
     lines = [f"warning: {w}" for w in capacity_warnings(settings)]
     if settings.gpu_groups:
         lines.append(format_estimate(stack_estimates(settings)))
+    lines += llm_memory_report(settings)
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from inference_platform.gpu.node_labels import cluster_operator_problems, contract_problems
 from inference_platform.gpu.profiles import check_gpu_settings
+from inference_platform.serving.llm_memory import llm_memory_problems
 from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes
@@ -97,6 +98,7 @@ STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
     CROSS_CHECKS,  # settings/checks.py: node groups, cluster, OS, capacity, platform parts, UIs, alerting, tuning, services and graphs
     (
         check_gpu_settings,  # gpu/profiles.py: MIG layouts, GPU shares, capacity per group
+        llm_memory_problems,  # serving/llm_memory.py: each LLM version fits its GPU share
         contract_problems,  # gpu/node_labels.py: the node contract NFD can apply
         cluster_operator_problems,  # gpu/node_labels.py: what a magnum-capi-helm cluster's own GPU operator cannot do
         upload_config_problems,  # the configs a weight upload carries, and their presets

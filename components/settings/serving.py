@@ -26,6 +26,7 @@ from inference_platform.settings.base import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.llm import Llm
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
 from inference_platform.settings.tuning import TRITON_IMAGE, ServicePipeline, Tuning
 
@@ -196,6 +197,8 @@ class Version(Model):
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
     llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
+    llm: Optional[Llm] = None
+    """The large language model the version serves: engine, architecture, context, concurrency, data types and tensor parallelism; the plan checks that it fits the version's GPU share (docs/serving.md: LLM memory fit)."""
 
     @field_validator("server_args")
     @classmethod
@@ -205,6 +208,17 @@ class Version(Model):
             if problem:
                 raise ValueError(problem)
         return args
+
+    @model_validator(mode="after")
+    def _one_llm_engine(self) -> "Version":
+        if self.llm is None:
+            return self
+        if self.llm_backend is None:
+            object.__setattr__(self, "llm_backend", self.llm.engine)  # frozen model: set once, at validation
+        elif self.llm_backend != self.llm.engine:
+            raise ValueError(f"llmBackend {self.llm_backend} differs from llm.engine {self.llm.engine}; "
+                             "allowed: the same backend, or llmBackend left out")
+        return self
 
     @model_validator(mode="after")
     def _budget_covers_load(self) -> "Version":

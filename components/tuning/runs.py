@@ -243,8 +243,9 @@ def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Inpu
 # --------------------------------------------------------------------------- the Job
 
 
-# Version settings a run does not read.
-SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend"}
+# Version settings a run does not read (`llm`: LLM versions are not tuned by Model Analyzer, and
+# a key a run does not read must not rename, and so rerun, every run when it is added).
+SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend", "llm"}
 
 
 def run_inputs(service: Service, version: Version, group: NodeGroup, files: Mapping[str, str]) -> dict:

@@ -113,7 +113,8 @@ CATALOGUE = [
      # and the group's node contract: its marker and its rule
      {("create", "acme-prod-cluster-cpu-batch"), *CONTRACT_OF_CPU_BATCH}, None),
     ("change time-slicing replicas", "acme-prod", lambda c: _group(c, 2)["gpu"]["sharing"].update(replicas=8),
-     {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin"),
+     # the device plugin config is replaced under its own name: the release that names it is left alone
+     {("replace", "acme-prod-gpu-device-plugin"),
       ("update", "acme-prod-gpu-contract-rule-gpu-l4")}, None),
     # The same node-group edits on Magnum's Heat driver, whose extra groups our autoscaler sizes
     # (the stack keeps acme-prod's customer and environment, which name the resources).
@@ -125,7 +126,8 @@ CATALOGUE = [
      # the platform's autoscaler discovers the new group by its role
      {("create", "acme-prod-cluster-cpu-batch"), ("update", "acme-prod-cluster-autoscaler-deployment"), *CONTRACT_OF_CPU_BATCH}, None),
     ("heat: change time-slicing replicas", HEAT_STACK, lambda c: _group(c, 2)["gpu"]["sharing"].update(replicas=8),
-     {("update", "acme-prod-gpu-release"), ("replace", "acme-prod-gpu-device-plugin"),
+     # the device plugin config is replaced under its own name: the release that names it is left alone
+     {("replace", "acme-prod-gpu-device-plugin"),
       ("update", "acme-prod-gpu-contract-rule-gpu-l4")}, None),
     ("change the MIG profile", "demo-dev", lambda c: _group(c, 1)["gpu"]["sharing"].update(migProfile="all-2g.20gb"),
      # the MIG manager follows the label the group's rule sets; resnet v2's tuning runs again on the new slice

@@ -1,0 +1,147 @@
+"""An LLM version fits its GPU share before anything runs: the arithmetic against published
+figures, its properties over model sizes, contexts and shares, and the stack errors it gives."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inference_platform.serving.llm_memory import GB, GIB, fit, token_budget
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.llm import Llm
+from inference_platform.settings.loader import parse_settings
+from tests.conftest import base_config
+
+STACK_FILE = "stacks/Pulumi.test-dev.yaml"
+# config.json of each model: layers, KV heads, head dim.
+LLAMA2_7B = {"parametersBillion": 6.74, "layers": 32, "kvHeads": 32, "headDim": 128}
+LLAMA31_8B = {"parametersBillion": 8.03, "layers": 32, "kvHeads": 8, "headDim": 128}
+LLAMA3_70B = {"parametersBillion": 70.6, "layers": 80, "kvHeads": 8, "headDim": 128}
+
+
+def llm(arch=LLAMA31_8B, context=8192, sequences=1, **more) -> Llm:
+    return Llm.model_validate({"engine": "vllm", "architecture": arch, "maxContextTokens": context,
+                               "maxConcurrentSequences": sequences, **more})
+
+
+# (what, computed, published figure, source)
+PUBLISHED = [
+    ("Llama 2 7B fp16 KV cache, batch 1, 4096 tokens", fit(llm(LLAMA2_7B, 4096, 1, dtype="float16"), 80 * GB).kv_cache, 2 * GIB,
+     "NVIDIA, Mastering LLM Techniques: Inference Optimization (1 x 4096 x 2 x 32 x 4096 x 2 bytes, ~2 GB)"),
+    ("Llama 2 7B fp16 KV cache per token", fit(llm(LLAMA2_7B, dtype="float16"), 80 * GB).kv_per_token, 524_288,
+     "systemoverflow.com, KV cache in LLM inference (524,288 bytes per token)"),
+    ("Llama 2 7B fp16 weights", fit(llm(LLAMA2_7B, dtype="float16"), 80 * GB).weights, 14e9,
+     "NVIDIA, Mastering LLM Techniques (7B x 2 bytes ~ 14 GB)"),
+    ("Llama 2 7B int8 weights", fit(llm(LLAMA2_7B, dtype="int8"), 80 * GB).weights, 7e9,
+     "cloudfabrik-net.pages.dev, LLM inference optimization (INT8 7 GB)"),
+    ("Llama 3 70B fp16 weights", fit(llm(LLAMA3_70B, dtype="float16"), 80 * GB).weights, 140e9,
+     "gadaalabs.com, LLM inference optimization (140 GB in float16)"),
+    ("Llama 3 70B bf16 KV cache, 32K tokens", fit(llm(LLAMA3_70B, 32768, 1), 80 * GB).kv_cache, 10.2e9,
+     "gadaalabs.com (80 layers, 8 KV heads, head_dim 128: 10.2 GB for 32K tokens)"),
+]
+
+
+@pytest.mark.parametrize("what,computed,published,source", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_the_arithmetic_agrees_with_published_figures(what, computed, published, source):
+    # Published figures are rounded (GB vs GiB, 7B for 6.74B): within 6%.
+    assert computed == pytest.approx(published, rel=0.06), source
+
+
+def test_tensor_parallelism_splits_weights_and_kv_cache_but_not_the_overhead():
+    one, four = fit(llm(LLAMA3_70B, 8192, 8), 80 * GB), fit(llm(LLAMA3_70B, 8192, 8, tensorParallelSize=4), 80 * GB)
+    assert four.weights == pytest.approx(one.weights / 4) and four.kv_cache == pytest.approx(one.kv_cache / 4)
+    assert four.overhead == one.overhead
+    assert not one.fits and four.fits
+
+
+def test_a_quantised_kv_cache_halves_it_and_auto_keeps_16_bits_for_quantised_weights():
+    auto = fit(llm(dtype="int4"), 80 * GB)
+    fp8 = fit(llm(dtype="int4", kvCacheDtype="fp8"), 80 * GB)
+    assert auto.kv_per_token == 2 * 32 * 8 * 128 * 2
+    assert fp8.kv_per_token == auto.kv_per_token / 2
+
+
+models = st.builds(dict, parametersBillion=st.floats(0.1, 200), layers=st.integers(1, 128),
+                   kvHeads=st.integers(1, 64), headDim=st.sampled_from([64, 80, 96, 128, 256]))
+shares = st.sampled_from([10 * GB, 20 * GB, 24 * GB, 40 * GB, 48 * GB, 80 * GB, 141 * GB])
+
+
+@settings(max_examples=200, deadline=None)
+@given(arch=models, context=st.integers(16, 262_144), sequences=st.integers(1, 512), share=shares,
+       tp=st.sampled_from([1, 2, 4, 8]))
+def test_the_token_budget_is_the_exact_boundary_of_what_fits(arch, context, sequences, share, tp):
+    f = fit(llm(arch, context, sequences, tensorParallelSize=tp), share)
+    budget = token_budget(f)
+    at = fit(llm(arch, 16, 1, tensorParallelSize=tp), share)
+    # A configuration fits exactly when its tokens (context x sequences) are within the budget.
+    assert f.fits == (context * sequences <= budget)
+    if budget:
+        assert at.weights + at.overhead + budget * at.kv_per_token <= at.usable
+    assert at.weights + at.overhead + (budget + 1) * at.kv_per_token > at.usable
+
+
+@settings(max_examples=100, deadline=None)
+@given(arch=models, context=st.integers(16, 65_536), sequences=st.integers(1, 256), share=shares)
+def test_more_context_more_sequences_or_a_smaller_share_never_makes_a_misfit_fit(arch, context, sequences, share):
+    f = fit(llm(arch, context, sequences), share)
+    if not f.fits:
+        assert not fit(llm(arch, context * 2, sequences), share).fits
+        assert not fit(llm(arch, context, sequences + 1), share).fits
+        assert not fit(llm(arch, context, sequences), share // 2).fits
+
+
+# --------------------------------------------------------------------------- the stack
+
+
+def stack(gpu_group: dict | None = None, gpu: dict | None = None, **llm_keys) -> dict:
+    raw = base_config()
+    if gpu_group:
+        raw["cluster"]["nodeGroups"][1]["gpu"] = gpu_group
+    version = raw["services"][0]["versions"][0]
+    version["gpu"] = {"group": "gpu", **(gpu or {})}
+    version["llm"] = {"engine": "vllm", "architecture": LLAMA31_8B, "maxContextTokens": 8192, **llm_keys}
+    return raw
+
+
+def refused(raw: dict) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_settings(raw, STACK_FILE)
+    line = info.value.one_line()
+    assert "\n" not in line
+    return line
+
+
+def test_a_version_that_fits_is_accepted_and_takes_its_engine_as_llm_backend():
+    settings_ = parse_settings(stack(maxConcurrentSequences=32), STACK_FILE)
+    assert settings_.services[0].versions[0].llm_backend == "vllm"
+
+
+def test_a_version_too_big_for_its_gpu_names_the_key_and_the_largest_context_and_concurrency_that_fit():
+    line = refused(stack(maxConcurrentSequences=64))
+    assert "services[svc].versions[v1].llm: svc v1 does not fit its GPU share: weights 15.0 + KV cache 64.0" in line
+    # (80 GB x 0.9 - 16.06 GB weights - 2 GiB) / 128 KiB a token = 410,404 tokens: / 64 and / 8192.
+    assert "allowed: at most maxContextTokens 6412 with 64 sequences or maxConcurrentSequences 50 with 8192 tokens" in line
+
+
+def test_a_mig_slice_counts_the_slice_memory_and_weights_alone_can_exceed_it():
+    mig = {"model": "A100-80GB", "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}
+    line = refused(stack(mig))
+    assert "usable 8.4 GiB (0.9 of MIG slice 1g.10gb)" in line
+    assert "the weights and overhead alone exceed the usable memory" in line
+
+
+@pytest.mark.parametrize("group,gpu,tp,expected", [
+    ({"model": "H100-80GB", "perNode": 4}, {"count": 2}, 4, "is 4 but gpu.count is 2"),
+    ({"model": "H100-80GB", "perNode": 2}, {"count": 4}, 4, "has 2 GPUs per node"),
+    ({"model": "H100-80GB", "sharing": {"mode": "time-slicing", "replicas": 4}}, {"count": 2}, 2, "whose GPUs are shared"),
+])
+def test_tensor_parallelism_must_be_the_replica_s_gpus_on_one_node_of_whole_gpus(group, gpu, tp, expected):
+    line = refused(stack(group, gpu, tensorParallelSize=tp))
+    assert "services[svc].versions[v1].llm.tensorParallelSize: " in line and expected in line
+
+
+def test_llm_backend_and_llm_engine_must_agree():
+    raw = stack()
+    raw["services"][0]["versions"][0]["llmBackend"] = "tensorrtllm"
+    assert "llmBackend tensorrtllm differs from llm.engine vllm" in refused(raw)
