@@ -638,6 +638,15 @@ class LlmArchitectureArgs(TypedDict):
     """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
 
 
+class LlmAutoscalingArgs(TypedDict):
+    """The engine signals an LLM version's HPA scales on (docs/serving.md: LLM autoscaling)."""
+
+    requests_in_flight_target: NotRequired[int]
+    """Requests in the engine per replica the HPA aims at, at most maxConcurrentSequences (default: 80% of it): TensorRT-LLM's active requests, vLLM's requests in flight."""
+    kv_cache_use_target: NotRequired[float]
+    """Share of the KV cache in use per replica the HPA aims at (TensorRT-LLM only: the vLLM backend exports no KV-cache gauge). Default: `0.8`."""
+
+
 class LlmArgs(TypedDict):
     """Arguments of `Llm` (see the configuration reference, docs/reference.md)."""
 
@@ -659,6 +668,8 @@ class LlmArgs(TypedDict):
     """Share of each GPU's memory the engine may use (vLLM `gpu_memory_utilization`, TensorRT-LLM `kv_cache_free_gpu_mem_fraction`; both default 0.9). Default: `0.9`."""
     overhead_gib: NotRequired[float]
     """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours). Default: `2`."""
+    autoscaling: NotRequired[LlmAutoscalingArgs]
+    """Targets of the engine signals the version's HPA scales on (with the service's or version's autoscaling enabled)."""
 
 
 class VersionArgs(TypedDict):

@@ -13,6 +13,15 @@ TRITON_MODEL_LABEL = "model"
 # infer_stats.cc UpdateSuccess; UpdateFailure adds none), it keeps rising when requests are
 # rejected or time out, so an HPA on it still scales out at saturation.
 PENDING_REQUESTS_METRIC = "triton_pending_requests"
+# LLM engines, per pod (tests/catalogues/tensorrtllm-backend.txt and vllm-backend.txt): requests
+# TensorRT-LLM's batch manager holds (nv_trt_llm_request_metrics request_type="active"); the share of
+# its KV-cache blocks in use (kv_cache_block_type "used" / "max"); and vLLM's requests in flight, by
+# Little's law from the latency its requests spent (rate of vllm:e2e_request_latency_seconds_sum:
+# the vLLM backend exports no running/waiting gauge). One name per engine: prometheus-adapter keeps
+# one query per metric name.
+TRTLLM_ACTIVE_METRIC = "trtllm_requests_active"
+TRTLLM_KV_CACHE_METRIC = "trtllm_kv_cache_use"
+VLLM_IN_FLIGHT_METRIC = "vllm_requests_in_flight"
 # Per-pod successful inference requests per second.
 REQUEST_RATE_METRIC = "triton_requests_per_second"
 # Triton's metrics port.

@@ -33,6 +33,9 @@ from inference_platform.observability.metrics import (
     QUEUE_TIME_METRIC,
     REQUEST_RATE_METRIC,
     TRITON_MODEL_LABEL,
+    TRTLLM_ACTIVE_METRIC,
+    TRTLLM_KV_CACHE_METRIC,
+    VLLM_IN_FLIGHT_METRIC,
 )
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.serving import Service
@@ -221,12 +224,33 @@ def adapter_rules() -> list[dict[str, Any]]:
             "name": {"matches": "^nv_inference_pending_request_count$", "as": PENDING_REQUESTS_METRIC},
             "metricsQuery": pending_requests_query(),
         },
+        *llm_adapter_rules(resources),
         {
             "seriesQuery": 'nv_inference_request_success{namespace!="",pod!=""}',
             "resources": resources,
             "name": {"matches": "^nv_inference_request_success$", "as": REQUEST_RATE_METRIC},
             "metricsQuery": f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{ADAPTER_WINDOW}]))",
         },
+    ]
+
+
+def llm_adapter_rules(resources: dict[str, Any]) -> list[dict[str, Any]]:
+    """The LLM engines' own load per pod (metrics.py): what an LLM version's HPA scales on,
+    since a TensorRT-LLM or vLLM backend takes each request at once and Triton's queue stays empty."""
+    def trtllm(label: str, value: str) -> str:
+        return f'sum by (<<.GroupBy>>) (<<.Series>>{{<<.LabelMatchers>>,{label}="{value}"}})'
+
+    def rule(series: str, name: str, query: str) -> dict[str, Any]:
+        return {"seriesQuery": f'{{__name__="{series}",namespace!="",pod!=""}}', "resources": resources,
+                "name": {"matches": f"^{series}$", "as": name}, "metricsQuery": query}
+
+    kv = "kv_cache_block_type"
+    return [
+        rule("nv_trt_llm_request_metrics", TRTLLM_ACTIVE_METRIC, trtllm("request_type", "active")),
+        rule("nv_trt_llm_kv_cache_block_metrics", TRTLLM_KV_CACHE_METRIC,
+             f"{trtllm(kv, 'used')} / clamp_min({trtllm(kv, 'max')}, 1)"),
+        rule("vllm:e2e_request_latency_seconds_sum", VLLM_IN_FLIGHT_METRIC,
+             f"sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{ADAPTER_WINDOW}]))"),
     ]
 
 

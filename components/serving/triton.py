@@ -41,6 +41,9 @@ from inference_platform.observability.metrics import (
     QUEUE_TIME_METRIC,
     TRITON_METRICS_PORT,
     TRITON_MODEL_LABEL,
+    TRTLLM_ACTIVE_METRIC,
+    TRTLLM_KV_CACHE_METRIC,
+    VLLM_IN_FLIGHT_METRIC,
     pod_monitor_spec,
 )
 from inference_platform.serving.inputs import TritonServiceInputs
@@ -71,6 +74,7 @@ from inference_platform.serving.triton_server import (
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
+from inference_platform.settings.llm import Llm
 from inference_platform.settings.serving import Autoscaling, Service, Version, deployment_name
 from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
@@ -232,22 +236,33 @@ def deployment_spec(
     return spec
 
 
-def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling) -> dict:
+def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling, llm: Optional[Llm] = None) -> dict:
     # prometheus-adapter turns a selector into label matchers on Triton's series: the named
     # model's values replace the pod's worst model's.
     selector = {"selector": {"matchLabels": {TRITON_MODEL_LABEL: scaling.queue_time_model}}} if scaling.queue_time_model else {}
 
-    def per_pod(metric: str, target: int) -> dict:
-        return {"type": "Pods", "pods": {"metric": {"name": metric, **selector},
-                                         "target": {"type": "AverageValue", "averageValue": str(target)}}}
+    def per_pod(metric: str, target: str, metric_selector: Optional[dict] = None) -> dict:
+        return {"type": "Pods", "pods": {"metric": {"name": metric, **(selector if metric_selector is None else metric_selector)},
+                                         "target": {"type": "AverageValue", "averageValue": target}}}
 
+    # Queue time, and the backlog that keeps rising where queue time falls (saturation).
+    metrics = [per_pod(QUEUE_TIME_METRIC, str(scaling.queue_time_target_us)),
+               per_pod(PENDING_REQUESTS_METRIC, str(scaling.pending_requests_target))]
+    if llm is not None:
+        # An LLM backend takes each request at once: Triton's queue stays empty while the engine
+        # fills, so the engine's own load decides (metrics.py; docs/serving.md: LLM autoscaling).
+        metrics = [metrics[1]]
+        if llm.engine == "tensorrtllm":
+            kv_target = f"{round(llm.autoscaling.kv_cache_use_target * 1000)}m"
+            metrics += [per_pod(TRTLLM_ACTIVE_METRIC, str(llm.in_flight_target), {}),
+                        per_pod(TRTLLM_KV_CACHE_METRIC, kv_target, {})]
+        else:
+            metrics.append(per_pod(VLLM_IN_FLIGHT_METRIC, str(llm.in_flight_target), {}))
     return {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
         "minReplicas": scaling.min_replicas,
         "maxReplicas": scaling.max_replicas,
-        # Queue time, and the backlog that keeps rising where queue time falls (saturation).
-        "metrics": [per_pod(QUEUE_TIME_METRIC, scaling.queue_time_target_us),
-                    per_pod(PENDING_REQUESTS_METRIC, scaling.pending_requests_target)],
+        "metrics": metrics,
         "behavior": {
             "scaleDown": {"stabilizationWindowSeconds": scaling.scale_down_stabilization_seconds},
             "scaleUp": {"stabilizationWindowSeconds": 0},
@@ -543,7 +558,7 @@ class TritonService(pulumi.ComponentResource):
             k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{name}-{version.name}-hpa",
                 metadata={"namespace": service.k8s_namespace, "labels": pod_labels(service, version)},
-                spec=hpa_spec(target, scaling),
+                spec=hpa_spec(target, scaling, version.llm),
                 opts=resource_opts(self),
             )
         min_replicas = scaling.min_replicas if scaling.enabled else version.replicas

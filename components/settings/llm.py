@@ -5,9 +5,9 @@ its GPU memory depends on, so the plan can check the model fits before anything 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from inference_platform.settings.base import Model, Number
 
@@ -30,6 +30,15 @@ class LlmArchitecture(Model):
     """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
 
 
+class LlmAutoscaling(Model):
+    """The engine signals an LLM version's HPA scales on (docs/serving.md: LLM autoscaling)."""
+
+    requests_in_flight_target: Optional[int] = Field(default=None, ge=1, le=65_536)
+    """Requests in the engine per replica the HPA aims at, at most maxConcurrentSequences (default: 80% of it): TensorRT-LLM's active requests, vLLM's requests in flight."""
+    kv_cache_use_target: Number = Field(default=0.8, ge=0.1, le=1)
+    """Share of the KV cache in use per replica the HPA aims at (TensorRT-LLM only: the vLLM backend exports no KV-cache gauge)."""
+
+
 class Llm(Model):
     engine: Literal["vllm", "tensorrtllm"]
     """The Triton backend that runs the model: `vllm` or `tensorrtllm`; sets the version's `llmBackend`."""
@@ -49,6 +58,21 @@ class Llm(Model):
     """Share of each GPU's memory the engine may use (vLLM `gpu_memory_utilization`, TensorRT-LLM `kv_cache_free_gpu_mem_fraction`; both default 0.9)."""
     overhead_gib: Number = Field(default=2, ge=0, le=64)
     """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours)."""
+    autoscaling: LlmAutoscaling = LlmAutoscaling()
+    """Targets of the engine signals the version's HPA scales on (with the service's or version's autoscaling enabled)."""
+
+    @model_validator(mode="after")
+    def _target_within_capacity(self) -> "Llm":
+        target = self.autoscaling.requests_in_flight_target
+        if target is not None and target > self.max_concurrent_sequences:
+            raise ValueError(f"autoscaling.requestsInFlightTarget {target} exceeds maxConcurrentSequences "
+                             f"{self.max_concurrent_sequences}, so it could never be reached; allowed: 1..{self.max_concurrent_sequences}")
+        return self
+
+    @property
+    def in_flight_target(self) -> int:
+        explicit = self.autoscaling.requests_in_flight_target
+        return explicit if explicit is not None else max(1, int(self.max_concurrent_sequences * 0.8))
 
     @property
     def kv_element_bytes(self) -> float:

@@ -100,8 +100,12 @@ CATALOGUE = [
      lambda c: _service(c, 0)["autoscaling"].update(minReplicas=3, maxReplicas=8),
      {("update", "llm-chat-v7-hpa"), ("update", "llm-chat-v8-hpa")}, None),
     ("change the queue-time target", "acme-prod",
-     lambda c: _service(c, 0)["autoscaling"].update(queueTimeTargetUs=30000),
-     {("update", "llm-chat-v7-hpa"), ("update", "llm-chat-v8-hpa")}, None),
+     lambda c: _service(c, 1).setdefault("autoscaling", {}).update(queueTimeTargetUs=30000),
+     {("update", "embed-v1-hpa")}, None),
+    # an LLM version scales on its engine's load, not on Triton's (empty) queue
+    ("change an LLM version's requests-in-flight target", "acme-prod",
+     lambda c: _service(c, 0)["versions"][0]["llm"].update(autoscaling={"requestsInFlightTarget": 20}),
+     {("update", "llm-chat-v7-hpa")}, None),
     ("change an extra node group's min/max", "acme-prod", lambda c: _group(c, 2).update(minNodes=2, maxNodes=3),
      # the capacity alert rule names the group's size
      {("update", "acme-prod-cluster-gpu-l4"), ("update", "acme-prod-observability-rules")}, None),

@@ -10,7 +10,14 @@ import pytest
 from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
 from inference_platform.observability import alerts, observability
-from inference_platform.observability.metrics import PENDING_REQUESTS_METRIC, QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from inference_platform.observability.metrics import (
+    PENDING_REQUESTS_METRIC,
+    QUEUE_TIME_METRIC,
+    REQUEST_RATE_METRIC,
+    TRTLLM_ACTIVE_METRIC,
+    TRTLLM_KV_CACHE_METRIC,
+    VLLM_IN_FLIGHT_METRIC,
+)
 from platformctl.engine import stack_settings
 from platformctl.plan import HELM_RELEASE
 from tests.conftest import STACKS, base_config, observability_inputs, render_raw, stack_plan
@@ -143,11 +150,13 @@ def test_adapter_exposes_the_hpa_metric_names(reference):
     values = releases(stack_plan("demo-dev"))[ep.ADAPTER_RELEASE].inputs["values"]
     assert values["prometheus"] == {"url": f"http://{ep.PROMETHEUS_HOST}", "port": 9090}
     names = {r["name"]["as"] for r in values["rules"]["custom"]}
-    # Every metric an HPA asks for is served (an unserved one leaves the HPA without a value).
-    hpas = stack_plan("demo-dev").of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    # Every metric an HPA asks for is served (an unserved one leaves the HPA without a value);
+    # acme-prod's LLM versions scale on TensorRT-LLM's signals, vLLM's are the live test's.
+    hpas = [h for stack in ("demo-dev", "acme-prod")
+            for h in stack_plan(stack).of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")]
     wanted = {m["pods"]["metric"]["name"] for h in hpas for m in h.inputs["spec"]["metrics"]}
-    assert hpas and wanted == {QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC}
-    assert names == wanted | {REQUEST_RATE_METRIC}
+    assert wanted == {QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC, TRTLLM_ACTIVE_METRIC, TRTLLM_KV_CACHE_METRIC}
+    assert names == wanted | {REQUEST_RATE_METRIC, VLLM_IN_FLIGHT_METRIC}
     for rule in values["rules"]["custom"]:
         query = rule["metricsQuery"].replace("<<.Series>>", rule["name"]["matches"].strip("^$"))
         assert metric_names(query) <= known_metrics()
