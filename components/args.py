@@ -709,6 +709,17 @@ class VersionArgs(TypedDict):
     """The large language model the version serves: engine, architecture, context, concurrency, data types and tensor parallelism; the plan checks that it fits the version's GPU share (docs/serving.md: LLM memory fit)."""
 
 
+class LlmObjectivesArgs(TypedDict):
+    """Latency objectives of an LLM service, with burn-rate alerts (docs/serving.md: LLM objectives)."""
+
+    time_to_first_token_ms: NotRequired[float]
+    """Time to first token, ms: `target` of the requests get their first token within it. One of the engine histogram's bounds (docs/serving.md: LLM objectives)."""
+    inter_token_latency_ms: NotRequired[float]
+    """Time between two output tokens, ms (vLLM only: TensorRT-LLM exports no such metric at the pinned release); one of the histogram's bounds."""
+    target: NotRequired[float]
+    """Share of requests within each objective over 30 days; 1 - target is the error budget the alerts watch burn. Default: `0.99`."""
+
+
 class TuningGoalsArgs(TypedDict):
     """Arguments of `TuningGoals` (see the configuration reference, docs/reference.md)."""
 
@@ -764,6 +775,8 @@ class ServiceArgs(TypedDict):
     """Copy a share of live traffic to a shadow version."""
     versions: list[VersionArgs]
     """Deployed versions; weights sum to 100."""
+    llm_objectives: NotRequired[LlmObjectivesArgs]
+    """Latency objectives of the service's LLM versions (those with `llm`), each with multi-window burn-rate alerts."""
     pipeline: NotRequired[ServicePipelineArgs]
     """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 

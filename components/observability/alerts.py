@@ -14,6 +14,7 @@ from typing import Any
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.core.node_contract import GROUP_LABEL
 from inference_platform.observability.inputs import ObservabilityInputs
+from inference_platform.observability.llm_slo import objective_rules
 from inference_platform.settings.observability import AlertingSettings, AlertReceiver
 from inference_platform.settings.serving import Service
 
@@ -447,6 +448,9 @@ def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
         {"name": "inference-platform.canary", "rules": _canary_rules(a.services)},
         {"name": "inference-platform.gpu", "rules": _gpu_rules(a)},
     ]
+    objectives = objective_rules(a.services, SERVICE_LABEL)
+    if objectives:
+        groups.append({"name": "inference-platform.llm-objectives", "rules": objectives})
     endpoints = endpoint_records(a.services, a.tls)
     if endpoints:
         groups.append({"name": "inference-platform.endpoints", "rules": endpoints})

@@ -81,3 +81,34 @@ class Llm(Model):
         # Quantised weights keep a 16-bit KV cache unless told otherwise (vLLM kv_cache_dtype "auto"
         # takes the model's activation type, which is 16-bit for int4/int8/fp8 checkpoints).
         return max(DTYPE_BYTES[self.dtype], 2)
+
+
+# The latency histograms' bucket bounds, in milliseconds, which an objective must be one of (a
+# classic histogram answers "how many within X" only at its bounds): Triton's vLLM backend,
+# triton-inference-server/vllm_backend r25.01 src/utils/metrics.py (seconds there); Triton core's
+# first-response histogram for TensorRT-LLM, tests/catalogues/triton-histograms.txt (default
+# buckets; the TensorRT-LLM backend v0.17.0 has no latency histogram of its own).
+TTFT_BOUNDS_MS: dict[str, tuple[float, ...]] = {
+    "vllm": (1, 5, 10, 20, 40, 60, 80, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000),
+    "tensorrtllm": (100, 500, 2000, 5000),
+}
+ITL_BOUNDS_MS: dict[str, tuple[float, ...]] = {
+    "vllm": (10, 25, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 2500),
+}
+
+
+class LlmObjectives(Model):
+    """Latency objectives of an LLM service, with burn-rate alerts (docs/serving.md: LLM objectives)."""
+
+    time_to_first_token_ms: Optional[Number] = Field(default=None, gt=0, le=60_000)
+    """Time to first token, ms: `target` of the requests get their first token within it. One of the engine histogram's bounds (docs/serving.md: LLM objectives)."""
+    inter_token_latency_ms: Optional[Number] = Field(default=None, gt=0, le=60_000)
+    """Time between two output tokens, ms (vLLM only: TensorRT-LLM exports no such metric at the pinned release); one of the histogram's bounds."""
+    target: Number = Field(default=0.99, ge=0.5, le=0.9999)
+    """Share of requests within each objective over 30 days; 1 - target is the error budget the alerts watch burn."""
+
+    @model_validator(mode="after")
+    def _some_objective(self) -> "LlmObjectives":
+        if self.time_to_first_token_ms is None and self.inter_token_latency_ms is None:
+            raise ValueError("names no objective; allowed: timeToFirstTokenMs, interTokenLatencyMs or both")
+        return self

@@ -26,7 +26,7 @@ from inference_platform.settings.base import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.llm import Llm
+from inference_platform.settings.llm import ITL_BOUNDS_MS, TTFT_BOUNDS_MS, Llm, LlmObjectives
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
 from inference_platform.settings.tuning import TRITON_IMAGE, ServicePipeline, Tuning
 
@@ -249,6 +249,8 @@ class Service(Model):
     """Copy a share of live traffic to a shadow version."""
     versions: list[Version] = Field(min_length=1)
     """Deployed versions; weights sum to 100."""
+    llm_objectives: Optional[LlmObjectives] = None
+    """Latency objectives of the service's LLM versions (those with `llm`), each with multi-window burn-rate alerts."""
     pipeline: Optional[ServicePipeline] = None
     """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 
@@ -323,6 +325,30 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
                              "allowed: a Model Analyzer image of the same Triton release"))
     if svc.mirror is not None and svc.mirror.version not in version_names:
         problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
+    return problems + objective_problems(svc)
+
+
+def objective_problems(svc: Service) -> list[tuple[KeyPath, str]]:
+    """LLM objectives need LLM versions whose engines measure them, at a bound of their histograms."""
+    o = svc.llm_objectives
+    if o is None:
+        return []
+    engines = sorted({v.llm.engine for v in svc.versions if v.llm is not None})
+    if not engines:
+        return [(("llmObjectives",), "the service has no version with `llm`, so nothing measures its objectives; "
+                 "allowed: llmObjectives on a service with LLM versions")]
+    problems: list[tuple[KeyPath, str]] = []
+    for key, value, bounds, what in (("timeToFirstTokenMs", o.time_to_first_token_ms, TTFT_BOUNDS_MS, "time to first token"),
+                                     ("interTokenLatencyMs", o.inter_token_latency_ms, ITL_BOUNDS_MS, "inter-token latency")):
+        if value is None:
+            continue
+        for engine in engines:
+            if engine not in bounds:
+                problems.append((("llmObjectives", key), f"engine {engine} exports no {what} metric at the pinned "
+                                 f"release; allowed: this objective only on services whose LLM versions run {', '.join(bounds)}"))
+            elif value not in bounds[engine]:
+                problems.append((("llmObjectives", key), f"{value:g} ms is not a bound of {engine}'s {what} histogram, "
+                                 f"so no series counts the requests within it; allowed: {', '.join(f'{b:g}' for b in bounds[engine])}"))
     return problems
 
 
