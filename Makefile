@@ -87,7 +87,7 @@ plan: plan-venv
 # properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
 # smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
 test: venv tools helm checkov model-analyzer docs-venv
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 	$(MAKE) bench-smoke
 
 test-fast: venv

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from inference_platform.observability import alerts
-from inference_platform.observability.metrics import PENDING_REQUESTS_METRIC, QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
+from inference_platform.observability.metrics import (
+    PENDING_REQUESTS_METRIC,
+    QUEUE_TIME_METRIC,
+    REQUEST_RATE_METRIC,
+    TRTLLM_ACTIVE_METRIC,
+    TRTLLM_KV_CACHE_METRIC,
+    VLLM_IN_FLIGHT_METRIC,
+)
 from inference_platform.observability.observability import ADAPTER_WINDOW, adapter_rules
 from inference_platform.serving.triton import hpa_spec
 from inference_platform.settings.serving import Autoscaling
@@ -67,13 +74,16 @@ def queue_time(prom: PrometheusServer, pod: Pod, metric_selector: dict | None = 
 
 @pytest.mark.parametrize("rule", adapter_rules(), ids=lambda r: r["name"]["as"])
 def test_adapter_rule_serves_every_triton_pod(prom, rule):
-    assert rule["name"]["as"] in (QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC, REQUEST_RATE_METRIC)
+    """Triton's rules serve every Triton pod; an LLM engine's rules every pod of that engine."""
+    engine = {TRTLLM_ACTIVE_METRIC: "tensorrtllm", TRTLLM_KV_CACHE_METRIC: "tensorrtllm", VLLM_IN_FLIGHT_METRIC: "vllm"}
+    assert rule["name"]["as"] in (QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC, REQUEST_RATE_METRIC, *engine)
     series_name = rule["name"]["matches"].strip("^$")
     # The seriesQuery finds the Triton series, with the labels the resources map from.
     found = assert_series(prom, rule["seriesQuery"])
     assert all(s["metric"]["namespace"] and s["metric"]["pod"] for s in found)
-    pods = [p for p in prom.topology.triton_pods if p.namespace == "resnet"]
-    values = assert_series(prom, templated(rule["metricsQuery"], series_name, "resnet", [p.name for p in pods]))
+    backend = engine.get(rule["name"]["as"])
+    pods = [p for p in prom.topology.triton_pods if (p.llm_backend == backend if backend else p.namespace == "resnet")]
+    values = assert_series(prom, templated(rule["metricsQuery"], series_name, pods[0].namespace, [p.name for p in pods]))
     assert {s["metric"]["pod"] for s in values} == {p.name for p in pods}
     assert set(values[0]["metric"]) == {"pod"}
     for s in values:

@@ -67,7 +67,13 @@ LLM_MODELS = {
 }
 FIRST_RESPONSE_BUCKETS_MS = (100, 500, 2000, 5000, "+Inf")
 TOKEN_LEN_BUCKETS = (10, 50, 100, 500, 1000, "+Inf")
-VLLM_SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, "+Inf")
+# triton-inference-server/vllm_backend r25.01 src/utils/metrics.py: time to first token, time per
+# output token, end-to-end latency.
+VLLM_SECONDS_BUCKETS = {
+    "time_to_first_token_seconds": (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, "+Inf"),
+    "time_per_output_token_seconds": (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, "+Inf"),
+    "e2e_request_latency_seconds": (1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, "+Inf"),
+}
 VLLM_TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, "+Inf")
 
 
@@ -213,7 +219,7 @@ class Exporter:
                 base = family.name.removesuffix("_bucket")
                 if family.type == "histogram":
                     kind = base.removeprefix("vllm:")
-                    buckets = VLLM_SECONDS_BUCKETS if kind.endswith("seconds") else VLLM_TOKEN_BUCKETS
+                    buckets = VLLM_SECONDS_BUCKETS.get(kind, VLLM_TOKEN_BUCKETS)
                     # One observation per generated token for the per-token histogram.
                     observations = engine.requests * (120 if kind == "time_per_output_token_seconds" else 1)
                     lines += self._histogram(base, ids, buckets, observations, typical[kind])
