@@ -48,7 +48,7 @@ from inference_platform.serving.triton import TritonService
 from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.component_args import validated
-from inference_platform.settings.graphs import Graph, GraphStep, graph_workload
+from inference_platform.settings.graphs import MAX_STEP_REPLICAS, Graph, GraphStep, graph_workload, object_store_bytes
 from inference_platform.weights.inputs import WeightsRef
 
 SERVE_PORT = 8000
@@ -193,15 +193,29 @@ def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: Weigh
         env_from = [{"secretRef": {"name": weights.s3_secret_name}}]
     container = _container("ray-worker", step.image, resources, mounts, [], env_from)
     scheduling = {"nodeSelector": sched.node_selector, "tolerations": sched.tolerations}
+    params = ray_start_params(graph, cpus=_replica_cpus(step), gpus=step.gpu.count, resources={step_resource(step): 1})
+    # In the /dev/shm above, which KubeRay then leaves alone (ray-operator v1.7.0 common/pod.go
+    # addEmptyDir skips a mounted /dev/shm); the check of graph_problems keeps it within Ray's rules.
+    params["object-store-memory"] = str(object_store_bytes(r))
     return {
         "groupName": step.name,
-        "replicas": step.replicas.min,
-        "minReplicas": step.replicas.min,
-        "maxReplicas": step.replicas.max,
-        "rayStartParams": ray_start_params(graph, cpus=_replica_cpus(step), gpus=step.gpu.count,
-                                           resources={step_resource(step): 1}),
+        **worker_bounds(step),
+        "rayStartParams": params,
         "template": _pod_template(graph, container, volumes=volumes, scheduling=scheduling),
     }
+
+
+def worker_bounds(step: GraphStep) -> dict[str, int]:
+    """A step's worker group bounds. KubeRay v1.7.0 hashes a RayService's cluster spec without
+    replicas, minReplicas and maxReplicas (utils/util.go GenerateHashWithoutReplicasAndWorkersToDelete),
+    so an edit of them alone neither updates the running RayCluster nor starts a new one
+    (rayservice_controller.go shouldUpdateCluster, shouldPrepareNewCluster), while the new
+    serveConfigV2 does reach it (checkIfNeedSubmitServeApplications). So Serve's autoscaling
+    holds the step's range, and the group's bounds are fixed and wide: each worker advertises
+    one `step-<name>`, each replica asks for one, so the autoscaler (which reads the bounds from
+    the RayCluster) runs as many workers as Serve has replicas. `replicas` only starts a new
+    cluster's workers with the head."""
+    return {"replicas": step.replicas.min, "minReplicas": 0, "maxReplicas": MAX_STEP_REPLICAS}
 
 
 def head_group(graph: Graph, app_config_map) -> dict:
