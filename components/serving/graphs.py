@@ -243,6 +243,11 @@ def ray_service_spec(graph: Graph, groups: dict[str, NodeGroup], weights: Weight
         "serveConfigV2": yaml.safe_dump(serve_config(graph, repositories), sort_keys=False),
         "rayClusterConfig": {
             "rayVersion": versions.RAY_VERSION,
+            # Ray's token auth on the dashboard and Ray's gRPC (not on Serve's HTTP): KubeRay
+            # creates the token Secret, hands it to every Ray container and sends it with its own
+            # dashboard calls (ray-operator v1.7.0 raycluster_controller.go reconcileAuthSecret,
+            # common/pod.go SetContainerTokenAuthEnvVars, utils/util.go GetRayDashboardClientFunc).
+            "authOptions": {"mode": "token"},
             # Serve's replica demand scales the worker groups; pending worker pods scale the nodes.
             "enableInTreeAutoscaling": True,
             "autoscalerOptions": {
@@ -362,9 +367,10 @@ def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
             {"from": [{"source": ingress_source(graph.auth, ingress_principal)}], "to": [{"operation": {"ports": [str(SERVE_PORT)]}}]},
             {"from": [{"source": {"principals": [KUBERAY_PRINCIPAL]}}],
              "to": [{"operation": {"ports": [str(DASHBOARD_PORT), str(SERVE_PORT)]}}]},
-            # Ray's nodes call each other on every port; KubeRay names the head's ServiceAccount
-            # after the generated RayCluster, so the graph's namespace stands for its identities.
-            {"from": [{"source": {"namespaces": [graph.k8s_namespace]}}]},
+            # Ray's nodes call each other on every port but the dashboard's; KubeRay names the
+            # head's ServiceAccount after the generated RayCluster, so the graph's namespace
+            # stands for its identities.
+            {"from": [{"source": {"namespaces": [graph.k8s_namespace]}}], "to": [{"operation": {"notPorts": [str(DASHBOARD_PORT)]}}]},
             {"to": [{"operation": {"ports": [str(METRICS_PORT)]}}]},
         ],
     }
@@ -377,11 +383,20 @@ def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespa
         "ingress": [
             {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
             {"from": from_namespace(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
-            {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}]},
+            {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}], "ports": intra_cluster_ports()},
             {"from": from_namespace(monitoring_namespace),
              "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, *ISTIO_METRICS_PORTS)]},
         ],
     }
+
+
+def intra_cluster_ports() -> list[dict]:
+    """The ports Ray's nodes call each other on (those listed for the mesh), without the
+    dashboard's: it submits jobs, that is runs code, so only the operator reaches it. KubeRay's
+    probes of the head's dashboard run inside the pod (localhost), which no policy filters."""
+    fixed = sorted({*RAY_PORTS.values(), GCS_PORT, SERVE_PORT})
+    return ([{"protocol": "TCP", "port": p} for p in fixed]
+            + [{"protocol": "TCP", "port": MIN_WORKER_PORT, "endPort": MAX_WORKER_PORT}])
 
 
 def kuberay_operator_values(system_node_selector: Optional[dict[str, str]] = None) -> dict:

@@ -127,6 +127,32 @@ def test_graph_route_reaches_serve_with_basic_auth(plan):
     assert first["to"] == [{"operation": {"ports": ["8000"]}}]
 
 
+def test_only_the_operator_reaches_the_ray_dashboard_and_it_needs_a_token(ray_service, plan):
+    """Job submission on the dashboard runs code: the operator alone may call it, with the
+    token KubeRay makes; Ray's nodes still reach each other on every other port they use."""
+    from tests.support.mesh_eval import allowed
+
+    assert ray_service["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
+    (policy,) = [o["spec"] for o in objects(plan, "AuthorizationPolicy") if o["metadata"]["name"] == "speech-to-image"]
+    operator = "cluster.local/ns/ray-system/sa/kuberay-operator"
+    ray_node = "cluster.local/ns/speech-to-image/sa/speech-to-image-raycluster-7xk2p"
+    assert allowed([policy], operator, 8265, "/api/serve/applications/")
+    assert not allowed([policy], ray_node, 8265, "/api/jobs/")
+    (headless,) = [o for o in objects(plan, "Service") if o["metadata"]["name"] == "speech-to-image-ray"]
+    ray_ports = {p["port"] for p in headless["spec"]["ports"]} - {8265}
+    assert all(allowed([policy], ray_node, port, "/") for port in ray_ports)
+    (netpol,) = [o["spec"] for o in objects(plan, "NetworkPolicy") if o["metadata"]["name"] == "speech-to-image"]
+
+    def admitted(rule: dict, port: int) -> bool:
+        return "ports" not in rule or any(p["port"] <= port <= p.get("endPort", p["port"]) for p in rule["ports"])
+
+    from_ray_nodes = [r for r in netpol["ingress"] if r["from"] == [{"podSelector": {"matchLabels": {graphs.GRAPH_LABEL: "speech-to-image"}}}]]
+    assert all(any(admitted(r, port) for r in from_ray_nodes) for port in ray_ports)
+    assert not any(admitted(r, 8265) for r in from_ray_nodes)
+    assert [r["from"] for r in netpol["ingress"] if admitted(r, 8265)] == [
+        [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ray-system"}}}]]
+
+
 def test_kuberay_operator_comes_first_and_runs_in_the_mesh(plan):
     release = plan.get("kubernetes:helm.sh/v3:Release", "studio-dev-kuberay")
     assert release.inputs["chart"] == "kuberay-operator" and release.inputs["version"] == versions.KUBERAY_OPERATOR.version
