@@ -70,6 +70,7 @@ HTTP_PORTS = frozenset({METRICS_PORT, DASHBOARD_PORT, SERVE_PORT, RAY_PORTS["das
 # its replica, Serve's proxy and a few tasks. Istio's guide: keep the range small.
 MIN_WORKER_PORT, MAX_WORKER_PORT = 10002, 10031
 GRAPH_LABEL = "inference-platform/graph"
+INGRESS_REPLICAS = 2
 APP_DIR = "/opt/inference-platform"
 GRAPH_APP_SOURCE = shipped_dir("graph_app")
 KUBERAY_NAMESPACE = ep.RAY_NAMESPACE
@@ -136,7 +137,11 @@ def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
         for s in graph.steps
     ]
     # The ingress only forwards tensors; any worker's spare CPU runs it (never the head: num-cpus 0).
-    deployments.append({"name": "graph", "num_replicas": 1, "ray_actor_options": {"num_cpus": 0.1}})
+    # Every request passes through it (Serve's proxies are already one per node with a replica,
+    # proxy_location EveryNode by default): two, which Serve spreads over the workers (its
+    # default SPREAD scheduling, ray/serve/_private/deployment_scheduler.py at 2.60.0), so the
+    # loss of one node leaves the graph reachable.
+    deployments.append({"name": "graph", "num_replicas": INGRESS_REPLICAS, "ray_actor_options": {"num_cpus": 0.1}})
     return {
         "http_options": {"host": "0.0.0.0", "port": SERVE_PORT},
         "applications": [{

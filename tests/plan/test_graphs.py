@@ -96,8 +96,10 @@ def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service)
         assert d["ray_actor_options"]["resources"] == {f"step-{step}": 1}
         assert d["ray_actor_options"]["num_gpus"] == 1
         assert (d["autoscaling_config"]["min_replicas"], d["autoscaling_config"]["max_replicas"]) == (1, 2)
-    # The ingress asks for no step resource and no GPU: it never takes a step's place.
+    # The ingress asks for no step resource and no GPU: it never takes a step's place; every
+    # request passes through it, so it never rests on one node.
     assert "resources" not in deployments["graph"]["ray_actor_options"]
+    assert deployments["graph"]["num_replicas"] >= 2
     assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image/whisper"
 
 
