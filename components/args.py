@@ -815,9 +815,9 @@ class GraphStepArgs(TypedDict):
     gpu: GpuRequestArgs
     """GPU group and share each replica uses."""
     replicas: NotRequired[ReplicaRangeArgs]
-    """Replica range: with `placement: ray`, the step's Serve autoscaling and worker group bounds."""
+    """Replica range. With `placement: ray`, the step's Serve autoscaling range: a change reaches the running cluster in place (its worker group's bounds stay 0 to 100, each worker holding one replica)."""
     resources: NotRequired[ResourcesArgs]
-    """CPU and memory of each replica."""
+    """CPU and memory of each replica. With `placement: ray`, Ray's object store takes 80% of `shmSize` (at least 75Mi, Ray's minimum), and `shmSize` must fit in the memory limit."""
     inputs: dict[str, str]
     """Model input tensor -> graph tensor it reads: a graph input or an earlier step's output."""
     outputs: dict[str, str]

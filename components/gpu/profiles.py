@@ -217,9 +217,11 @@ def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
     """(request, fewest, most) replicas holding each GPU request at once.
 
     An ensemble graph is one Triton server (its steps share the first step's request). A
-    graph on Ray switches to a whole new RayCluster on every change of its cluster spec
-    (upgradeStrategy NewCluster): while the new cluster starts at its minimum the old one
-    still serves, so a step holds its minimum twice, and up to max + min at most."""
+    graph on Ray runs one worker per Serve replica of a step, within the step's range as the
+    stack file has it now (serving/graphs.py worker_bounds), and switches to a whole new
+    RayCluster on every change of its cluster spec (upgradeStrategy NewCluster): while the new
+    cluster starts at its minimum the old one still serves, so a step holds its minimum twice,
+    and up to max + min at most."""
     for si, svc in enumerate(settings.services):
         for v in svc.versions:
             yield (v.gpu, *replica_bounds(settings, si, v))

@@ -48,7 +48,7 @@ from inference_platform.serving.triton import TritonService
 from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.component_args import validated
-from inference_platform.settings.graphs import Graph, GraphStep, graph_workload
+from inference_platform.settings.graphs import MAX_STEP_REPLICAS, Graph, GraphStep, graph_workload, object_store_bytes
 from inference_platform.weights.inputs import WeightsRef
 
 SERVE_PORT = 8000
@@ -70,6 +70,7 @@ HTTP_PORTS = frozenset({METRICS_PORT, DASHBOARD_PORT, SERVE_PORT, RAY_PORTS["das
 # its replica, Serve's proxy and a few tasks. Istio's guide: keep the range small.
 MIN_WORKER_PORT, MAX_WORKER_PORT = 10002, 10031
 GRAPH_LABEL = "inference-platform/graph"
+INGRESS_REPLICAS = 2
 APP_DIR = "/opt/inference-platform"
 GRAPH_APP_SOURCE = shipped_dir("graph_app")
 KUBERAY_NAMESPACE = ep.RAY_NAMESPACE
@@ -136,7 +137,11 @@ def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
         for s in graph.steps
     ]
     # The ingress only forwards tensors; any worker's spare CPU runs it (never the head: num-cpus 0).
-    deployments.append({"name": "graph", "num_replicas": 1, "ray_actor_options": {"num_cpus": 0.1}})
+    # Every request passes through it (Serve's proxies are already one per node with a replica,
+    # proxy_location EveryNode by default): two, which Serve spreads over the workers (its
+    # default SPREAD scheduling, ray/serve/_private/deployment_scheduler.py at 2.60.0), so the
+    # loss of one node leaves the graph reachable.
+    deployments.append({"name": "graph", "num_replicas": INGRESS_REPLICAS, "ray_actor_options": {"num_cpus": 0.1}})
     return {
         "http_options": {"host": "0.0.0.0", "port": SERVE_PORT},
         "applications": [{
@@ -193,15 +198,29 @@ def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: Weigh
         env_from = [{"secretRef": {"name": weights.s3_secret_name}}]
     container = _container("ray-worker", step.image, resources, mounts, [], env_from)
     scheduling = {"nodeSelector": sched.node_selector, "tolerations": sched.tolerations}
+    params = ray_start_params(graph, cpus=_replica_cpus(step), gpus=step.gpu.count, resources={step_resource(step): 1})
+    # In the /dev/shm above, which KubeRay then leaves alone (ray-operator v1.7.0 common/pod.go
+    # addEmptyDir skips a mounted /dev/shm); the check of graph_problems keeps it within Ray's rules.
+    params["object-store-memory"] = str(object_store_bytes(r))
     return {
         "groupName": step.name,
-        "replicas": step.replicas.min,
-        "minReplicas": step.replicas.min,
-        "maxReplicas": step.replicas.max,
-        "rayStartParams": ray_start_params(graph, cpus=_replica_cpus(step), gpus=step.gpu.count,
-                                           resources={step_resource(step): 1}),
+        **worker_bounds(step),
+        "rayStartParams": params,
         "template": _pod_template(graph, container, volumes=volumes, scheduling=scheduling),
     }
+
+
+def worker_bounds(step: GraphStep) -> dict[str, int]:
+    """A step's worker group bounds. KubeRay v1.7.0 hashes a RayService's cluster spec without
+    replicas, minReplicas and maxReplicas (utils/util.go GenerateHashWithoutReplicasAndWorkersToDelete),
+    so an edit of them alone neither updates the running RayCluster nor starts a new one
+    (rayservice_controller.go shouldUpdateCluster, shouldPrepareNewCluster), while the new
+    serveConfigV2 does reach it (checkIfNeedSubmitServeApplications). So Serve's autoscaling
+    holds the step's range, and the group's bounds are fixed and wide: each worker advertises
+    one `step-<name>`, each replica asks for one, so the autoscaler (which reads the bounds from
+    the RayCluster) runs as many workers as Serve has replicas. `replicas` only starts a new
+    cluster's workers with the head."""
+    return {"replicas": step.replicas.min, "minReplicas": 0, "maxReplicas": MAX_STEP_REPLICAS}
 
 
 def head_group(graph: Graph, app_config_map) -> dict:
@@ -229,6 +248,11 @@ def ray_service_spec(graph: Graph, groups: dict[str, NodeGroup], weights: Weight
         "serveConfigV2": yaml.safe_dump(serve_config(graph, repositories), sort_keys=False),
         "rayClusterConfig": {
             "rayVersion": versions.RAY_VERSION,
+            # Ray's token auth on the dashboard and Ray's gRPC (not on Serve's HTTP): KubeRay
+            # creates the token Secret, hands it to every Ray container and sends it with its own
+            # dashboard calls (ray-operator v1.7.0 raycluster_controller.go reconcileAuthSecret,
+            # common/pod.go SetContainerTokenAuthEnvVars, utils/util.go GetRayDashboardClientFunc).
+            "authOptions": {"mode": "token"},
             # Serve's replica demand scales the worker groups; pending worker pods scale the nodes.
             "enableInTreeAutoscaling": True,
             "autoscalerOptions": {
@@ -348,9 +372,10 @@ def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
             {"from": [{"source": ingress_source(graph.auth, ingress_principal)}], "to": [{"operation": {"ports": [str(SERVE_PORT)]}}]},
             {"from": [{"source": {"principals": [KUBERAY_PRINCIPAL]}}],
              "to": [{"operation": {"ports": [str(DASHBOARD_PORT), str(SERVE_PORT)]}}]},
-            # Ray's nodes call each other on every port; KubeRay names the head's ServiceAccount
-            # after the generated RayCluster, so the graph's namespace stands for its identities.
-            {"from": [{"source": {"namespaces": [graph.k8s_namespace]}}]},
+            # Ray's nodes call each other on every port but the dashboard's; KubeRay names the
+            # head's ServiceAccount after the generated RayCluster, so the graph's namespace
+            # stands for its identities.
+            {"from": [{"source": {"namespaces": [graph.k8s_namespace]}}], "to": [{"operation": {"notPorts": [str(DASHBOARD_PORT)]}}]},
             {"to": [{"operation": {"ports": [str(METRICS_PORT)]}}]},
         ],
     }
@@ -363,11 +388,20 @@ def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespa
         "ingress": [
             {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
             {"from": from_namespace(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
-            {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}]},
+            {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}], "ports": intra_cluster_ports()},
             {"from": from_namespace(monitoring_namespace),
              "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, *ISTIO_METRICS_PORTS)]},
         ],
     }
+
+
+def intra_cluster_ports() -> list[dict]:
+    """The ports Ray's nodes call each other on (those listed for the mesh), without the
+    dashboard's: it submits jobs, that is runs code, so only the operator reaches it. KubeRay's
+    probes of the head's dashboard run inside the pod (localhost), which no policy filters."""
+    fixed = sorted({*RAY_PORTS.values(), GCS_PORT, SERVE_PORT})
+    return ([{"protocol": "TCP", "port": p} for p in fixed]
+            + [{"protocol": "TCP", "port": MIN_WORKER_PORT, "endPort": MAX_WORKER_PORT}])
 
 
 def kuberay_operator_values(system_node_selector: Optional[dict[str, str]] = None) -> dict:

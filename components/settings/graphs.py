@@ -4,6 +4,8 @@ checks of one graph.
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
 from typing import Annotated, Iterable, Literal, Mapping, Optional
 
 from pydantic import Field, field_validator, model_validator
@@ -41,10 +43,21 @@ class GraphTensor(Model):
         return dims
 
 
+# The most replicas a step may have: with `placement: ray`, also every worker group's fixed
+# `maxReplicas`, so that any range the stack file can set fits the running cluster.
+MAX_STEP_REPLICAS = 100
+
+# Ray's smallest object store (ray/_private/ray_constants.py OBJECT_STORE_MINIMUM_MEMORY_BYTES at 2.60.0).
+RAY_MIN_OBJECT_STORE_BYTES = 75 * 1024 * 1024
+# A step worker's object store takes this share of its /dev/shm; the rest is left to Triton's own
+# shared memory (its Python backend's regions) in the same container.
+OBJECT_STORE_SHARE_OF_SHM = Decimal("0.8")
+
+
 class ReplicaRange(Model):
-    min: int = Field(default=1, ge=1, le=100)
+    min: int = Field(default=1, ge=1, le=MAX_STEP_REPLICAS)
     """Fewest replicas (each holds the step's GPU share)."""
-    max: int = Field(default=1, ge=1, le=100)
+    max: int = Field(default=1, ge=1, le=MAX_STEP_REPLICAS)
     """Most replicas the step scales to."""
 
     @model_validator(mode="after")
@@ -66,9 +79,9 @@ class GraphStep(Model):
     gpu: GpuRequest
     """GPU group and share each replica uses."""
     replicas: ReplicaRange = ReplicaRange()
-    """Replica range: with `placement: ray`, the step's Serve autoscaling and worker group bounds."""
+    """Replica range. With `placement: ray`, the step's Serve autoscaling range: a change reaches the running cluster in place (its worker group's bounds stay 0 to 100, each worker holding one replica)."""
     resources: Resources = Resources()
-    """CPU and memory of each replica."""
+    """CPU and memory of each replica. With `placement: ray`, Ray's object store takes 80% of `shmSize` (at least 75Mi, Ray's minimum), and `shmSize` must fit in the memory limit."""
     inputs: dict[TensorName, TensorName] = Field(min_length=1)
     """Model input tensor -> graph tensor it reads: a graph input or an earlier step's output."""
     outputs: dict[TensorName, TensorName] = Field(min_length=1)
@@ -146,6 +159,8 @@ def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyP
                                  "every graph tensor has one source"))
             available.setdefault(tensor, f"an output of step {step.name!r}")
         problems += [(base + path, problem) for path, problem in gpu_request_problems(step.gpu, groups)]
+        if g.placement == "ray":
+            problems += [(base + ("resources", "shmSize"), problem) for problem in _shm_problems(step.resources)]
     produced = {t for step in g.steps for t in step.outputs.values()}
     for oi, t in enumerate(g.outputs):
         if t.name not in produced:
@@ -161,6 +176,28 @@ def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyP
         if g.name in {step.model for step in g.steps}:
             problems.append((("name",), f"the ensemble model is named after the graph, and a step's model is named "
                              f"{g.name!r} too; rename the graph"))
+    return problems
+
+
+def object_store_bytes(r: Resources) -> int:
+    """The object store of a step's Ray worker, set explicitly (`object-store-memory`): left to
+    Ray 2.60, it takes 30% of the pod's memory and, where /dev/shm is smaller, falls back to /tmp
+    (ray/_private/utils.py resolve_object_store_memory, services.py determine_plasma_store_config)."""
+    return int(grammar.quantity(r.shm_size) * OBJECT_STORE_SHARE_OF_SHM)
+
+
+def _shm_problems(r: Resources) -> list[str]:
+    """A Ray worker's /dev/shm must hold an object store Ray accepts, and, being memory-backed,
+    fit in the container's memory limit (its pages count against it)."""
+    problems = []
+    if object_store_bytes(r) < RAY_MIN_OBJECT_STORE_BYTES:
+        smallest_mib = math.ceil(RAY_MIN_OBJECT_STORE_BYTES / (OBJECT_STORE_SHARE_OF_SHM * 2**20))
+        problems.append(f"{r.shm_size} holds an object store of {object_store_bytes(r)} bytes (80% of shmSize), below "
+                        f"Ray's minimum of {RAY_MIN_OBJECT_STORE_BYTES}; allowed: at least {smallest_mib}Mi")
+    limit = r.memory_limit or r.memory
+    if grammar.quantity(r.shm_size) > grammar.quantity(limit):
+        problems.append(f"{r.shm_size} exceeds the memory limit {limit} that its memory-backed pages count against; "
+                        f"allowed: at most {limit}, or raise memory (memoryLimit)")
     return problems
 
 

@@ -144,7 +144,7 @@ def step_deployment(name: str, replicas: int) -> dict:
             "ray_actor_options": {"num_cpus": 1, "num_gpus": 0, "resources": {name: 1}}}
 
 
-def serve_config(http_port: int) -> dict:
+def serve_config(http_port: int, add_replicas: int = 2) -> dict:
     # Every Serve proxy of this one machine would bind the same port: one proxy, on the head.
     return {
         "proxy_location": "HeadOnly",
@@ -152,7 +152,7 @@ def serve_config(http_port: int) -> dict:
         "applications": [
             {"name": APP, "route_prefix": "/", "import_path": "graph_app.app:build",
              "args": {**CHAIN_ARGS, "backend": STUBS},
-             "deployments": [step_deployment("step-add", 2), step_deployment("step-double", 2),
+             "deployments": [step_deployment("step-add", add_replicas), step_deployment("step-double", 2),
                              {"name": INGRESS, "num_replicas": 1, "ray_actor_options": {"num_cpus": 0.1}}]},
             # A step whose resource no node advertises.
             {"name": ORPHAN, "route_prefix": "/orphan", "import_path": "graph_app.app:build",
@@ -164,8 +164,17 @@ def serve_config(http_port: int) -> dict:
 
 
 class RayGraph:
-    def __init__(self, cluster: Cluster, dashboard: str, http: str, node_of: dict[str, str]):
-        self.cluster, self.dashboard, self.http, self.node_of = cluster, dashboard, http, node_of
+    def __init__(self, cluster: Cluster, dashboard: str, http_port: int, node_of: dict[str, str]):
+        self.cluster, self.dashboard, self.node_of = cluster, dashboard, node_of
+        self.http_port, self.http = http_port, f"http://127.0.0.1:{http_port}/"
+
+    def replicas(self, deployment: str) -> list[dict]:
+        return self.details()["applications"][APP]["deployments"][deployment]["replicas"]
+
+    def demands(self) -> list[dict]:
+        """Ray's pending resource demands: what the autoscaler turns into workers."""
+        status = get_cluster_status(self.cluster.address)
+        return [b.bundle for d in status.resource_demands.ray_task_actor_demand for b in d.bundles_by_count]
 
     def details(self) -> dict:
         with urllib.request.urlopen(f"{self.dashboard}/api/serve/applications/", timeout=10) as r:
@@ -230,7 +239,7 @@ def ray_graph(request):
         up = time.monotonic()
         node_of = {r: n["NodeID"] for n in ray.nodes() for r in n["Resources"] if r in NODES}
         http_port = free_port()
-        graph = RayGraph(cluster, f"http://{cluster.webui_url}", f"http://127.0.0.1:{http_port}/", node_of)
+        graph = RayGraph(cluster, f"http://{cluster.webui_url}", http_port, node_of)
         deploy(graph.dashboard, serve_config(http_port))
 
         def settled() -> bool:
@@ -292,11 +301,7 @@ def test_a_step_whose_resource_no_node_has_stays_pending(ray_graph):
     """Ray reports the replica as demand for its resource (what the autoscaler turns into a
     worker of that group) and places it nowhere, though the other nodes have CPUs to spare."""
 
-    def demands() -> list[dict]:
-        status = get_cluster_status(ray_graph.cluster.address)
-        return [b.bundle for d in status.resource_demands.ray_task_actor_demand for b in d.bundles_by_count]
-
-    wait_for_condition(lambda: {"CPU": 1.0, "step-lost": 1.0} in demands(), timeout=30, retry_interval_ms=200)
+    wait_for_condition(lambda: {"CPU": 1.0, "step-lost": 1.0} in ray_graph.demands(), timeout=30, retry_interval_ms=200)
     status = get_cluster_status(ray_graph.cluster.address)
     spare = [n.available_resources().get("CPU", 0) for n in status.active_nodes + status.idle_nodes]
     assert max(spare) >= 1  # CPU alone would have placed it
@@ -304,3 +309,22 @@ def test_a_step_whose_resource_no_node_has_stays_pending(ray_graph):
     (replica,) = orphan["deployments"]["step-lost"]["replicas"]
     assert replica["state"] == "STARTING" and "node_id" not in replica
     assert orphan["status"] == "DEPLOYING"
+
+
+def test_a_steps_new_range_reaches_its_running_replicas_in_place(ray_graph):
+    """What the running cluster does with a step's new range: KubeRay keeps the cluster and
+    puts the new serveConfigV2 to it (tests/plan/test_graphs.py, KubeRay's decision ported);
+    Serve keeps the step's running replicas and asks for a third with the step's resource,
+    the demand Ray's autoscaler turns into one more worker of the group. Last: it restores."""
+    running = {r["replica_id"] for r in ray_graph.replicas("step-add")}
+    try:
+        deploy(ray_graph.dashboard, serve_config(ray_graph.http_port, add_replicas=3))
+        wait_for_condition(lambda: len(ray_graph.replicas("step-add")) == 3, timeout=30, retry_interval_ms=200)
+        wait_for_condition(lambda: {"CPU": 1.0, "step-add": 1.0} in ray_graph.demands(), timeout=30, retry_interval_ms=200)
+        replicas = ray_graph.replicas("step-add")
+        assert {r["replica_id"] for r in replicas if r["state"] == "RUNNING"} == running
+        assert [r["state"] for r in replicas if r["replica_id"] not in running] == ["STARTING"]
+    finally:
+        deploy(ray_graph.dashboard, serve_config(ray_graph.http_port))
+        wait_for_condition(lambda: len(ray_graph.replicas("step-add")) == 2, timeout=30, retry_interval_ms=200)
+    assert {r["replica_id"] for r in ray_graph.replicas("step-add")} == running

@@ -14,7 +14,7 @@ from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, stack_plan
-from tests.support import conformance
+from tests.support import conformance, kuberay_upgrade
 
 STACK = "studio-dev"
 STACK_FILE = ROOT / "stacks" / f"Pulumi.{STACK}.yaml"
@@ -79,7 +79,8 @@ def test_each_step_has_its_own_worker_group_pinned_by_its_resource(ray_service):
         assert container["image"] == images[name]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
         assert group["template"]["spec"]["nodeSelector"] == {"pool.studio.example.com/name": "gpu-t4"}
-        assert (group["minReplicas"], group["maxReplicas"]) == (1, 2)
+        # The group starts at the step's minimum; its bounds are wide and fixed, Serve holds the range.
+        assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (1, 0, 100)
 
 
 def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service):
@@ -95,8 +96,10 @@ def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service)
         assert d["ray_actor_options"]["resources"] == {f"step-{step}": 1}
         assert d["ray_actor_options"]["num_gpus"] == 1
         assert (d["autoscaling_config"]["min_replicas"], d["autoscaling_config"]["max_replicas"]) == (1, 2)
-    # The ingress asks for no step resource and no GPU: it never takes a step's place.
+    # The ingress asks for no step resource and no GPU: it never takes a step's place; every
+    # request passes through it, so it never rests on one node.
     assert "resources" not in deployments["graph"]["ray_actor_options"]
+    assert deployments["graph"]["num_replicas"] >= 2
     assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image/whisper"
 
 
@@ -124,6 +127,32 @@ def test_graph_route_reaches_serve_with_basic_auth(plan):
     (policy,) = [o for o in objects(plan, "AuthorizationPolicy") if o["metadata"]["name"] == "speech-to-image"]
     first = policy["spec"]["rules"][0]
     assert first["to"] == [{"operation": {"ports": ["8000"]}}]
+
+
+def test_only_the_operator_reaches_the_ray_dashboard_and_it_needs_a_token(ray_service, plan):
+    """Job submission on the dashboard runs code: the operator alone may call it, with the
+    token KubeRay makes; Ray's nodes still reach each other on every other port they use."""
+    from tests.support.mesh_eval import allowed
+
+    assert ray_service["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
+    (policy,) = [o["spec"] for o in objects(plan, "AuthorizationPolicy") if o["metadata"]["name"] == "speech-to-image"]
+    operator = "cluster.local/ns/ray-system/sa/kuberay-operator"
+    ray_node = "cluster.local/ns/speech-to-image/sa/speech-to-image-raycluster-7xk2p"
+    assert allowed([policy], operator, 8265, "/api/serve/applications/")
+    assert not allowed([policy], ray_node, 8265, "/api/jobs/")
+    (headless,) = [o for o in objects(plan, "Service") if o["metadata"]["name"] == "speech-to-image-ray"]
+    ray_ports = {p["port"] for p in headless["spec"]["ports"]} - {8265}
+    assert all(allowed([policy], ray_node, port, "/") for port in ray_ports)
+    (netpol,) = [o["spec"] for o in objects(plan, "NetworkPolicy") if o["metadata"]["name"] == "speech-to-image"]
+
+    def admitted(rule: dict, port: int) -> bool:
+        return "ports" not in rule or any(p["port"] <= port <= p.get("endPort", p["port"]) for p in rule["ports"])
+
+    from_ray_nodes = [r for r in netpol["ingress"] if r["from"] == [{"podSelector": {"matchLabels": {graphs.GRAPH_LABEL: "speech-to-image"}}}]]
+    assert all(any(admitted(r, port) for r in from_ray_nodes) for port in ray_ports)
+    assert not any(admitted(r, 8265) for r in from_ray_nodes)
+    assert [r["from"] for r in netpol["ingress"] if admitted(r, 8265)] == [
+        [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ray-system"}}}]]
 
 
 def test_kuberay_operator_comes_first_and_runs_in_the_mesh(plan):
@@ -213,7 +242,53 @@ def test_rays_autoscaler_reads_each_worker_group_with_exactly_its_steps_resource
         advertised = {k: v for k, v in node["resources"].items() if k.startswith("step-")}
         assert advertised == {f"step-{step}": 1}
         assert node["resources"]["GPU"] == 1 and node["resources"]["CPU"] == 4
-        assert (node["min_workers"], node["max_workers"]) == (1, 2)
+        assert (node["min_workers"], node["max_workers"]) == (0, 100)
+
+
+def test_each_steps_object_store_stays_in_the_shared_memory_its_workers_mount(ray_service, monkeypatch, tmp_path):
+    """Ray's own rules at the pinned Ray (ray/_private/utils.py resolve_object_store_memory,
+    services.py determine_plasma_store_config), on each worker as rendered: /dev/shm of the
+    volume's size, the container's memory limit as the node's memory. Left to Ray, the store
+    would be 30% of 16Gi and go to /tmp past the 1Gi /dev/shm; the rendered one stays in memory."""
+    from ray._common import utils as common_utils
+    from ray._private import services
+    from ray._private import utils as ray_utils
+
+    from inference_platform.core.grammar import quantity
+
+    for group in ray_service["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        pod = group["template"]["spec"]
+        (shm,) = [v["emptyDir"] for v in pod["volumes"] if v["name"] == "dshm"]
+        assert shm["medium"] == "Memory"
+        assert {"name": "dshm", "mountPath": "/dev/shm"} in pod["containers"][0]["volumeMounts"]  # KubeRay adds none then
+        memory = int(quantity(pod["containers"][0]["resources"]["limits"]["memory"]))
+        shm_bytes = int(quantity(shm["sizeLimit"]))
+        monkeypatch.setattr(ray_utils, "get_shared_memory_bytes", lambda size=shm_bytes: size)
+        monkeypatch.setattr(common_utils, "get_system_memory", lambda size=memory: size)
+        store = int(group["rayStartParams"]["object-store-memory"])
+        plasma_directory, _, kept = services.determine_plasma_store_config(store, str(tmp_path))
+        assert (plasma_directory, kept) == ("/dev/shm", store)
+        assert store >= 512 * 2**20
+        default = ray_utils.resolve_object_store_memory(memory)
+        assert services.determine_plasma_store_config(default, str(tmp_path))[0] == str(tmp_path)
+
+
+@pytest.mark.parametrize("shm, memory, words", [
+    ("64Mi", "16Gi", "holds an object store of 53687091 bytes (80% of shmSize), below Ray's minimum of 78643200; allowed: at least 94Mi"),
+    ("20Gi", "16Gi", "20Gi exceeds the memory limit 16Gi that its memory-backed pages count against; allowed: at most 16Gi"),
+])
+def test_a_ray_step_whose_shared_memory_cannot_hold_its_object_store_is_refused(shm, memory, words):
+    def edit(raw):
+        raw["graphs"][0]["steps"][1]["resources"].update(shmSize=shm, memory=memory)
+
+    message = problems_of(edit)
+    assert "inference-platform:graphs[speech-to-image].steps[draw].resources.shmSize: " in message and words in message
+
+
+def test_the_ensemble_keeps_its_shared_memory_rules():
+    raw = copy.deepcopy(raw_config())
+    raw["graphs"][1]["steps"][0]["resources"]["shmSize"] = raw["graphs"][1]["steps"][1]["resources"]["shmSize"] = "64Mi"
+    parse(raw)
 
 
 # --------------------------------------------------------------------------- the ensemble
@@ -254,14 +329,51 @@ def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_
         ("replace", "speech-to-image-l4-triton-model-configs"), ("update", "speech-to-image-l4-triton-v1")}
 
 
-def test_a_steps_cpu_limit_reaches_its_workers(tmp_path):
+def ray_service_with(tmp_path, edit) -> dict:
+    """The Ray graph's RayService after `edit` of its stack-file entry."""
     from platformctl.engine import render_stack
 
     raw = yaml.safe_load(STACK_FILE.read_text())
-    raw["config"]["inference-platform:graphs"][0]["steps"][0]["resources"]["cpuLimit"] = "6"
+    edit(raw["config"]["inference-platform:graphs"][0])
     edited = tmp_path / f"Pulumi.{STACK}.yaml"
     edited.write_text(yaml.safe_dump(raw, sort_keys=False))
     (service,) = [o for o in objects(render_stack(STACK, edited), "RayService") if o["metadata"]["name"] == "speech-to-image"]
+    return service
+
+
+def test_a_steps_cpu_limit_reaches_its_workers(tmp_path):
+    service = ray_service_with(tmp_path, lambda g: g["steps"][0]["resources"].update(cpuLimit="6"))
     limits = {g["groupName"]: g["template"]["spec"]["containers"][0]["resources"]["limits"]
               for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]}
     assert limits["transcribe"]["cpu"] == "6" and "cpu" not in limits["draw"]
+
+
+# --------------------------------------------------------------------------- edits of a running graph
+
+
+def test_a_steps_new_replica_range_reaches_the_running_cluster(ray_service, tmp_path):
+    """KubeRay's own decision (tests/support/kuberay_upgrade.py) on the applied and the edited
+    RayService: raising a step's range from 1-2 to 2-4 keeps the running RayCluster (its
+    hash leaves the replica fields out) and puts the new Serve config to it; Ray's autoscaler,
+    reading that cluster, may then run the 2 to 4 workers that Serve's replicas ask for."""
+    from ray.autoscaler._private.kuberay.autoscaling_config import _derive_autoscaling_config_from_ray_cr
+
+    edited = ray_service_with(tmp_path, lambda g: g["steps"][0].update(replicas={"min": 2, "max": 4}))
+    result = kuberay_upgrade.reconcile(ray_service["spec"], edited["spec"])
+    assert (result.cluster_action, result.serve_config_submitted) == ("keep", True)
+    (app,) = yaml.safe_load(edited["spec"]["serveConfigV2"])["applications"]
+    serve = {d["name"]: d for d in app["deployments"]}["step-transcribe"]["autoscaling_config"]
+    ray_cr = {"metadata": {"name": "speech-to-image-raycluster", "namespace": "speech-to-image"}, "spec": result.cluster_spec}
+    workers = _derive_autoscaling_config_from_ray_cr(ray_cr)["available_node_types"]["transcribe"]
+    # One worker per replica (each advertises one step-transcribe, each replica asks for one).
+    fewest = max(serve["min_replicas"], workers["min_workers"])
+    most = min(serve["max_replicas"], workers["max_workers"])
+    assert (fewest, most) == (2, 4)
+
+
+def test_a_steps_new_image_starts_a_new_cluster_with_it(ray_service, tmp_path):
+    edited = ray_service_with(tmp_path, lambda g: g["steps"][1].update(image="registry.studio.example.com/triton-ray:25.02-diffusion"))
+    result = kuberay_upgrade.reconcile(ray_service["spec"], edited["spec"])
+    assert result.cluster_action == "new"
+    images = {g["groupName"]: g["template"]["spec"]["containers"][0]["image"] for g in result.cluster_spec["workerGroupSpecs"]}
+    assert images["draw"].endswith(":25.02-diffusion")

@@ -96,18 +96,24 @@ def istio_string_match(pattern: str, value: Optional[str], path: bool = False) -
 
 
 def _source_matches(source: Mapping, principal: str) -> bool:
-    unknown = set(source) - {"principals", "requestPrincipals"}
+    unknown = set(source) - {"principals", "requestPrincipals", "namespaces"}
     assert not unknown, f"Source fields not modelled: {unknown}"
     if "principals" in source and not any(istio_string_match(p, principal) for p in source["principals"]):
+        return False
+    # A SPIFFE principal names its namespace: cluster.local/ns/<namespace>/sa/<account>.
+    namespace = principal.split("/ns/", 1)[-1].split("/", 1)[0] if "/ns/" in principal else None
+    if "namespaces" in source and not any(istio_string_match(n, namespace) for n in source["namespaces"]):
         return False
     # requestPrincipals: the caller is taken to hold a token the RequestAuthentication accepted.
     return True
 
 
 def _operation_matches(operation: Mapping, port: int, path: str) -> bool:
-    unknown = set(operation) - {"ports", "paths", "notPaths"}
+    unknown = set(operation) - {"ports", "notPorts", "paths", "notPaths"}
     assert not unknown, f"Operation fields not modelled: {unknown}"
     if "ports" in operation and str(port) not in operation["ports"]:
+        return False
+    if str(port) in operation.get("notPorts", []):
         return False
     if "paths" in operation and not any(istio_string_match(p, path, path=True) for p in operation["paths"]):
         return False
