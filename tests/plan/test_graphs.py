@@ -88,16 +88,21 @@ def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service)
     assert app["import_path"] == "graph_app.app:build"
     assert [s["model"] for s in app["args"]["steps"]] == ["whisper", "stable_diffusion"]
     assert app["args"]["steps"][1]["inputs"] == {"PROMPT": "TEXT"}
-    assert app["args"]["outputs"] == ["IMAGE"]
+    # Clients call the model named after the graph with the tensors it declares, as its ensemble takes them.
+    assert app["args"]["name"] == "speech-to-image"
+    assert app["args"]["inputs"] == [{"name": "AUDIO", "datatype": "FP32", "dims": [-1]}]
+    assert app["args"]["outputs"] == [{"name": "IMAGE", "datatype": "UINT8", "dims": [512, 512, 3]}]
     deployments = {d["name"]: d for d in app["deployments"]}
     for step in ("transcribe", "draw"):
         d = deployments[f"step-{step}"]
         assert d["ray_actor_options"]["resources"] == {f"step-{step}": 1}
         assert d["ray_actor_options"]["num_gpus"] == 1
         assert (d["autoscaling_config"]["min_replicas"], d["autoscaling_config"]["max_replicas"]) == (1, 2)
+        # Not Ray Serve's default of 5, which would starve Triton's dynamic batcher.
+        assert d["max_ongoing_requests"] == 32
     # The ingress asks for no step resource and no GPU: it never takes a step's place.
     assert "resources" not in deployments["graph"]["ray_actor_options"]
-    assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image/whisper"
+    assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image"
 
 
 def test_ray_ports_are_fixed_and_listed_for_the_mesh(ray_service, plan):
