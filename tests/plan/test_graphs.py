@@ -180,6 +180,16 @@ def _graph(raw: dict, i: int = 0) -> dict:
      "graphs[speech-to-image].steps[transcribe].model", ["should match pattern"]),
     ("newline in a tensor map key", lambda r: _graph(r)["steps"][0]["inputs"].update({"X\n": "AUDIO"}),
      'graphs[speech-to-image].steps[transcribe].inputs["X\\n"]', ["should match pattern"]),
+    # The ensemble's Triton loads every directory of its repository: a Ray step's repository inside it too.
+    ("repository inside an ensemble's", lambda r: _graph(r)["steps"][1]["modelRepository"].update(path="speech-to-image/sd"),
+     "graphs[speech-to-image].steps[draw].modelRepository.path",
+     ["'speech-to-image/sd' is inside 'speech-to-image', the model repository of graph 'speech-to-image-l4'"]),
+    ("bfloat16 on Ray", lambda r: _graph(r)["outputs"][0].update(dataType="TYPE_BF16"),
+     "graphs[speech-to-image].outputs[IMAGE].dataType", ["placement 'ray' cannot carry TYPE_BF16 tensors"]),
+    ("ongoing requests of an ensemble step", lambda r: _graph(r, 1)["steps"][0].update(maxOngoingRequests=64),
+     "graphs[speech-to-image-l4].steps[transcribe].maxOngoingRequests", ["applies to placement 'ray' only"]),
+    ("ongoing requests beyond the bound", lambda r: _graph(r)["steps"][0].update(maxOngoingRequests=1025),
+     "graphs[speech-to-image].steps[transcribe].maxOngoingRequests", ["less than or equal to 1024"]),
     # Each step holds its minimum twice while a new RayCluster replaces the old one.
     ("upgrade surge", lambda r: [s["replicas"].update(min=2, max=2) for s in _graph(r)["steps"]],
      "cluster.nodeGroups[gpu-t4].maxNodes", ["need 8 x nvidia.com/gpu", "maxNodes 6 offers 6"]),
