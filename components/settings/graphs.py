@@ -73,6 +73,8 @@ class GraphStep(Model):
     """GPU group and share each replica uses."""
     replicas: ReplicaRange = ReplicaRange()
     """Replica range: with `placement: ray`, the step's Serve autoscaling and worker group bounds."""
+    model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")
+    """Tuned config variant, Triton's `--model-config-name`: `configs/<name>.pbtxt` in each model's directory, else its `config.pbtxt` (the same for every step of an ensemble). `placement: ensemble` only: Triton's in-process Python API, which runs a step under Ray, has no such option."""
     max_ongoing_requests: int = Field(default=32, ge=1, le=MAX_ONGOING_REQUESTS)
     """With `placement: ray`: requests one replica of the step holds at once (Serve's `max_ongoing_requests`; Ray's own default, 5, leaves Triton's dynamic batcher little to batch). Serve still scales replicas at 2 requests in flight each; further requests wait in Serve's queue. Not allowed with `placement: ensemble`, where Triton's own queue takes every request."""
     resources: Resources = Resources()
@@ -117,7 +119,8 @@ def graph_workload(graph: Graph) -> Service:
     versions = [{"name": "v1" if graph.placement == "ensemble" else s.name, "image": s.image,
                  "weight": 100 if i == 0 else 0, "model_repository": s.model_repository.model_dump(),
                  "gpu": s.gpu.model_dump(exclude_none=True), "resources": s.resources.model_dump(exclude_none=True),
-                 "replicas": s.replicas.min}
+                 "replicas": s.replicas.min,
+                 **({"model_config_name": s.model_config_name} if s.model_config_name else {})}
                 for i, s in enumerate(steps)]
     first = graph.steps[0]
     service = {"name": graph.name, "namespace": graph.namespace, "hosts": graph.hosts,
@@ -129,7 +132,7 @@ def graph_workload(graph: Graph) -> Service:
 
 
 # What every step of an ensemble shares: one Triton server runs them all.
-ENSEMBLE_SHARED = ("image", "model_repository", "gpu", "replicas", "resources")
+ENSEMBLE_SHARED = ("image", "model_repository", "gpu", "replicas", "resources", "model_config_name")
 
 
 def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
@@ -160,6 +163,13 @@ def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyP
             problems.append((("outputs", oi, "name"), f"no step outputs graph tensor {t.name!r}; step outputs: "
                              f"{', '.join(sorted(produced))}"))
     if g.placement == "ray":
+        for si, step in enumerate(g.steps):
+            if step.model_config_name:
+                # triton-inference-server/core python/tritonserver/_api/_server.py Options and
+                # _c/tritonserver_pybind.cc bind no TRITONSERVER_ServerOptionsSetModelConfigName.
+                problems.append((("steps", si, "modelConfigName"), "placement 'ray' runs the step in Triton's "
+                                 "in-process Python API, which cannot select a config variant; allowed: leave it out "
+                                 "(put the tuned config in config.pbtxt), or placement 'ensemble'"))
         for side in ("inputs", "outputs"):
             for ti, t in enumerate(getattr(g, side)):
                 if t.data_type in RAY_UNSUPPORTED_DATA_TYPES:

@@ -188,6 +188,10 @@ def _graph(raw: dict, i: int = 0) -> dict:
      "graphs[speech-to-image].outputs[IMAGE].dataType", ["placement 'ray' cannot carry TYPE_BF16 tensors"]),
     ("ongoing requests of an ensemble step", lambda r: _graph(r, 1)["steps"][0].update(maxOngoingRequests=64),
      "graphs[speech-to-image-l4].steps[transcribe].maxOngoingRequests", ["applies to placement 'ray' only"]),
+    ("config variant on Ray", lambda r: _graph(r)["steps"][0].update(modelConfigName="t4"),
+     "graphs[speech-to-image].steps[transcribe].modelConfigName", ["cannot select a config variant"]),
+    ("config variants of ensemble steps differ", lambda r: _graph(r, 1)["steps"][0].update(modelConfigName="l4"),
+     "graphs[speech-to-image-l4].steps[draw].modelConfigName", ["modelConfigName must equal steps[0]'s"]),
     ("ongoing requests beyond the bound", lambda r: _graph(r)["steps"][0].update(maxOngoingRequests=1025),
      "graphs[speech-to-image].steps[transcribe].maxOngoingRequests", ["less than or equal to 1024"]),
     # Each step holds its minimum twice while a new RayCluster replaces the old one.
@@ -267,6 +271,20 @@ def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_
     d = diff_plans(plan.to_json(), render_stack(STACK, edited).to_json())
     assert {(c.action, c.key.rsplit("::", 1)[1]) for c in d["changes"]} == {
         ("replace", "speech-to-image-l4-triton-model-configs"), ("update", "speech-to-image-l4-triton-v1")}
+
+
+def test_an_ensembles_tuned_config_variant_reaches_its_triton_server(tmp_path):
+    from platformctl.engine import render_stack
+
+    raw = yaml.safe_load(STACK_FILE.read_text())
+    for step in raw["config"]["inference-platform:graphs"][1]["steps"]:
+        step["modelConfigName"] = "l4"
+    edited = tmp_path / f"Pulumi.{STACK}.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    (deployment,) = [o for o in objects(render_stack(STACK, edited), "Deployment")
+                     if o["metadata"]["name"] == "speech-to-image-l4-v1"]
+    # Triton picks configs/l4.pbtxt of each model that has one, config.pbtxt otherwise (the ensemble's).
+    assert "--model-config-name=l4" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_a_steps_cpu_limit_reaches_its_workers(tmp_path):
