@@ -31,7 +31,7 @@ from ray.serve.schema import ServeDeploySchema
 from graph_app import kserve
 from graph_app.app import INGRESS, MAX_ONGOING_REQUESTS, build, load_backend
 from graph_app.spec import DEFAULT_BACKEND, SpecError, parse
-from graph_app.triton import TritonBackend
+from graph_app.triton import TritonBackend, serve_metrics
 from inference_platform.core import versions
 from inference_platform.serving import graphs
 from inference_platform.serving.model_config import ensemble_config, model_config_pb2, parse_model_config
@@ -124,6 +124,24 @@ def test_the_default_backend_is_triton_and_resolves_without_tritonserver():
     assert isinstance(build(CHAIN_ARGS), serve.Application)
     with pytest.raises(SpecError, match="cannot import 'graph_app.triton:Nope'"):
         load_backend("graph_app.triton:Nope")
+
+
+def test_a_step_serves_its_tritons_metrics_on_tritons_metrics_path():
+    """The in-process server's Prometheus text (Server.metrics) at /metrics, as tritonserver serves it."""
+    text = 'nv_inference_request_success{model="whisper",version="1"} 3\n'
+    server = serve_metrics(lambda: text, host="127.0.0.1", port=free_port())
+    assert server is not None
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
+            assert r.read().decode() == text and r.headers["Content-Type"].startswith("text/plain")
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"{base}/other", timeout=10)
+        # A taken port leaves the replica serving, without metrics.
+        assert serve_metrics(lambda: text, host="127.0.0.1", port=server.server_address[1]) is None
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_the_rendered_serve_config_is_one_serve_and_graph_app_accept():
