@@ -193,10 +193,10 @@ def _check_against(spec: TensorSpec, datatype: Any, shape: tuple[int, ...], mode
 
 
 def _requested_outputs(raw: Any, declared: dict[str, TensorSpec], model: str) -> Optional[tuple[tuple[str, bool], ...]]:
-    if raw is None:
-        return None
-    if not isinstance(raw, list):
+    if not isinstance(raw, (list, type(None))):
         raise ProtocolError("Unable to parse 'outputs': expected a list")
+    if not raw:  # none requested: Triton returns every output
+        return None
     requested = []
     for entry in raw:
         entry = _object(entry, "outputs")

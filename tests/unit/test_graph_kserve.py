@@ -77,10 +77,11 @@ def test_the_answer_reads_with_tritons_client_as_triton_writes_it(binary):
     assert result.as_numpy("label").tolist() == (WORDS.tolist() if binary else [w.decode() for w in WORDS])
 
 
-def test_without_a_list_of_outputs_every_output_comes_back_binary_or_json_as_asked():
+@pytest.mark.parametrize("listed", [{}, {"outputs": []}])
+def test_without_a_list_of_outputs_every_output_comes_back_binary_or_json_as_asked(listed):
     body = json.dumps({"inputs": [{"name": "number", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]},
                                   {"name": "words", "shape": [1], "datatype": "BYTES", "data": ["x"]}],
-                       "parameters": {"binary_data_output": True}}).encode()
+                       "parameters": {"binary_data_output": True}, **listed}).encode()
     produced = {"result": np.zeros((1, 2)), "label": np.array([b"x"], dtype=object), "half": np.ones(2, np.float16)}
     content, headers = kserve.encode_response(MODEL, parse(body, {}), produced, OUTPUTS)
     result = triton_http.response(content, headers)
