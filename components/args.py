@@ -816,6 +816,10 @@ class GraphStepArgs(TypedDict):
     """GPU group and share each replica uses."""
     replicas: NotRequired[ReplicaRangeArgs]
     """Replica range. With `placement: ray`, the step's Serve autoscaling range: a change reaches the running cluster in place (its worker group's bounds stay 0 to 100, each worker holding one replica)."""
+    model_config_name: NotRequired[str]
+    """Tuned config variant, Triton's `--model-config-name`: `configs/<name>.pbtxt` in each model's directory, else its `config.pbtxt` (the same for every step of an ensemble). `placement: ensemble` only: Triton's in-process Python API, which runs a step under Ray, has no such option."""
+    max_ongoing_requests: NotRequired[int]
+    """With `placement: ray`: requests one replica of the step holds at once (Serve's `max_ongoing_requests`; Ray's own default, 5, leaves Triton's dynamic batcher little to batch). Serve still scales replicas at 2 requests in flight each; further requests wait in Serve's queue. Not allowed with `placement: ensemble`, where Triton's own queue takes every request. Default: `32`."""
     resources: NotRequired[ResourcesArgs]
     """CPU and memory of each replica. With `placement: ray`, Ray's object store takes 80% of `shmSize` (at least 75Mi, Ray's minimum), and `shmSize` must fit in the memory limit."""
     inputs: dict[str, str]

@@ -118,9 +118,22 @@ def _replica_cpus(step: GraphStep) -> str:
     return str(max(1, int(quantity(step.resources.cpu))))
 
 
+def kserve_datatype(data_type: str) -> str:
+    """A model config's data type as the KServe protocol names it: TYPE_STRING is BYTES
+    (triton-inference-server/common src/model_config.cc, DataTypeToProtocolString)."""
+    return "BYTES" if data_type == "TYPE_STRING" else data_type.removeprefix("TYPE_")
+
+
+def _graph_tensors(tensors) -> list[dict]:
+    # What graph_app/kserve.py checks requests against, as the ensemble's config declares them.
+    return [{"name": t.name, "datatype": kserve_datatype(t.data_type), "dims": list(t.dims)} for t in tensors]
+
+
 def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
     """serveConfigV2: graph_app chaining the steps, one deployment per step pinned to its
-    workers by its custom resource and GPUs, autoscaled within its replica range."""
+    workers by its custom resource and GPUs, autoscaled within its replica range. The graph's
+    clients call the model named after the graph with the tensors it declares, as they would
+    call its Triton ensemble."""
     steps = [
         {"name": s.name, "model": s.model, "model_repository": repositories[s.name],
          "inputs": dict(s.inputs), "outputs": dict(s.outputs)}
@@ -130,6 +143,9 @@ def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
         {
             # graph_app names each step's deployment as its resource.
             "name": step_resource(s),
+            # Ray Serve's default (5 in Ray 2.60, ray/serve/_private/constants.py
+            # DEFAULT_MAX_ONGOING_REQUESTS) would hold back what Triton's dynamic batcher batches.
+            "max_ongoing_requests": s.max_ongoing_requests,
             "autoscaling_config": {"min_replicas": s.replicas.min, "max_replicas": s.replicas.max,
                                    "target_ongoing_requests": 2},
             "ray_actor_options": {"num_cpus": 1, "num_gpus": s.gpu.count, "resources": {step_resource(s): 1}},
@@ -148,7 +164,8 @@ def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
             "name": graph.name,
             "route_prefix": "/",
             "import_path": "graph_app.app:build",
-            "args": {"steps": steps, "outputs": [t.name for t in graph.outputs]},
+            "args": {"name": graph.name, "inputs": _graph_tensors(graph.inputs),
+                     "outputs": _graph_tensors(graph.outputs), "steps": steps},
             "deployments": deployments,
         }],
     }

@@ -12,7 +12,7 @@ from inference_platform.core.node_contract import capi_helm_sanitized
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
-from inference_platform.settings.graphs import graph_problems
+from inference_platform.settings.graphs import ensemble_repository_overlaps, graph_problems
 from inference_platform.settings.serving import deployment_name, pipeline_problems, service_problems
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.tuning import unknown_preset_problems
@@ -310,10 +310,16 @@ def derived_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def graph_repository_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Graph step repositories that an ensemble's Triton would load as models."""
+    return ensemble_repository_overlaps(s.graphs)
+
+
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
     _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
+    graph_repository_problems,
 )
 
 

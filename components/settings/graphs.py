@@ -23,6 +23,12 @@ TRITON_DATA_TYPES = ("TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32", "T
                      "TYPE_STRING", "TYPE_BF16")
 
 
+# The bound of a step's maxOngoingRequests: graph_app/app.py sizes a replica's thread pool to it.
+MAX_ONGOING_REQUESTS = 1024
+# Graph tensor types the Ray placement's ingress cannot hold (no numpy type: graph_app/kserve.py).
+RAY_UNSUPPORTED_DATA_TYPES = frozenset({"TYPE_BF16"})
+
+
 # A tensor or model name as Triton's configs and Ray's resource names both take it.
 TensorName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
 
@@ -80,6 +86,10 @@ class GraphStep(Model):
     """GPU group and share each replica uses."""
     replicas: ReplicaRange = ReplicaRange()
     """Replica range. With `placement: ray`, the step's Serve autoscaling range: a change reaches the running cluster in place (its worker group's bounds stay 0 to 100, each worker holding one replica)."""
+    model_config_name: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,127}$")
+    """Tuned config variant, Triton's `--model-config-name`: `configs/<name>.pbtxt` in each model's directory, else its `config.pbtxt` (the same for every step of an ensemble). `placement: ensemble` only: Triton's in-process Python API, which runs a step under Ray, has no such option."""
+    max_ongoing_requests: int = Field(default=32, ge=1, le=MAX_ONGOING_REQUESTS)
+    """With `placement: ray`: requests one replica of the step holds at once (Serve's `max_ongoing_requests`; Ray's own default, 5, leaves Triton's dynamic batcher little to batch). Serve still scales replicas at 2 requests in flight each; further requests wait in Serve's queue. Not allowed with `placement: ensemble`, where Triton's own queue takes every request."""
     resources: Resources = Resources()
     """CPU and memory of each replica. With `placement: ray`, Ray's object store takes 80% of `shmSize` (at least 75Mi, Ray's minimum), and `shmSize` must fit in the memory limit."""
     inputs: dict[TensorName, TensorName] = Field(min_length=1)
@@ -122,7 +132,8 @@ def graph_workload(graph: Graph) -> Service:
     versions = [{"name": "v1" if graph.placement == "ensemble" else s.name, "image": s.image,
                  "weight": 100 if i == 0 else 0, "model_repository": s.model_repository.model_dump(),
                  "gpu": s.gpu.model_dump(exclude_none=True), "resources": s.resources.model_dump(exclude_none=True),
-                 "replicas": s.replicas.min}
+                 "replicas": s.replicas.min,
+                 **({"model_config_name": s.model_config_name} if s.model_config_name else {})}
                 for i, s in enumerate(steps)]
     first = graph.steps[0]
     service = {"name": graph.name, "namespace": graph.namespace, "hosts": graph.hosts,
@@ -134,7 +145,7 @@ def graph_workload(graph: Graph) -> Service:
 
 
 # What every step of an ensemble shares: one Triton server runs them all.
-ENSEMBLE_SHARED = ("image", "model_repository", "gpu", "replicas", "resources")
+ENSEMBLE_SHARED = ("image", "model_repository", "gpu", "replicas", "resources", "model_config_name")
 
 
 def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
@@ -166,6 +177,19 @@ def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyP
         if t.name not in produced:
             problems.append((("outputs", oi, "name"), f"no step outputs graph tensor {t.name!r}; step outputs: "
                              f"{', '.join(sorted(produced))}"))
+    if g.placement == "ray":
+        for si, step in enumerate(g.steps):
+            if step.model_config_name:
+                # triton-inference-server/core python/tritonserver/_api/_server.py Options and
+                # _c/tritonserver_pybind.cc bind no TRITONSERVER_ServerOptionsSetModelConfigName.
+                problems.append((("steps", si, "modelConfigName"), "placement 'ray' runs the step in Triton's "
+                                 "in-process Python API, which cannot select a config variant; allowed: leave it out "
+                                 "(put the tuned config in config.pbtxt), or placement 'ensemble'"))
+        for side in ("inputs", "outputs"):
+            for ti, t in enumerate(getattr(g, side)):
+                if t.data_type in RAY_UNSUPPORTED_DATA_TYPES:
+                    problems.append(((side, ti, "dataType"), f"placement 'ray' cannot carry {t.data_type} tensors "
+                                     "(numpy has no bfloat16); allowed: another data type, or placement 'ensemble'"))
     if g.placement == "ensemble":
         first = g.steps[0]
         for si, step in enumerate(g.steps[1:], start=1):
@@ -173,6 +197,10 @@ def graph_problems(g: Graph, groups: Mapping[str, NodeGroup]) -> list[tuple[KeyP
                 if getattr(step, key) != getattr(first, key):
                     problems.append((("steps", si, to_camel(key)), f"placement 'ensemble' runs every step in one Triton "
                                      f"server: {to_camel(key)} must equal steps[0]'s; allowed: the same value, or placement 'ray'"))
+        for si, step in enumerate(g.steps):
+            if "max_ongoing_requests" in step.model_fields_set:
+                problems.append((("steps", si, "maxOngoingRequests"), "applies to placement 'ray' only (Triton "
+                                 "queues an ensemble's requests itself); allowed: leave it out, or placement 'ray'"))
         if g.name in {step.model for step in g.steps}:
             problems.append((("name",), f"the ensemble model is named after the graph, and a step's model is named "
                              f"{g.name!r} too; rename the graph"))
@@ -207,3 +235,24 @@ def _step_name_problems(g: Graph) -> Iterable[tuple[KeyPath, str]]:
         if step.name in seen:
             yield ("steps", si, "name"), f"duplicate step name {step.name!r} in graph {g.name!r}"
         seen.add(step.name)
+
+
+def ensemble_repository_overlaps(graphs: list[Graph]) -> list[tuple[KeyPath, str]]:
+    """An ensemble's Triton loads every directory of its model repository as a model (it runs
+    in model-control mode `none`; triton-inference-server/core src/model_repository_manager/
+    model_repository_manager.cc, Poll: each subdirectory of a repository is a model), so a
+    step repository of another graph inside it is one more model, which Triton cannot load
+    and which stops the server at startup (`--exit-on-error` is on by default)."""
+    ensembles = [(gi, g.steps[0].model_repository) for gi, g in enumerate(graphs) if g.placement == "ensemble"]
+    problems: list[tuple[KeyPath, str]] = []
+    for gi, g in enumerate(graphs):
+        for si, step in enumerate(g.steps):
+            repo = step.model_repository
+            for ei, outer in ensembles:
+                inside = repo.cache == outer.cache and repo.path.startswith(outer.path.rstrip("/") + "/")
+                if ei != gi and inside:
+                    problems.append((("graphs", gi, "steps", si, "modelRepository", "path"),
+                                     f"{repo.path!r} is inside {outer.path!r}, the model repository of graph "
+                                     f"{graphs[ei].name!r}, whose Triton would load it as a model; allowed: a "
+                                     f"directory outside it, or {outer.path!r} itself (a Ray step loads only its model)"))
+    return problems

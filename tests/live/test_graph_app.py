@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -27,28 +28,48 @@ from ray.autoscaler.v2.sdk import get_cluster_status
 from ray.cluster_utils import Cluster
 from ray.serve.schema import ServeDeploySchema
 
-from graph_app import tensors
-from graph_app.app import INGRESS, build, load_backend
+from graph_app import kserve
+from graph_app.app import INGRESS, MAX_ONGOING_REQUESTS, build, load_backend
 from graph_app.spec import DEFAULT_BACKEND, SpecError, parse
-from graph_app.triton import TritonBackend
+from graph_app.triton import TritonBackend, serve_metrics
 from inference_platform.core import versions
+from inference_platform.serving import graphs
+from inference_platform.serving.model_config import ensemble_config, model_config_pb2, parse_model_config
+from inference_platform.settings import graphs as graph_settings
+from inference_platform.settings.graphs import Graph
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, RUN_SUMMARY, stack_plan
+from tests.support import triton_http
 from tests.support.netutil import free_port
+from tests.support.triton_http import InferInput, InferRequestedOutput
 
 STUBS = "tests.support.graph_stubs:ArithmeticBackend"
+APP, ORPHAN = "chain", "orphan"
 
 
 def step(name: str, model: str, inputs: dict, outputs: dict) -> dict:
     return {"name": name, "model": model, "model_repository": f"/models/{model}", "inputs": inputs, "outputs": outputs}
 
 
-# number -> add_one -> incremented -> double -> result, each model under tensor names of its own.
-CHAIN_ARGS = {
-    "steps": [step("add", "add_one", {"X": "number"}, {"X_PLUS_ONE": "incremented"}),
-              step("double", "double", {"VALUE": "incremented"}, {"TWICE": "result"})],
-    "outputs": ["result", "incremented"],
-}
+def tensor(name: str) -> dict:
+    return {"name": name, "dataType": "TYPE_FP32", "dims": [-1, 2]}
+
+
+def chain_graph(placement: str) -> Graph:
+    """number -> add_one -> incremented -> double -> result, each model under tensor names of its
+    own; rows of 2 numbers, as many rows as the caller sends (a batch: dims [-1, 2])."""
+    def graph_step(name: str, model: str, inputs: dict, outputs: dict) -> dict:
+        return {"name": name, "model": model, "image": "registry.example.com/triton-ray:1", "inputs": inputs,
+                "outputs": outputs, "modelRepository": {"cache": "fileShare", "path": "models"}, "gpu": {"group": "gpu"}}
+    return Graph.model_validate({
+        "name": APP, "hosts": ["chain.example.com"], "placement": placement,
+        "inputs": [tensor("number")], "outputs": [tensor("result"), tensor("incremented")],
+        "steps": [graph_step("add", "add_one", {"X": "number"}, {"X_PLUS_ONE": "incremented"}),
+                  graph_step("double", "double", {"VALUE": "incremented"}, {"TWICE": "result"})]})
+
+
+# The args the platform renders for the chain on Ray (components/serving/graphs.py serve_config).
+CHAIN_ARGS = graphs.serve_config(chain_graph("ray"), {"add": "/models", "double": "/models"})["applications"][0]["args"]
 
 
 # --------------------------------------------------------------------------- the pin
@@ -63,18 +84,28 @@ def test_the_installed_ray_is_the_pinned_ray():
 # --------------------------------------------------------------------------- args and tensors
 
 
-def test_args_declare_the_graph_and_its_caller_tensors():
+def test_args_declare_the_graph_its_tensors_and_steps():
     spec = parse(CHAIN_ARGS)
     assert [s.deployment for s in spec.steps] == ["step-add", "step-double"]
-    assert spec.inputs == ("number",)  # `incremented` is made inside the graph
+    assert spec.name == APP
+    assert [(t.name, t.datatype, t.dims) for t in spec.inputs] == [("number", "FP32", (-1, 2))]
+    assert [t.name for t in spec.outputs] == ["result", "incremented"]
     assert spec.backend == DEFAULT_BACKEND
+
+
+def test_a_step_replica_can_run_as_many_requests_as_its_key_allows():
+    assert MAX_ONGOING_REQUESTS == graph_settings.MAX_ONGOING_REQUESTS
 
 
 @pytest.mark.parametrize("edit, message", [
     (lambda a: a["steps"][1].pop("model"), "args.steps[1]: unknown keys [], missing keys ['model']"),
     (lambda a: a["steps"][0]["inputs"].update(X="incremented"), "['incremented'] read before the step that makes them"),
     (lambda a: a["steps"][1]["outputs"].update(TWICE="incremented"), "args.steps[1].outputs: ['incremented'] already made"),
-    (lambda a: a["outputs"].append("nowhere"), "args.outputs: ['nowhere'] made by no step"),
+    (lambda a: a["outputs"].append({"name": "nowhere", "datatype": "FP32", "dims": [1]}),
+     "args.outputs: ['nowhere'] made by no step"),
+    (lambda a: a["inputs"][0].update(datatype="BF16"), "args.inputs[0].datatype: 'BF16' is not supported"),
+    (lambda a: a["inputs"][0].update(dims=[0]), "args.inputs[0].dims: expected a non-empty list of sizes"),
+    (lambda a: a["inputs"][0].update(name="other"), "args.inputs: ['number'] read by a step but not declared"),
     (lambda a: a["steps"][1].update(name="add"), "step names must be unique"),
     (lambda a: a["steps"][0].update(outputs={}), "args.steps[0].outputs: expected a non-empty mapping"),
     (lambda a: a.update(backend="tests.support.graph_stubs.ArithmeticBackend"), "args.backend: expected an import path 'module:callable'"),
@@ -95,15 +126,22 @@ def test_the_default_backend_is_triton_and_resolves_without_tritonserver():
         load_backend("graph_app.triton:Nope")
 
 
-def test_tensors_cross_json_both_ways():
-    assert tensors.from_json("t", [[1, 2], [3, 4]]).shape == (2, 2)
-    assert tensors.from_json("t", ["a cat"]).dtype.kind == "U"
-    assert tensors.to_json(np.array([b"a cat", b"a dog"], dtype=object)) == ["a cat", "a dog"]
-    assert tensors.to_json(np.arange(4, dtype=np.uint8).reshape(2, 2)) == [[0, 1], [2, 3]]
-    with pytest.raises(tensors.TensorError, match="'t' is not a rectangular array"):
-        tensors.from_json("t", [[1, 2], [3]])
-    with pytest.raises(tensors.TensorError, match="'t' must hold numbers, booleans or strings"):
-        tensors.from_json("t", [{"a": 1}])
+def test_a_step_serves_its_tritons_metrics_on_tritons_metrics_path():
+    """The in-process server's Prometheus text (Server.metrics) at /metrics, as tritonserver serves it."""
+    text = 'nv_inference_request_success{model="whisper",version="1"} 3\n'
+    server = serve_metrics(lambda: text, host="127.0.0.1", port=free_port())
+    assert server is not None
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
+            assert r.read().decode() == text and r.headers["Content-Type"].startswith("text/plain")
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"{base}/other", timeout=10)
+        # A taken port leaves the replica serving, without metrics.
+        assert serve_metrics(lambda: text, host="127.0.0.1", port=server.server_address[1]) is None
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_the_rendered_serve_config_is_one_serve_and_graph_app_accept():
@@ -134,7 +172,6 @@ def test_the_rendered_serve_config_is_one_serve_and_graph_app_accept():
 # (num_cpus 0), as in the RayService.
 NODES = {"step-add": 2, "step-double": 2}
 NODE_CPUS = 4
-APP, ORPHAN = "chain", "orphan"
 
 
 def step_deployment(name: str, replicas: int) -> dict:
@@ -156,8 +193,9 @@ def serve_config(http_port: int, add_replicas: int = 2) -> dict:
                              {"name": INGRESS, "num_replicas": 1, "ray_actor_options": {"num_cpus": 0.1}}]},
             # A step whose resource no node advertises.
             {"name": ORPHAN, "route_prefix": "/orphan", "import_path": "graph_app.app:build",
-             "args": {"steps": [step("lost", "add_one", {"X": "number"}, {"X_PLUS_ONE": "incremented"})],
-                      "outputs": ["incremented"], "backend": STUBS},
+             "args": {"name": ORPHAN, "inputs": CHAIN_ARGS["inputs"], "outputs": CHAIN_ARGS["outputs"][1:],
+                      "steps": [step("lost", "add_one", {"X": "number"}, {"X_PLUS_ONE": "incremented"})],
+                      "backend": STUBS},
              "deployments": [step_deployment("step-lost", 1)]},
         ],
     }
@@ -180,14 +218,15 @@ class RayGraph:
         with urllib.request.urlopen(f"{self.dashboard}/api/serve/applications/", timeout=10) as r:
             return json.load(r)
 
-    def post(self, body: dict) -> tuple[int, dict]:
-        request = urllib.request.Request(self.http, data=json.dumps(body).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
+    def infer(self, body: bytes, headers: dict[str, str], model: str = APP) -> tuple[int, dict, bytes]:
+        """POST /v2/models/<model>/infer as tritonclient's HTTP client sends it."""
+        request = urllib.request.Request(f"{self.http}v2/models/{model}/infer", data=body, method="POST",
+                                         headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as r:
-                return r.status, json.load(r)
+                return r.status, dict(r.headers), r.read()
         except urllib.error.HTTPError as e:
-            return e.code, json.load(e)
+            return e.code, dict(e.headers), e.read()
 
 
 def deploy(dashboard: str, config: dict) -> None:
@@ -256,12 +295,76 @@ def ray_graph(request):
         f"{deployed - up:.1f} s, all with the tests and shutdown {time.monotonic() - started:.1f} s")
 
 
+def numbers_request(numbers: np.ndarray, binary: bool, datatype: str = "FP32") -> tuple[bytes, dict[str, str]]:
+    """The request tritonclient's InferenceServerClient.infer sends for the chain."""
+    number = InferInput("number", list(numbers.shape), datatype)
+    number.set_data_from_numpy(numbers, binary_data=binary)
+    outputs = [InferRequestedOutput(t, binary_data=binary) for t in ("result", "incremented")]
+    return triton_http.request_body([number], outputs=outputs)
+
+
 def test_the_chain_runs_each_step_with_its_tensor_names(ray_graph):
-    for number in ([[1, 2], [3, 4]], [0.5], [[[-1]]]):
-        status, body = ray_graph.post({"inputs": {"number": number}})
+    for numbers, binary in ((np.array([[1, 2], [3, 4]], np.float32), False), (np.array([[0.5, -1]], np.float32), True)):
+        status, headers, body = ray_graph.infer(*numbers_request(numbers, binary))
         assert status == 200, body
-        x = np.asarray(number)
-        assert body == {"outputs": {"result": ((x + 1) * 2).tolist(), "incremented": (x + 1).tolist()}}
+        result = triton_http.response(body, headers)
+        np.testing.assert_array_equal(result.as_numpy("result"), (numbers + 1) * 2)
+        np.testing.assert_array_equal(result.as_numpy("incremented"), numbers + 1)
+
+
+def ensemble_refusal(config, header: dict) -> Optional[str]:
+    """What Triton refuses of a request to a model with `config`, in its words: each input by
+    name, its datatype and its shape; without a batch dimension when max_batch_size is 0 (core
+    src/infer_request.cc, InferenceRequest::Normalize; src/model.cc, GetInput)."""
+    sent = {i["name"]: i for i in header["inputs"]}
+    declared = {i.name: i for i in config.input}
+    for name in sent:
+        if name not in declared:
+            return f"unexpected inference input '{name}' for model '{config.name}'"
+    if set(sent) != set(declared):
+        return f"expected {len(declared)} inputs but got {len(sent)} inputs for model '{config.name}'"
+    for name, i in declared.items():
+        datatype = graphs.kserve_datatype(model_config_pb2.DataType.Name(i.data_type))
+        if sent[name]["datatype"] != datatype:
+            return (f"inference input '{name}' data-type is '{sent[name]['datatype']}', but model "
+                    f"'{config.name}' expects '{datatype}'")
+        shape = sent[name]["shape"]
+        dims = ([-1] if config.max_batch_size > 0 else []) + list(i.dims)
+        if len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(dims, shape, strict=True)):
+            return (f"unexpected shape for input '{name}' for model '{config.name}'. "
+                    f"Expected {kserve.dims_text(dims)}, got {kserve.dims_text(shape)}")
+    return None
+
+
+def test_the_same_binary_batched_request_gets_the_same_answer_on_both_placements(ray_graph):
+    """The chain as a Triton ensemble (the config.pbtxt the platform writes, read with Triton's
+    own protobuf) and on Ray (the args the platform renders) take one request built by Triton's
+    client, binary and batched, and answer alike; switching placement changes no client."""
+    config = parse_model_config(ensemble_config(chain_graph("ensemble")), "chain ensemble")
+    numbers = np.arange(6, dtype=np.float32).reshape(3, 2)  # a batch of 3 rows
+    body, headers = numbers_request(numbers, binary=True)
+    assert kserve.HEADER_LENGTH in headers  # binary data follows the JSON
+    header = json.loads(body[:int(headers[kserve.HEADER_LENGTH])])
+    assert ensemble_refusal(config, header) is None  # the ensemble takes it
+
+    status, answer_headers, answer = ray_graph.infer(body, headers)
+    assert status == 200, answer
+    result = triton_http.response(answer, answer_headers)
+    assert result.get_response()["model_name"] == config.name
+    # What the ensemble answers: each output it declares, in its declared datatype, as the steps compute.
+    expected = {"result": (numbers + 1) * 2, "incremented": numbers + 1}
+    for output in config.output:
+        got = result.get_output(output.name)
+        assert got["datatype"] == graphs.kserve_datatype(model_config_pb2.DataType.Name(output.data_type))
+        assert len(got["shape"]) == len(output.dims) and all(d in (-1, s) for d, s in zip(output.dims, got["shape"], strict=True))
+        np.testing.assert_array_equal(result.as_numpy(output.name), expected[output.name])
+
+    # And what the ensemble refuses, the Ray graph refuses too, in Triton's words.
+    for refused in (numbers_request(numbers.astype(np.float64), True, "FP64"), numbers_request(numbers.reshape(6), True)):
+        refusal = ensemble_refusal(config, json.loads(refused[0][:int(refused[1][kserve.HEADER_LENGTH])]))
+        assert refusal is not None
+        status, _, answer = ray_graph.infer(*refused)
+        assert (status, json.loads(answer)["error"]) == (400, refusal)
 
 
 def test_each_step_runs_only_on_the_node_with_its_resource(ray_graph):
@@ -284,17 +387,26 @@ def test_each_step_runs_only_on_the_node_with_its_resource(ray_graph):
     assert ingress["node_id"] in {ray_graph.node_of[n] for n in NODES}
 
 
-@pytest.mark.parametrize("body, error", [
-    ({"inputs": {}}, "missing input tensors ['number']; the graph takes ['number']"),
-    ({"inputs": {"incremented": [1]}},
-     "missing input tensors ['number'], unknown input tensors ['incremented']; the graph takes ['number']"),
-    ({"number": [1]}, 'the body must be JSON: {"inputs": {tensor: nested list}}'),
-    ({"inputs": {"number": [[1], [2, 3]]}}, "input tensor 'number' is not a rectangular array"),
+@pytest.mark.parametrize("body, headers, error", [
+    (b'{"inputs": []}', {}, "expected 1 inputs but got 0 inputs for model 'chain'"),
+    (b'{"inputs": [{"name": "number", "shape": [1, 2], "datatype": "FP32", "data": [1]}]}', {},
+     "Unable to parse 'data' of input 'number': 1 elements, the shape holds 2"),
+    (b"not json", {}, "failed to parse the request JSON buffer"),
+    (b'{"inputs": [{"name": "number", "shape": [1, 2], "datatype": "FP32", "parameters": {"binary_data_size": 8}}]}', {},
+     "must specify valid 'Inference-Header-Content-Length'"),
 ])
-def test_a_bad_request_gets_400_and_one_line(ray_graph, body, error):
-    status, answer = ray_graph.post(body)
+def test_a_bad_request_gets_400_and_one_line(ray_graph, body, headers, error):
+    status, _, answer = ray_graph.infer(body, headers)
     assert status == 400
-    assert answer["error"].startswith(error) and "\n" not in answer["error"]
+    message = json.loads(answer)["error"]
+    assert message.startswith(error) and "\n" not in message
+
+
+def test_the_graph_answers_only_its_own_model(ray_graph):
+    status, _, answer = ray_graph.infer(*numbers_request(np.ones((1, 2), np.float32), False), model="other")
+    assert status == 404 and "POST /v2/models/chain/infer" in json.loads(answer)["error"]
+    with urllib.request.urlopen(f"{ray_graph.http}v2/models/{APP}", timeout=30) as r:
+        assert json.load(r)["inputs"] == [{"name": "number", "datatype": "FP32", "shape": [-1, 2]}]
 
 
 def test_a_step_whose_resource_no_node_has_stays_pending(ray_graph):

@@ -89,18 +89,23 @@ def test_serve_config_runs_graph_app_with_each_step_on_its_resource(ray_service)
     assert app["import_path"] == "graph_app.app:build"
     assert [s["model"] for s in app["args"]["steps"]] == ["whisper", "stable_diffusion"]
     assert app["args"]["steps"][1]["inputs"] == {"PROMPT": "TEXT"}
-    assert app["args"]["outputs"] == ["IMAGE"]
+    # Clients call the model named after the graph with the tensors it declares, as its ensemble takes them.
+    assert app["args"]["name"] == "speech-to-image"
+    assert app["args"]["inputs"] == [{"name": "AUDIO", "datatype": "FP32", "dims": [-1]}]
+    assert app["args"]["outputs"] == [{"name": "IMAGE", "datatype": "UINT8", "dims": [512, 512, 3]}]
     deployments = {d["name"]: d for d in app["deployments"]}
     for step in ("transcribe", "draw"):
         d = deployments[f"step-{step}"]
         assert d["ray_actor_options"]["resources"] == {f"step-{step}": 1}
         assert d["ray_actor_options"]["num_gpus"] == 1
         assert (d["autoscaling_config"]["min_replicas"], d["autoscaling_config"]["max_replicas"]) == (1, 2)
+        # Not Ray Serve's default of 5, which would starve Triton's dynamic batcher.
+        assert d["max_ongoing_requests"] == 32
     # The ingress asks for no step resource and no GPU: it never takes a step's place; every
     # request passes through it, so it never rests on one node.
     assert "resources" not in deployments["graph"]["ray_actor_options"]
     assert deployments["graph"]["num_replicas"] >= 2
-    assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image/whisper"
+    assert app["args"]["steps"][0]["model_repository"] == "/models/speech-to-image"
 
 
 def test_ray_ports_are_fixed_and_listed_for_the_mesh(ray_service, plan):
@@ -204,6 +209,20 @@ def _graph(raw: dict, i: int = 0) -> dict:
      "graphs[speech-to-image].steps[transcribe].model", ["should match pattern"]),
     ("newline in a tensor map key", lambda r: _graph(r)["steps"][0]["inputs"].update({"X\n": "AUDIO"}),
      'graphs[speech-to-image].steps[transcribe].inputs["X\\n"]', ["should match pattern"]),
+    # The ensemble's Triton loads every directory of its repository: a Ray step's repository inside it too.
+    ("repository inside an ensemble's", lambda r: _graph(r)["steps"][1]["modelRepository"].update(path="speech-to-image/sd"),
+     "graphs[speech-to-image].steps[draw].modelRepository.path",
+     ["'speech-to-image/sd' is inside 'speech-to-image', the model repository of graph 'speech-to-image-l4'"]),
+    ("bfloat16 on Ray", lambda r: _graph(r)["outputs"][0].update(dataType="TYPE_BF16"),
+     "graphs[speech-to-image].outputs[IMAGE].dataType", ["placement 'ray' cannot carry TYPE_BF16 tensors"]),
+    ("ongoing requests of an ensemble step", lambda r: _graph(r, 1)["steps"][0].update(maxOngoingRequests=64),
+     "graphs[speech-to-image-l4].steps[transcribe].maxOngoingRequests", ["applies to placement 'ray' only"]),
+    ("config variant on Ray", lambda r: _graph(r)["steps"][0].update(modelConfigName="t4"),
+     "graphs[speech-to-image].steps[transcribe].modelConfigName", ["cannot select a config variant"]),
+    ("config variants of ensemble steps differ", lambda r: _graph(r, 1)["steps"][0].update(modelConfigName="l4"),
+     "graphs[speech-to-image-l4].steps[draw].modelConfigName", ["modelConfigName must equal steps[0]'s"]),
+    ("ongoing requests beyond the bound", lambda r: _graph(r)["steps"][0].update(maxOngoingRequests=1025),
+     "graphs[speech-to-image].steps[transcribe].maxOngoingRequests", ["less than or equal to 1024"]),
     # Each step holds its minimum twice while a new RayCluster replaces the old one.
     ("upgrade surge", lambda r: [s["replicas"].update(min=2, max=2) for s in _graph(r)["steps"]],
      "cluster.nodeGroups[gpu-t4].maxNodes", ["need 8 x nvidia.com/gpu", "maxNodes 6 offers 6"]),
@@ -327,6 +346,20 @@ def test_ensemble_is_served_beside_the_repository_and_rolls_on_change(plan, tmp_
     d = diff_plans(plan.to_json(), render_stack(STACK, edited).to_json())
     assert {(c.action, c.key.rsplit("::", 1)[1]) for c in d["changes"]} == {
         ("replace", "speech-to-image-l4-triton-model-configs"), ("update", "speech-to-image-l4-triton-v1")}
+
+
+def test_an_ensembles_tuned_config_variant_reaches_its_triton_server(tmp_path):
+    from platformctl.engine import render_stack
+
+    raw = yaml.safe_load(STACK_FILE.read_text())
+    for step in raw["config"]["inference-platform:graphs"][1]["steps"]:
+        step["modelConfigName"] = "l4"
+    edited = tmp_path / f"Pulumi.{STACK}.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    (deployment,) = [o for o in objects(render_stack(STACK, edited), "Deployment")
+                     if o["metadata"]["name"] == "speech-to-image-l4-v1"]
+    # Triton picks configs/l4.pbtxt of each model that has one, config.pbtxt otherwise (the ensemble's).
+    assert "--model-config-name=l4" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def ray_service_with(tmp_path, edit) -> dict:

@@ -459,6 +459,11 @@ def finding_cases() -> Iterator[tuple[str, bytes, Any]]:
     yield "studio-dev:ui-host-graph-clash", dump(ui_on_graph_host), key_path(("ui", "kiali", "host"))
     latest_step = _set(studio, ("graphs", 0, "steps", 1, "image"), "registry.studio.example.com/triton-ray:latest")
     yield "studio-dev:graph-image-latest", dump(latest_step), key_path(("graphs", 0, "steps", 1, "image"), latest_step)
+    # A step's maxOngoingRequests: lax coercion, nothing, and beyond the thread pool's bound.
+    ongoing = ("graphs", 0, "steps", 0, "maxOngoingRequests")
+    for case, value in (("string", "32"), ("bool", True), ("zero", 0), ("huge", 10**9), ("float", 2.5)):
+        doc = _set(studio, ongoing, value)
+        yield f"studio-dev:graph-max-ongoing-{case}", dump(doc), key_path(ongoing, doc)
     services = demo["config"][f"{NS}:services"]
     for suffix in ("tuning", "pipeline"):  # names the tuned service's objects take, in its namespace
         clash = copy.deepcopy(services[0])
