@@ -14,7 +14,7 @@ labelled `grafana_dashboard: "1"`.
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -398,7 +398,7 @@ def runs_llm_backend(services: list[Service]) -> bool:
     return any(v.llm_backend for s in services for v in s.versions)
 
 
-def provisioned_dashboards(services: list[Service], graphs: list[Graph] = ()) -> list[Path]:
+def provisioned_dashboards(services: list[Service], graphs: Sequence[Graph] = ()) -> list[Path]:
     """The dashboards a stack gets: the LLM one only where some version runs an LLM backend, the
     graphs one only where some graph runs on Ray."""
     skip = set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from inference_platform.observability import alerts
-from inference_platform.observability.graph_alerts import graph_rules
+from inference_platform.observability.graph_alerts import graph_rules, serve_deployment
 from inference_platform.observability.metrics import PENDING_REQUESTS_METRIC, QUEUE_TIME_METRIC, REQUEST_RATE_METRIC
 from inference_platform.observability.observability import ADAPTER_WINDOW, adapter_rules
 from inference_platform.serving.triton import hpa_spec
@@ -174,3 +174,15 @@ def test_graph_alerts_stay_quiet_on_a_healthy_graph_and_its_series_reach_them(pr
     steps = sum(len(g.steps) for g in graphs)
     assert len(fired["GraphStepErrorRatioHigh"]) == len(fired["GraphStepLatencyHigh"]) == steps
     assert not fired["GraphApplicationFailed"] and not fired["GraphStepReplicasMissing"]
+
+
+def test_graph_replica_panel_counts_healthy_replicas_against_serves_target(prom):
+    """Healthy counts the replicas that pass Serve's health check, one series each; the target
+    is Serve's own number: on a healthy graph they agree per step (2 for a step of min 2)."""
+    healthy, target = (
+        {s["metric"]["deployment"]: float(s["value"][1]) for s in assert_series(prom, dashboards.substitute(e))}
+        for d, p, e in PANEL_QUERIES if d == "graphs" and p == "Replicas per step: healthy vs target")
+    assert healthy == target
+    steps = [s for g in prom.topology.ray_graphs for s in g.steps]
+    assert {serve_deployment(s): s.replicas.min for s in steps}.items() <= healthy.items()
+    assert any(s.replicas.min > 1 for s in steps)
