@@ -258,7 +258,7 @@ class AlertThresholdsArgs(TypedDict):
     queue_time_ms: NotRequired[float]
     """Average Triton queue time above which the queue-time alert fires, milliseconds (0.001-600000). Default: `100.0`."""
     failure_ratio: NotRequired[float]
-    """Share of failed inference requests above which the failure alerts fire (Triton failures per version, and requests the gateway cut at the route timeout; 0.0001 to below 1). Default: `0.05`."""
+    """Share of failed inference requests above which the failure alerts fire (Triton failures per version, requests the gateway cut at the route timeout, and the errors of a Ray graph's step; 0.0001 to below 1). Default: `0.05`."""
     gpu_memory_ratio: NotRequired[float]
     """GPU framebuffer use above which the GPU memory alert fires. Default: `0.95`."""
 
@@ -1023,6 +1023,8 @@ class ObservabilityArgs(TypedDict):
     """Protect the Prometheus, Loki and Grafana volumes. Default: `false`."""
     services: NotRequired[list[ServiceArgs]]
     """The inference services the alert rules and dashboards watch."""
+    graphs: NotRequired[list[GraphArgs]]
+    """The inference graphs: those with `placement: ray` get the graph alerts and dashboard (an ensemble is a Triton service)."""
     gpu_groups: NotRequired[list[NodeGroupArgs]]
     """The GPU node groups the GPU alerts watch."""
     tls: NotRequired[bool]

@@ -78,7 +78,7 @@ def mesh_inputs(s: Settings) -> MeshInputs:
 def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]) -> ObservabilityInputs:
     return _given(
         ObservabilityInputs,
-        observability=s.observability, ui=s.ui, production=s.production, services=s.services,
+        observability=s.observability, ui=s.ui, production=s.production, services=s.services, graphs=s.graphs,
         gpu_groups=s.gpu_groups, tls=s.mesh.tls.enabled, mesh_installed=mesh.crds is not None,
         mesh_urls=mesh.urls, ui_urls=mesh.ui_urls, weights_s3=s.weight_caches.s3,
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,

@@ -13,6 +13,8 @@ from typing import Any
 
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.core.node_contract import GROUP_LABEL
+from inference_platform.observability.alert_rule import alert as _alert
+from inference_platform.observability.graph_alerts import GRAPH_LABEL, graph_rules
 from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.llm_slo import objective_rules
 from inference_platform.settings.observability import AlertingSettings, AlertReceiver
@@ -278,16 +280,6 @@ def node_group_at_max_expr(group: str, max_nodes: int) -> str:
 # --------------------------------------------------------------------------- groups
 
 
-def _alert(name: str, expr: str, duration: str, severity: str, summary: str, **labels: str) -> dict[str, Any]:
-    return {
-        "alert": name,
-        "expr": expr,
-        "for": duration,
-        "labels": {"severity": severity, **labels},
-        "annotations": {"summary": summary},
-    }
-
-
 def stable_and_canaries(service: Service) -> tuple[str, list[str]]:
     """The version with the most traffic is stable; other versions with traffic are canaries."""
     stable = max(service.versions, key=lambda v: v.weight).name
@@ -451,6 +443,9 @@ def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
     objectives = objective_rules(a.services, SERVICE_LABEL)
     if objectives:
         groups.append({"name": "inference-platform.llm-objectives", "rules": objectives})
+    ray_graphs = [g for g in a.graphs if g.placement == "ray"]
+    if ray_graphs:
+        groups.append({"name": "inference-platform.graphs", "rules": graph_rules(ray_graphs, t.failure_ratio)})
     endpoints = endpoint_records(a.services, a.tls)
     if endpoints:
         groups.append({"name": "inference-platform.endpoints", "rules": endpoints})
@@ -469,11 +464,11 @@ def recorded_names(groups: list[dict[str, Any]]) -> set[str]:
 
 NULL_RECEIVER = "null"
 # The label sets that say what an alert is about: a critical alert silences the warnings about
-# the same thing (a GPU node, a pod, a Triton service), never about something else. Never a
+# the same thing (a GPU node, a pod, a Triton service, a Ray graph), never about something else. Never a
 # namespace or a scrape target alone: every DCGM series carries namespace=gpu-operator and
 # service=nvidia-dcgm-exporter, every kube-state-metrics series the exporter's `service`, so
 # those would let one node's or one volume's fault silence warnings cluster-wide.
-INHIBIT_SCOPES = (("Hostname",), ("namespace", "pod"), ("namespace", SERVICE_LABEL))
+INHIBIT_SCOPES = (("Hostname",), ("namespace", "pod"), ("namespace", SERVICE_LABEL), ("namespace", GRAPH_LABEL))
 
 
 def _receiver_config(receiver: AlertReceiver, secret: str) -> dict[str, Any]:
@@ -504,7 +499,7 @@ def _severity_routes(severity: str, receivers: list[str]) -> list[dict[str, Any]
 
 
 def inhibit_rules() -> list[dict[str, Any]]:
-    """A critical alert silences warnings about the same GPU node, pod or Triton service. Each
+    """A critical alert silences warnings about the same GPU node, pod, Triton service or graph. Each
     rule needs its labels on both sides: Alertmanager counts a label missing on both as equal."""
     return [
         {
@@ -525,7 +520,7 @@ def alertmanager_config(a: AlertingSettings, secrets: dict[str, str]) -> dict[st
         "global": {"resolve_timeout": "5m"},
         "route": {
             "receiver": NULL_RECEIVER,
-            "group_by": ["alertname", "namespace", SERVICE_LABEL],
+            "group_by": ["alertname", "namespace", SERVICE_LABEL, GRAPH_LABEL],
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": a.repeat_interval,

@@ -9,6 +9,7 @@ from pydantic import SecretStr
 from inference_platform.settings.base import Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.graphs import Graph
 from inference_platform.settings.observability import ObservabilitySettings
 from inference_platform.settings.serving import Service
 from inference_platform.settings.ui import UiSettings
@@ -27,6 +28,8 @@ class ObservabilityInputs(Model):
     """Protect the Prometheus, Loki and Grafana volumes."""
     services: list[Service] = []
     """The inference services the alert rules and dashboards watch."""
+    graphs: list[Graph] = []
+    """The inference graphs: those with `placement: ray` get the graph alerts and dashboard (an ensemble is a Triton service)."""
     gpu_groups: list[NodeGroup] = []
     """The GPU node groups the GPU alerts watch."""
     tls: bool = False

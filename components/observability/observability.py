@@ -14,7 +14,7 @@ labelled `grafana_dashboard: "1"`.
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -38,6 +38,7 @@ from inference_platform.observability.metrics import (
     VLLM_IN_FLIGHT_METRIC,
 )
 from inference_platform.settings.component_args import validated
+from inference_platform.settings.graphs import Graph
 from inference_platform.settings.serving import Service
 from inference_platform.settings.weights import loki_bucket_name
 from inference_platform.timing.readiness import chart_timeout
@@ -46,6 +47,8 @@ from inference_platform.weights.s3.bucket import S3Bucket
 DASHBOARDS_DIR = shipped_dir("dashboards")
 # Panels of the LLM backends' metrics (dashboards/llm.json), empty without such a backend.
 LLM_DASHBOARD = "llm"
+# Panels of Ray Serve's metrics (dashboards/graphs.json), empty without a graph on Ray.
+GRAPHS_DASHBOARD = "graphs"
 # The sidecar label as kube-prometheus-stack configures it for its Grafana.
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
@@ -422,9 +425,15 @@ def runs_llm_backend(services: list[Service]) -> bool:
     return any(v.llm_backend for s in services for v in s.versions)
 
 
-def provisioned_dashboards(services: list[Service]) -> list[Path]:
-    """The dashboards a stack gets: the LLM one only where some version runs an LLM backend."""
-    return [p for p in dashboard_files() if p.stem != LLM_DASHBOARD or runs_llm_backend(services)]
+def provisioned_dashboards(services: list[Service], graphs: Sequence[Graph] = ()) -> list[Path]:
+    """The dashboards a stack gets: the LLM one only where some version runs an LLM backend, the
+    graphs one only where some graph runs on Ray."""
+    skip = set()
+    if not runs_llm_backend(services):
+        skip.add(LLM_DASHBOARD)
+    if not any(g.placement == "ray" for g in graphs):
+        skip.add(GRAPHS_DASHBOARD)
+    return [p for p in dashboard_files() if p.stem not in skip]
 
 
 # --------------------------------------------------------------------------- component
@@ -556,7 +565,7 @@ class Observability(pulumi.ComponentResource):
         release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(a), *loki_deps)
         release("alloy", versions.ALLOY, ep.ALLOY_RELEASE, alloy_values())
 
-        for path in provisioned_dashboards(a.services):
+        for path in provisioned_dashboards(a.services, a.graphs):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{path.stem}",
                 metadata=meta(f"dashboard-{path.stem}", "grafana", **{DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}),

@@ -14,7 +14,7 @@ class AlertThresholds(Model):
     queue_time_ms: Number = Field(default=100.0, ge=0.001, le=600000)
     """Average Triton queue time above which the queue-time alert fires, milliseconds (0.001-600000)."""
     failure_ratio: Number = Field(default=0.05, ge=0.0001, lt=1)
-    """Share of failed inference requests above which the failure alerts fire (Triton failures per version, and requests the gateway cut at the route timeout; 0.0001 to below 1)."""
+    """Share of failed inference requests above which the failure alerts fire (Triton failures per version, requests the gateway cut at the route timeout, and the errors of a Ray graph's step; 0.0001 to below 1)."""
     gpu_memory_ratio: Number = Field(default=0.95, ge=0.01, le=1)
     """GPU framebuffer use above which the GPU memory alert fires."""
 

@@ -1,6 +1,6 @@
 """Who is notified and what is silenced, in a real Alertmanager (Debian's, on loopback) running
-the rendered configuration: a critical alert silences warnings about the same GPU node, pod or
-Triton service, never about another node or namespace, and every other alert reaches the
+the rendered configuration: a critical alert silences warnings about the same GPU node, pod,
+Triton service or graph, never about another node, namespace or graph, and every other alert reaches the
 receivers of its severity (through a webhook receiver this test runs)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 import yaml
 
-from inference_platform.observability import alerts
+from inference_platform.observability import alerts, graph_alerts
+from platformctl.engine import stack_settings
 from tests.conftest import observability_inputs
 from tests.live.test_alerts import FAKE_SECRETS, ROUTED
 
@@ -39,6 +40,17 @@ def fired(name: str, **series: str) -> dict:
 
 
 SERVICE = alerts.SERVICE_LABEL
+GRAPH = graph_alerts.GRAPH_LABEL
+[RAY_GRAPH] = [g for g in stack_settings("studio-dev").graphs if g.placement == "ray"]
+GRAPH_RULES = graph_alerts.graph_rules([RAY_GRAPH], 0.05)
+
+
+def graph_fired(name: str, step: str, **series: str) -> dict:
+    """A graph alert as Prometheus sends it, from the rendered rule of the step."""
+    [labels] = [r["labels"] for r in GRAPH_RULES if r["alert"] == name and r["labels"]["step"] == step]
+    return {"alertname": name, **series, **labels}
+
+
 ALERTS = {
     # One GPU node's hardware fault, and GPU warnings on that node and on another one.
     "xid-node-a": fired("GpuXidFault", **DCGM, Hostname="node-a", gpu="0"),
@@ -55,8 +67,12 @@ ALERTS = {
     "pod-team-b": fired("TritonPodNotReady", **KSM, namespace="team-b", pod="chat-v2-7c1a", label_app="chat",
                         label_version="v2", **{SERVICE: "chat"}),
     "canary-errors-team-b": {**fired("CanaryErrorRatioAboveStable"), "namespace": "team-b", SERVICE: "chat"},
+    # A graph step that fails, a slow step of the same graph, and one of another graph in its namespace.
+    "graph-step-errors": graph_fired("GraphStepErrorRatioHigh", "draw"),
+    "graph-step-slow": graph_fired("GraphStepLatencyHigh", "transcribe"),
+    "other-graph-step-slow": {**graph_fired("GraphStepLatencyHigh", "transcribe"), GRAPH: "other-graph"},
 }
-SILENCED = {"memory-node-a", "pod-team-b", "canary-errors-team-b"}
+SILENCED = {"memory-node-a", "pod-team-b", "canary-errors-team-b", "graph-step-slow"}
 
 
 def free_port() -> int:
@@ -158,7 +174,7 @@ def states(api: str) -> dict[str, str]:
         return {a["labels"]["case"]: a["status"]["state"] for a in json.load(r)}
 
 
-def test_criticals_silence_warnings_about_the_same_node_pod_or_service_only(alertmanager):
+def test_criticals_silence_warnings_about_the_same_node_pod_service_or_graph_only(alertmanager):
     api, webhook = alertmanager
     criticals = [c for c, labels in ALERTS.items() if labels["severity"] == "critical"]
     warnings = [c for c in ALERTS if c not in criticals]

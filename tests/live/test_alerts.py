@@ -509,7 +509,8 @@ def test_criticals_inhibit_warnings_about_the_same_thing_only():
     rules = alerts.alertmanager_config(ROUTED.observability.alerting, FAKE_SECRETS)["inhibit_rules"]
     # Never a namespace or a scrape target's `service` alone (tests/live/test_alert_inhibition.py
     # shows what those silence in a real Alertmanager).
-    assert {tuple(r["equal"]) for r in rules} == {("Hostname",), ("namespace", "pod"), ("namespace", "triton_service")}
+    assert {tuple(r["equal"]) for r in rules} == {("Hostname",), ("namespace", "pod"), ("namespace", "triton_service"),
+                                                ("namespace", "graph")}
     for rule in rules:
         for label in rule["equal"]:
             # Alertmanager treats a label missing on both sides as equal: each side must have it.

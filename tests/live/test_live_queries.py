@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from inference_platform.observability import alerts
+from inference_platform.observability.graph_alerts import graph_rules, serve_deployment
 from inference_platform.observability.metrics import (
     PENDING_REQUESTS_METRIC,
     QUEUE_TIME_METRIC,
@@ -163,3 +164,36 @@ def test_llm_panels_read_the_backends_values(prom):
     assert _panel_values(prom, "KV cache blocks in use") == [pytest.approx(4100 / 6239, rel=1e-3)]
     p50 = _panel_values(prom, "Inter-token latency (vLLM)")
     assert all(0.005 < v < 0.1 for v in p50)
+
+
+def _firing(prom: PrometheusServer, rules: list[dict]) -> dict[str, list[dict]]:
+    out = {}
+    for rule in rules:
+        result = prom.query(rule["expr"])
+        assert result["status"] == "success", f"{rule['expr']}: {result.get('error')}"
+        out.setdefault(rule["alert"], []).extend(result["data"]["result"])
+    return out
+
+
+def test_graph_alerts_stay_quiet_on_a_healthy_graph_and_its_series_reach_them(prom):
+    """The Ray pods report a running application and healthy steps: no graph alert fires. The same
+    rules made sensitive (any error, any latency) fire on the same series, so quiet is not blind."""
+    graphs = prom.topology.ray_graphs
+    assert not any(_firing(prom, graph_rules(graphs, 0.05)).values())
+    sensitive = [g.model_copy(update={"timeout_seconds": 0.001}) for g in graphs]
+    fired = _firing(prom, graph_rules(sensitive, 0.001))
+    steps = sum(len(g.steps) for g in graphs)
+    assert len(fired["GraphStepErrorRatioHigh"]) == len(fired["GraphStepLatencyHigh"]) == steps
+    assert not fired["GraphApplicationFailed"] and not fired["GraphStepReplicasMissing"]
+
+
+def test_graph_replica_panel_counts_healthy_replicas_against_serves_target(prom):
+    """Healthy counts the replicas that pass Serve's health check, one series each; the target
+    is Serve's own number: on a healthy graph they agree per step (2 for a step of min 2)."""
+    healthy, target = (
+        {s["metric"]["deployment"]: float(s["value"][1]) for s in assert_series(prom, dashboards.substitute(e))}
+        for d, p, e in PANEL_QUERIES if d == "graphs" and p == "Replicas per step: healthy vs target")
+    assert healthy == target
+    steps = [s for g in prom.topology.ray_graphs for s in g.steps]
+    assert {serve_deployment(s): s.replicas.min for s in steps}.items() <= healthy.items()
+    assert any(s.replicas.min > 1 for s in steps)

@@ -9,7 +9,13 @@ import pytest
 
 from inference_platform.observability import alerts
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC
-from inference_platform.observability.observability import LLM_DASHBOARD, alloy_config, dashboard_files, provisioned_dashboards
+from inference_platform.observability.observability import (
+    GRAPHS_DASHBOARD,
+    LLM_DASHBOARD,
+    alloy_config,
+    dashboard_files,
+    provisioned_dashboards,
+)
 from platformctl.engine import stack_settings
 from tests.conftest import STACKS, observability_inputs, stack_plan
 from tests.support import dashboards
@@ -21,7 +27,8 @@ RECORDED = set().union(*(alerts.recorded_names(alerts.rule_groups(observability_
 
 def test_at_least_six_dashboards_with_unique_uids():
     assert len(DASHBOARDS) >= 6
-    assert {"triton-overview", "triton-latency", "gpu", "traffic", "logs", "capacity", "autoscaling", "llm"} <= set(DASHBOARDS)
+    assert {"triton-overview", "triton-latency", "gpu", "traffic", "logs", "capacity", "autoscaling", "llm",
+            "graphs"} <= set(DASHBOARDS)
     uids = [d["uid"] for d in DASHBOARDS.values()]
     assert len(set(uids)) == len(uids)
 
@@ -30,7 +37,9 @@ def test_at_least_six_dashboards_with_unique_uids():
 def test_template_variables_and_datasources(name):
     dash = DASHBOARDS[name]
     variables = {v["name"]: v for v in dash["templating"]["list"]}
-    assert {"datasource", "namespace", "service", "version"} <= set(variables)
+    # A Ray graph's parts are its Serve application and deployments, not services and versions.
+    chosen = {"graph", "step"} if name == GRAPHS_DASHBOARD else {"service", "version"}
+    assert {"datasource", "namespace", *chosen} <= set(variables)
     assert variables["datasource"]["type"] == "datasource"
     ids = [p["id"] for p in dashboards.panels(dash)]
     assert len(set(ids)) == len(ids)
@@ -207,8 +216,49 @@ def test_llm_dashboard_covers_both_backends():
 def test_llm_dashboard_is_provisioned_only_where_a_version_runs_an_llm_backend(stack):
     settings = stack_settings(stack)
     backends = {v.llm_backend for s in settings.services for v in s.versions} - {None}
-    names = {p.stem for p in provisioned_dashboards(settings.services)}
+    names = {p.stem for p in provisioned_dashboards(settings.services, settings.graphs)}
     assert (LLM_DASHBOARD in names) == bool(backends)
-    assert names | {LLM_DASHBOARD} == set(DASHBOARDS)
+    assert names | {LLM_DASHBOARD, GRAPHS_DASHBOARD} == set(DASHBOARDS)
     maps = {r.inputs["metadata"].get("name") for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}
     assert (f"dashboard-{LLM_DASHBOARD}" in maps) == bool(backends)
+
+
+# --------------------------------------------------------------------------- graphs
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_graphs_dashboard_is_provisioned_only_where_a_graph_runs_on_ray(stack):
+    settings = stack_settings(stack)
+    on_ray = any(g.placement == "ray" for g in settings.graphs)
+    assert (GRAPHS_DASHBOARD in {p.stem for p in provisioned_dashboards(settings.services, settings.graphs)}) == on_ray
+    maps = {r.inputs["metadata"].get("name") for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}
+    assert (f"dashboard-{GRAPHS_DASHBOARD}" in maps) == on_ray
+
+
+def test_an_ensemble_graph_gets_no_graphs_dashboard():
+    settings = stack_settings("studio-dev")
+    ensembles = [g for g in settings.graphs if g.placement == "ensemble"]
+    assert ensembles and GRAPHS_DASHBOARD not in {p.stem for p in provisioned_dashboards(settings.services, ensembles)}
+
+
+def test_graphs_dashboard_shows_each_step_requests_errors_latency_replicas_and_queues():
+    """Per step (Serve deployment): the real Ray Serve names, filtered by graph and step."""
+    panels = _exprs(GRAPHS_DASHBOARD)
+    used = {title: set().union(*(metric_names(e) for e in exprs)) for title, exprs in panels.items()}
+    assert used["Requests / s per step"] == {"ray_serve_deployment_request_counter_total"}
+    assert "ray_serve_deployment_error_counter_total" in used["Errors / s per step, by exception"]
+    assert used["Processing latency per step (p50, p95)"] == {"ray_serve_deployment_processing_latency_ms_bucket"}
+    assert used["Replicas per step: healthy vs target"] == {
+        "ray_serve_deployment_replica_healthy", "ray_serve_autoscaling_target_replicas"}
+    assert used["Requests in flight at the replicas"] == {"ray_serve_replica_processing_queries"}
+    assert used["Requests queued for a replica"] == {"ray_serve_deployment_queued_queries"}
+    assert used["Application status"] == {"ray_serve_application_status"}
+    ray = set(catalogue()["ray-serve"])
+    for title, exprs in panels.items():
+        for expr in exprs:
+            if metric_names(expr) & ray:
+                assert 'application=~"$graph"' in expr, title
+                assert "step" not in title.lower() or 'deployment=~"$step"' in expr, title
+    # Only this dashboard reads Ray's metrics.
+    elsewhere = set().union(*(metric_names(e) for d, _, e in dashboards.targets("prometheus") if d != GRAPHS_DASHBOARD))
+    assert not elsewhere & ray

@@ -19,6 +19,8 @@ SUBSTITUTIONS = {
     "$version": ".*",
     "$pod": ".*",
     "$node_group": ".*",
+    "$graph": ".*",
+    "$step": ".*",
     "$search": "",
 }
 

@@ -1,8 +1,8 @@
 """The metric names the platform's exporters really emit, and a PromQL name extractor.
 
 Triton, DCGM and Istio names come from ../shared/reference/metrics; the few
-kube-state-metrics names, Triton's latency histogram and the LLM backends' metrics come
-from tests/catalogues (each file's header names its source: repository, tag, file).
+kube-state-metrics names, Triton's latency histogram, the LLM backends' metrics and Ray
+Serve's come from tests/catalogues (each file's header names its source: repository, tag, file).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ LLM_CATALOGUES = {
     "tensorrtllm": "tensorrtllm-backend.txt",
     "vllm": "vllm-backend.txt",
 }
+# Ray Serve's metrics, as the Ray pods of a graph (placement ray) export them.
+RAY_SERVE_CATALOGUE = "ray-serve.txt"
 # Series Prometheus itself synthesises for every target.
 PROMETHEUS_BUILTIN = frozenset({"up"})
 
@@ -63,6 +65,11 @@ def llm_families(source: str) -> list[Family]:
     return families((CATALOGUES / LLM_CATALOGUES[source]).read_text())
 
 
+@functools.cache
+def ray_serve_families() -> list[Family]:
+    return families((CATALOGUES / RAY_SERVE_CATALOGUE).read_text())
+
+
 def _with_histogram_series(table: dict[str, str]) -> dict[str, str]:
     """A histogram's `_bucket` line also stands for its `_sum` and `_count` counters."""
     out = {}
@@ -91,6 +98,7 @@ def catalogue() -> dict[str, dict[str, str]]:
         "istio": _with_histogram_series(_table((ref / "istio.txt").read_text())),
         "kube-state-metrics": _table((CATALOGUES / "kube-state-metrics.txt").read_text()),
         **{source: _with_histogram_series({f.name: f.type for f in llm_families(source)}) for source in LLM_CATALOGUES},
+        "ray-serve": _with_histogram_series({f.name: f.type for f in ray_serve_families()}),
     }
 
 

@@ -32,6 +32,7 @@ from inference_platform.settings.stack import Settings
 from tests.conftest import observability_inputs
 from tests.support.metric_catalogue import catalogue, llm_families
 from tests.support.netutil import free_port
+from tests.support.ray_exporter import EXAMPLE_GRAPH, ray_pods, ray_series
 
 SCRAPE_SECONDS = 1
 DCGM_NAMESPACE = "gpu-operator"
@@ -123,6 +124,8 @@ class Topology:
         self.pods.append(self.ensemble_pod)
         for i, (backend, models) in enumerate(LLM_MODELS.items()):
             self.pods.append(Pod("chat", f"chat-v{i + 1}-0", "chat", f"v{i + 1}", gpu_node, models=models, llm_backend=backend))
+        # The stack's graphs on Ray, or one beyond the stack: their Ray pods export Serve's metrics.
+        self.ray_graphs = [g for g in settings.graphs if g.placement == "ray"] or [EXAMPLE_GRAPH]
 
     @property
     def triton_pods(self) -> list[Pod]:
@@ -368,6 +371,9 @@ class Exporter:
                 lines = self.gateway()
             elif parts[0] == "ksm":
                 lines = self.ksm()
+            elif parts[0] == "ray" and len(parts) == 3:
+                graph = next(g for g in self.topology.ray_graphs if g.name == parts[1])
+                lines = ray_series(self, graph, parts[2])
             else:
                 return None
         return "\n".join(lines) + "\n"
@@ -429,6 +435,14 @@ def scrape_config(topology: Topology, exporter_port: int) -> list[dict[str, Any]
             ],
         },
         {"job_name": "kube-state-metrics", "honor_labels": True, "static_configs": [static("/ksm")]},
+        {
+            # The graph's PodMonitor: every Ray pod on its `metrics` port (Ray's series name no namespace or pod).
+            "job_name": "ray",
+            "static_configs": [
+                static(f"/ray/{g.name}/{p.name}", namespace=p.namespace, pod=p.name, container=p.container, endpoint="metrics")
+                for g in topology.ray_graphs for p in ray_pods(g)
+            ],
+        },
     ]
 
 
