@@ -27,10 +27,11 @@ def ingress_source(auth: AuthSettings, ingress_principal: str) -> dict:
     return source
 
 
-def peer_authentication_spec(selector: dict[str, str], metrics_port: int) -> dict:
-    """STRICT mTLS for the selected pods, but for the port Prometheus scrapes without a mesh identity."""
+def peer_authentication_spec(selector: dict[str, str], metrics_port: int | tuple[int, ...]) -> dict:
+    """STRICT mTLS for the selected pods, but for the ports Prometheus scrapes without a mesh identity."""
+    ports = metrics_port if isinstance(metrics_port, tuple) else (metrics_port,)
     return {"selector": {"matchLabels": selector}, "mtls": {"mode": "STRICT"},
-            "portLevelMtls": {str(metrics_port): {"mode": "PERMISSIVE"}}}
+            "portLevelMtls": {str(p): {"mode": "PERMISSIVE"} for p in ports}}
 
 
 def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
@@ -41,7 +42,7 @@ def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
 
 
 def declare_mesh_security(custom: Callable[[str, str, str, dict], object], selector: dict[str, str],
-                          metrics_port: int, authorization: dict, auth: AuthSettings) -> None:
+                          metrics_port: int | tuple[int, ...], authorization: dict, auth: AuthSettings) -> None:
     """A workload's mesh security through `custom(role, apiVersion, kind, spec)`: STRICT mTLS
     (PeerAuthentication), the AuthorizationPolicy `authorization`, and with jwt auth the
     RequestAuthentication that checks tokens."""

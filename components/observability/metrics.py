@@ -28,7 +28,8 @@ REQUEST_RATE_METRIC = "triton_requests_per_second"
 TRITON_METRICS_PORT = 8002
 
 
-def pod_monitor_spec(selector: dict[str, str], port: str) -> dict:
-    """A PodMonitor's spec: the selected pods' `/metrics` on the named port, every 15 s."""
+def pod_monitor_spec(selector: dict[str, str], *ports: str) -> dict:
+    """A PodMonitor's spec: the selected pods' `/metrics` on each named port, every 15 s (a pod
+    without a port of that name is not scraped on it)."""
     return {"selector": {"matchLabels": selector},
-            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"}]}
+            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": "15s"} for port in ports]}

@@ -41,7 +41,7 @@ from inference_platform.core.grammar import quantity
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
 from inference_platform.mesh.routes import envoy_duration, unauthorized_route
 from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
-from inference_platform.observability.metrics import pod_monitor_spec
+from inference_platform.observability.metrics import TRITON_METRICS_PORT, pod_monitor_spec
 from inference_platform.serving.inputs import InferenceGraphInputs
 from inference_platform.serving.model_config import ensemble_config
 from inference_platform.serving.triton import TritonService
@@ -64,6 +64,10 @@ RAY_PORTS = {
     "metrics-export-port": 8080,
 }
 METRICS_PORT = RAY_PORTS["metrics-export-port"]
+# Each step replica serves its in-process Triton's metrics there (graph_app/triton.py
+# serve_metrics: Triton's default metrics port), on the workers.
+STEP_METRICS_PORT = TRITON_METRICS_PORT
+STEP_METRICS_PORT_NAME = "triton-metrics"
 # Ray's ports that speak HTTP (the rest are gRPC).
 HTTP_PORTS = frozenset({METRICS_PORT, DASHBOARD_PORT, SERVE_PORT, RAY_PORTS["dashboard-agent-listen-port"]})
 # Ports of a node's Ray worker processes (one per actor or task process): a step worker runs
@@ -213,7 +217,9 @@ def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: Weigh
         mounts.append({"name": "models", "mountPath": weights.mount_path, "readOnly": True})
     else:
         env_from = [{"secretRef": {"name": weights.s3_secret_name}}]
-    container = _container("ray-worker", step.image, resources, mounts, [], env_from)
+    container = {**_container("ray-worker", step.image, resources, mounts, [], env_from),
+                 # KubeRay adds its `metrics` port (8080) beside it (ray-operator v1.7.0 common/pod.go).
+                 "ports": [{"name": STEP_METRICS_PORT_NAME, "containerPort": STEP_METRICS_PORT}]}
     scheduling = {"nodeSelector": sched.node_selector, "tolerations": sched.tolerations}
     params = ray_start_params(graph, cpus=_replica_cpus(step), gpus=step.gpu.count, resources={step_resource(step): 1})
     # In the /dev/shm above, which KubeRay then leaves alone (ray-operator v1.7.0 common/pod.go
@@ -353,11 +359,12 @@ class InferenceGraph(pulumi.ComponentResource):
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                virtual_service_spec(graph, a.mesh.gateway, authorization))
         selector = {GRAPH_LABEL: graph.name}
-        declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
+        declare_mesh_security(custom, selector, (METRICS_PORT, STEP_METRICS_PORT),
+                              authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
                                         spec=network_policy_spec(graph, a.mesh.ingress_namespace, a.mesh.monitoring_namespace),
                                         opts=resource_opts(self))
-        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "metrics"))
+        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "metrics", STEP_METRICS_PORT_NAME))
         scheme = "https" if a.mesh.tls else "http"
         return [f"{scheme}://{h}" for h in graph.hosts], credentials
 
@@ -393,7 +400,7 @@ def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
             # head's ServiceAccount after the generated RayCluster, so the graph's namespace
             # stands for its identities.
             {"from": [{"source": {"namespaces": [graph.k8s_namespace]}}], "to": [{"operation": {"notPorts": [str(DASHBOARD_PORT)]}}]},
-            {"to": [{"operation": {"ports": [str(METRICS_PORT)]}}]},
+            {"to": [{"operation": {"ports": [str(METRICS_PORT), str(STEP_METRICS_PORT)]}}]},
         ],
     }
 
@@ -407,7 +414,7 @@ def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespa
             {"from": from_namespace(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
             {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}], "ports": intra_cluster_ports()},
             {"from": from_namespace(monitoring_namespace),
-             "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, *ISTIO_METRICS_PORTS)]},
+             "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, STEP_METRICS_PORT, *ISTIO_METRICS_PORTS)]},
         ],
     }
 

@@ -40,7 +40,7 @@ def test_every_ray_pod_is_scraped_where_ray_exports(graph_objects):
     export on 8080 on every node."""
     spec = graph_objects["PodMonitor"]["spec"]
     assert spec["selector"]["matchLabels"] == {graphs.GRAPH_LABEL: GRAPH.name}
-    assert [e["port"] for e in spec["podMetricsEndpoints"]] == [KUBERAY_METRICS_PORT_NAME]
+    assert [e["port"] for e in spec["podMetricsEndpoints"]] == [KUBERAY_METRICS_PORT_NAME, graphs.STEP_METRICS_PORT_NAME]
     cluster = graph_objects["RayService"]["spec"]["rayClusterConfig"]
     groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
     for group in groups:
@@ -65,3 +65,20 @@ def test_graph_alerts_select_the_deployments_graph_app_runs():
     spec = parse(args["args"])
     assert [serve_deployment(s) for s in GRAPH.steps] == [s.deployment for s in spec.steps]
     assert {d["name"] for d in args["deployments"]} >= {serve_deployment(s) for s in GRAPH.steps}
+
+
+def test_each_step_worker_s_triton_metrics_are_scraped_through_mesh_and_network_policy(graph_objects):
+    """Step replicas serve their in-process Triton's metrics on 8002 (graph_app/triton.py): every
+    worker names that port, the PodMonitor scrapes it, the NetworkPolicy admits the monitoring
+    namespace to it, mTLS is PERMISSIVE there and the AuthorizationPolicy lets the scrape in."""
+    port = graphs.STEP_METRICS_PORT
+    cluster = graph_objects["RayService"]["spec"]["rayClusterConfig"]
+    for group in cluster["workerGroupSpecs"]:
+        ports = [p for c in group["template"]["spec"]["containers"] for p in c.get("ports", [])]
+        assert {"name": graphs.STEP_METRICS_PORT_NAME, "containerPort": port} in ports
+    monitoring = [r for r in graph_objects["NetworkPolicy"]["spec"]["ingress"] if r["from"] == [{"namespaceSelector": {
+        "matchLabels": {"kubernetes.io/metadata.name": ep.MONITORING_NAMESPACE}}}]]
+    assert any({"protocol": "TCP", "port": port} in r["ports"] for r in monitoring)
+    assert graph_objects["PeerAuthentication"]["spec"]["portLevelMtls"][str(port)] == {"mode": "PERMISSIVE"}
+    open_rules = [r for r in graph_objects["AuthorizationPolicy"]["spec"]["rules"] if "from" not in r]
+    assert any(str(port) in r["to"][0]["operation"]["ports"] for r in open_rules)
