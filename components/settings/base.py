@@ -140,7 +140,8 @@ class Model(BaseModel):
             for key, value in data.items():
                 if value is None:
                     raise PydanticCustomError(
-                        "null_value", "null is not a value; remove the key {key!r} to use its default", {"key": str(key)})
+                        # pydantic fills `{key}` only (no conversions such as !r).
+                        "null_value", "{key}: null is not a value; remove the key to use its default", {"key": str(key)})
             known = {f.alias or n for n, f in cls.model_fields.items()} | set(cls.model_fields)
             for key in data:
                 if key not in known:

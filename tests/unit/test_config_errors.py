@@ -132,3 +132,10 @@ def test_the_offline_secure_form_the_secret_error_shows_is_accepted():
     config, secret_keys = from_stack_file(base_config() | {"kubeconfig": {"secure": "<any text>"}})
     settings = settings_from_config(config, secret_keys, STACK_FILE)
     assert settings.kubeconfig is not None
+
+
+def test_a_null_value_names_its_key():
+    raw = base_config()
+    raw["services"][0]["versions"][0]["replicas"] = None
+    line = refused(engine_config(raw)).one_line()
+    assert "services[svc].versions[v1]: replicas: null is not a value; remove the key to use its default" in line
