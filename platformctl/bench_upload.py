@@ -176,11 +176,17 @@ def rows(label: str, ours_runs: list[Run], rclone_runs: list[Run]) -> list[Row]:
             Row(f"{label}, unchanged re-run", median(ours_runs, "again_s"), median(rclone_runs, "again_s"))]
 
 
+def table_header(reference_name: str) -> str:
+    return f"| measure | ours | {reference_name} | ratio (ours / rclone) |\n|---|---|---|---|"
+
+
+def table_rows(measured: list[Row]) -> str:
+    """Each of our figures with rclone's beside it and the ratio, as Markdown table rows."""
+    return "\n".join(f"| {r.measure} | {r.ours_s:.2f} s | {r.rclone_s:.2f} s | {r.ratio:.2f}x |" for r in measured)
+
+
 def table(measured: list[Row], reference_name: str) -> str:
-    """A Markdown table: each of our figures with rclone's beside it and the ratio."""
-    lines = [f"| measure | ours | {reference_name} | ratio (ours / rclone) |", "|---|---|---|---|"]
-    lines += [f"| {r.measure} | {r.ours_s:.2f} s | {r.rclone_s:.2f} s | {r.ratio:.2f}x |" for r in measured]
-    return "\n".join(lines)
+    return f"{table_header(reference_name)}\n{table_rows(measured)}"
 
 
 def _servers():
@@ -191,7 +197,7 @@ def _servers():
 
 
 def measure(kind: str, mixes: dict[str, Path], runs: int, rclone: Path, tmp: Path) -> tuple[list[Row], int]:
-    """Every mix on one server: the rows, and how many files the unchanged re-runs of ours sent."""
+    """Every mix on one server, each printed as measured: the rows, and how many files the unchanged re-runs of ours sent."""
     measured, resent = [], 0
     with _servers()[kind]() as server:
         for label, source in mixes.items():
@@ -201,6 +207,7 @@ def measure(kind: str, mixes: dict[str, Path], runs: int, rclone: Path, tmp: Pat
                 rclone_runs.append(reference(server, kind, rclone, source, tmp))
             resent += sum(r.sent_again for r in ours_runs)
             measured += rows(f"{kind}, {label}", ours_runs, rclone_runs)
+            print(table_rows(measured[-2:]), flush=True)  # as soon as measured: the full sizes take long
     return measured, resent
 
 
@@ -220,13 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         weights_repository(mixes["weights only"], args.weights_files, args.weights_mib)
         for label, root in mixes.items():
             files, size = tree_size(root)
-            print(f"{label}: {files} files, {size / 1e6:.0f} MB")
-        measured, resent = [], 0
-        for kind in args.servers.split(","):
-            found, sent = measure(kind, mixes, args.runs, rclone, tmp)
-            measured, resent = measured + found, resent + sent
-    print(f"loopback, {WORKERS} parallel transfers each, median of {args.runs} run(s), {os.cpu_count()} cores")
-    print(table(measured, f"{rclone_version(rclone)} copy --checksum"))
+            print(f"{label}: {files} files, {size / 1e6:.0f} MB", flush=True)
+        print(f"loopback, {WORKERS} parallel transfers each, median of {args.runs} run(s), {os.cpu_count()} cores")
+        print(table_header(f"{rclone_version(rclone)} copy --checksum"), flush=True)
+        resent = sum(measure(kind, mixes, args.runs, rclone, tmp)[1] for kind in args.servers.split(","))
     if resent:
         print(f"our unchanged re-runs sent {resent} files; expected none")
     return 0 if resent == 0 else 1
