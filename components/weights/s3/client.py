@@ -6,6 +6,10 @@ predate flexible checksums refuse those. The client sends Content-MD5 there inst
 uploads put it on every object and part (AWS and SeaweedFS refuse a body that does not match
 it); botocore adds no other checksum.
 
+Expect: 100-continue: botocore puts it on every PUT with a body, so each small object waits a
+round trip for the server's interim response before its bytes go; the client asks for it only
+from 2 MiB up, as the AWS SDK for Go does (see `expect_continue_for_large_bodies`).
+
 A client is built afresh for every call from the resource's properties, where the credentials
 arrive as secret inputs: the providers hold none (see provider.py).
 """
@@ -80,6 +84,7 @@ def client(props: dict[str, Any]):
     """A fresh boto3 S3 client for the resource's endpoint, region and credentials."""
     import boto3
     from botocore.config import Config
+    from botocore.handlers import add_expect_header
 
     endpoint = plain(props.get("endpoint"))
     problem = endpoint_problem(endpoint)
@@ -106,7 +111,31 @@ def client(props: dict[str, Any]):
     except ValueError as err:
         raise S3Error(f"endpoint {endpoint!r} is not usable: {err}") from None
     s3.meta.events.register("before-sign.s3", md5_instead_of_flexible_checksum)
+    # The unregister is botocore's own advice for dropping the header (boto/botocore#1659).
+    s3.meta.events.unregister("before-call.s3", add_expect_header)
+    s3.meta.events.register("before-call.s3", expect_continue_for_large_bodies)
     return s3
+
+
+# aws-sdk-go service/s3/platform_handlers_go1.6.go `add100Continue`: "Ignore requests smaller than
+# 2MB. This helps prevent delaying requests unnecessarily."
+EXPECT_CONTINUE_BYTES = 2 * 1024 * 1024
+
+
+def expect_continue_for_large_bodies(model, params, **_) -> None:
+    """botocore's `add_expect_header` (handlers.py), from `EXPECT_CONTINUE_BYTES` up only.
+
+    A large body still waits for the server's 100 Continue, so a refused request (wrong
+    keys, no bucket) does not send it; a small one goes with its headers, saving the round
+    trip that dominated many small objects. (Also keeps the header off empty bodies, which
+    Go servers such as SeaweedFS answer without an interim 100: boto/botocore#3755.)
+    """
+    from botocore.utils import determine_content_length
+
+    body = params.get("body")
+    if model.http.get("method", "") in ("PUT", "POST") and hasattr(body, "read"):
+        if (determine_content_length(body) or 0) >= EXPECT_CONTINUE_BYTES:
+            params["headers"]["Expect"] = "100-continue"
 
 
 def content_md5(body: bytes) -> str:

@@ -23,6 +23,7 @@ import os
 import stat
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -114,10 +115,24 @@ def _send_small(target: Target, f: LocalFile) -> dict[str, Any]:
     raise changed_error(f.path, "uploaded")
 
 
-def _send_parts(target: Target, f: LocalFile, upload_id: str, workers: int) -> tuple[str, os.stat_result, list[dict]]:
-    """Read the file once, in order, hashing what is sent; at most `workers` parts in memory and in flight."""
+@dataclass(frozen=True)
+class PartSenders:
+    """Where the parts of every multipart file go: one pool, and slots bounding the parts in memory and in flight."""
+
+    pool: ThreadPoolExecutor
+    slots: threading.BoundedSemaphore
+
+    @classmethod
+    @contextlib.contextmanager
+    def of(cls, workers: int):
+        with ThreadPoolExecutor(workers) as pool:
+            yield cls(pool, threading.BoundedSemaphore(workers))
+
+
+def _send_parts(target: Target, f: LocalFile, upload_id: str, senders: PartSenders) -> tuple[str, os.stat_result, list[dict]]:
+    """Read the file once, in order, hashing what is sent; a part is read only once a slot is free."""
     key = target.key(f.rel)
-    h, slots, failed, futures = hashlib.sha256(), threading.BoundedSemaphore(workers), threading.Event(), []
+    h, failed, futures = hashlib.sha256(), threading.Event(), []
 
     def part(number: int, chunk: bytes) -> dict[str, Any]:
         try:
@@ -128,18 +143,27 @@ def _send_parts(target: Target, f: LocalFile, upload_id: str, workers: int) -> t
             failed.set()
             raise
         finally:
-            slots.release()
+            senders.slots.release()
         return {"PartNumber": number, "ETag": response["ETag"]}
 
-    with ThreadPoolExecutor(workers) as pool, open_regular(f.path) as (fh, before):
+    with open_regular(f.path) as (fh, before):
         part_size = max(MULTIPART_BYTES, -(-before.st_size // MAX_PARTS))
-        while not failed.is_set() and (chunk := fh.read(part_size)):
+        while not failed.is_set():
+            senders.slots.acquire()
+            try:
+                chunk = fh.read(part_size)
+            except BaseException:
+                senders.slots.release()
+                raise
+            if not chunk:
+                senders.slots.release()
+                break
             h.update(chunk)
-            slots.acquire()
-            futures.append(pool.submit(part, len(futures) + 1, chunk))
+            futures.append(senders.pool.submit(part, len(futures) + 1, chunk))
         wait(futures, return_when=FIRST_EXCEPTION)
         for future in futures:
-            future.cancel()
+            if future.cancel():
+                senders.slots.release()
     return h.hexdigest(), before, [future.result() for future in futures]
 
 
@@ -150,7 +174,7 @@ def _abort_quietly(target: Target, key: str, upload_id: str) -> None:
         pass
 
 
-def _send_large(target: Target, f: LocalFile, sha: Optional[str], workers: int) -> dict[str, Any]:
+def _send_large(target: Target, f: LocalFile, sha: Optional[str], senders: PartSenders) -> dict[str, Any]:
     """Multipart, declaring `sha` (hashed before); completed only when the bytes sent hash to it."""
     key = target.key(f.rel)
     for _ in range(2):
@@ -161,7 +185,7 @@ def _send_large(target: Target, f: LocalFile, sha: Optional[str], workers: int) 
         started = target.call(f"starting the upload of {f.path} to {target.bucket}/{key}", target.s3.create_multipart_upload,
                               Bucket=target.bucket, Key=key, Metadata={"sha256": sha})
         try:
-            sent, before, parts = _send_parts(target, f, started["UploadId"], workers)
+            sent, before, parts = _send_parts(target, f, started["UploadId"], senders)
             if sent != sha or before.st_size < MULTIPART_BYTES:
                 # Changed since it was hashed: the object would not hold what its metadata says.
                 # (Below the threshold the parts could be too small; the next attempt sends it in one PUT.)
@@ -198,13 +222,17 @@ def _send_all(target: Target, todo: list[LocalFile | GeneratedFile], local: dict
               workers: int) -> dict[str, dict[str, Any]]:
     """Send every file; the manifest entry of each, describing exactly the bytes the bucket received."""
     multipart = {f.rel for f in todo if isinstance(f, LocalFile) and local[f.rel]["size"] >= MULTIPART_BYTES}
-    small = [f for f in todo if f.rel not in multipart]
-    large = [f for f in todo if f.rel in multipart]
-    # Small files in parallel; large ones one at a time with their parts in parallel (bounded memory).
-    sent = dict(zip([f.rel for f in small], parallel_map(lambda f: _send_one(target, f), small, workers), strict=True))
-    for f in large:
-        sent[f.rel] = _send_large(target, f, local[f.rel]["sha256"], workers)
-    return sent
+    # Large files first, each read by a worker that hands its parts to the shared senders, while the
+    # other workers send small files: the long transfers start at once and overlap the short ones.
+    ordered = sorted(todo, key=lambda f: f.rel not in multipart)
+
+    def send(f: LocalFile | GeneratedFile) -> dict[str, Any]:
+        if f.rel in multipart:
+            return _send_large(target, f, local[f.rel]["sha256"], senders)
+        return _send_one(target, f)
+
+    with PartSenders.of(workers) as senders:
+        return dict(zip([f.rel for f in ordered], parallel_map(send, ordered, workers), strict=True))
 
 
 def _delete(target: Target, rels: list[str]) -> None:
