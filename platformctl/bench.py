@@ -46,10 +46,14 @@ def _renamed(value: Any, pattern: re.Pattern, new: str) -> Any:
 def synthetic_config(services: int) -> dict[str, Any]:
     """The template stack's config (keys without the project prefix) with `services` services:
     its own ones copied round-robin as `<name>-<i>`, each GPU group's node bound raised so every
-    copy's replicas fit."""
+    copy's replicas fit. The copies serve without the template's Model Analyzer runs and model
+    pipeline: a stack of a thousand services does not tune every one at once, and each run ships
+    its tools in a ConfigMap of its own, which would weigh more than the services themselves."""
     raw = {k.removeprefix(PROJECT_PREFIX): v for k, v in read_stack_config(TEMPLATE_STACK).items()
            if k.startswith(PROJECT_PREFIX)}
-    templates = raw["services"]
+    templates = [{k: v for k, v in s.items() if k != "pipeline"} for s in raw["services"]]
+    for template in templates:
+        template["versions"] = [{k: v for k, v in v.items() if k != "tuning"} for v in template["versions"]]
     copies = []
     for i in range(services):
         template = templates[i % len(templates)]
