@@ -23,11 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from inference_platform.settings.cluster import NodeGroup
+
 from .engine import ROOT
 from .stackfile import read_stack_config
 
 PROJECT_PREFIX = "inference-platform:"
 TEMPLATE_STACK = ROOT / "stacks" / "Pulumi.demo-dev.yaml"
+# The schema's bound on a group's maxNodes (settings/cluster.py NodeGroup).
+MAX_NODES = next(m.le for m in NodeGroup.model_fields["max_nodes"].metadata if getattr(m, "le", None) is not None)
 GOAL_SECONDS = 20.0
 GOAL_RSS_MIB = 1024.0
 
@@ -63,7 +67,7 @@ def synthetic_config(services: int) -> dict[str, Any]:
     rounds = -(-services // len(templates))
     for group in raw["cluster"]["nodeGroups"]:
         if "gpu" in group:
-            group["maxNodes"] = max(group["maxNodes"], group["maxNodes"] * rounds)
+            group["maxNodes"] = min(MAX_NODES, max(group["maxNodes"], group["maxNodes"] * rounds))
     return raw
 
 
@@ -115,7 +119,10 @@ def main(sizes: list[int]) -> int:
     smallest = None
     for n in sizes:
         out = subprocess.run([sys.executable, "-c", f"import json, platformctl.bench as b; print(json.dumps(b.run_one({n})))"],
-                             capture_output=True, text=True, check=True, cwd=ROOT)
+                             capture_output=True, text=True, cwd=ROOT)
+        if out.returncode != 0:
+            last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SystemExit(f"bench at {n} services failed (exit {out.returncode}): {last}")
         result = json.loads(out.stdout.strip().splitlines()[-1])
         smallest = smallest or result
         print(row(result, smallest), flush=True)

@@ -27,3 +27,8 @@ def test_the_bench_plans_its_smallest_stack_with_every_check_and_reports_ratios(
     line = bench.row(result, result)
     assert " 1.00x " in line  # CPU time per service against the smallest size: itself
     assert line.split()[0] == "2"
+
+
+def test_the_bench_stack_is_a_valid_stack_file_at_a_thousand_services():
+    settings = parse_settings(bench.synthetic_config(1000), "stacks/Pulumi.bench-dev.yaml")
+    assert len(settings.services) == 1000
