@@ -11,12 +11,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
 from .atomic import replace_dir
 from .errors import UsageError
 from .plan_marker import MARKER, marker_text
 from .plan_model import Plan, Resource
+from .yaml_text import manifest_yaml
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 # Kubernetes object inputs that are not part of the manifest itself.
@@ -148,7 +147,7 @@ def write_plan(plan: Plan, out_dir: Path, stack_file: Optional[Path] = None) -> 
         manifests = tmp / "manifests"
         manifests.mkdir()
         for name, doc in files.items():
-            _write(manifests / name, yaml.safe_dump(doc, sort_keys=False))
+            _write(manifests / name, manifest_yaml(doc))
 
     plan_dir_replaceable(out_dir)
     return replace_dir(out_dir, fill, plan_dir_replaceable)
