@@ -590,7 +590,7 @@ class TuningConstraintsArgs(TypedDict):
     min_throughput: NotRequired[float]
     """Configurations below this throughput (inferences per second) are not kept."""
     max_gpu_memory_mb: NotRequired[int]
-    """Configurations using more GPU memory (MB) are not kept."""
+    """Configurations using more GPU memory (MB) are not kept. Not on a MIG group: Triton reports no GPU metrics there."""
 
 
 class TuningSearchArgs(TypedDict):
@@ -608,7 +608,7 @@ class TuningArgs(TypedDict):
     """Arguments of `Tuning` (see the configuration reference, docs/reference.md)."""
 
     objectives: NotRequired[dict[str, int]]
-    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization (the last two not on a MIG group: Triton reports no GPU metrics there). One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
     constraints: NotRequired[TuningConstraintsArgs]
     """Limits a kept configuration must meet."""
     search: NotRequired[TuningSearchArgs]
@@ -617,6 +617,10 @@ class TuningArgs(TypedDict):
     """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`). Default: `3`."""
     model: str
     """Triton model to tune, by its name in the version's model repository."""
+    shapes: NotRequired[dict[str, list[int]]]
+    """The shape Perf Analyzer sends for each input with variable dims (-1) besides the batch dimension, e.g. `{input_ids: [128], attention_mask: [128]}`: the input's dims as its config lists them (without the batch dimension when max_batch_size > 0), Perf Analyzer's `--shape`. Required for every such input: Perf Analyzer cannot invent them."""
+    input_data: NotRequired[Literal["random", "zero"]]
+    """What Perf Analyzer puts in the inputs (its `--input-data`): random bytes or zeros. Token ids need `zero`: random bytes are ids outside any vocabulary. One of: `random`, `zero`. Default: `random`."""
     deadline_hours: NotRequired[float]
     """Longest a run may take; then its pod is stopped and the GPU released. Default: `6`."""
     run: NotRequired[int]
@@ -664,7 +668,7 @@ class TuningGoalsArgs(TypedDict):
     """Arguments of `TuningGoals` (see the configuration reference, docs/reference.md)."""
 
     objectives: NotRequired[dict[str, int]]
-    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization (the last two not on a MIG group: Triton reports no GPU metrics there). One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
     constraints: NotRequired[TuningConstraintsArgs]
     """Limits a kept configuration must meet."""
     search: NotRequired[TuningSearchArgs]

@@ -27,7 +27,14 @@ from inference_platform.settings.base import (
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
-from inference_platform.settings.tuning import TRITON_IMAGE, ServicePipeline, Tuning
+from inference_platform.settings.tuning import (
+    TRITON_IMAGE,
+    ServicePipeline,
+    Tuning,
+    TuningGoals,
+    llm_tuning_problem,
+    mig_goal_problems,
+)
 
 
 class JwtAuth(Model):
@@ -307,8 +314,28 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
             problems.append((vpath + ("tuning", "sdkImage"), f"required: image {v.image!r} is not tagged "
                              "<registry>/tritonserver:<YY.MM>-<flavour>, so the Triton SDK image of its release is unknown; "
                              "allowed: a Model Analyzer image of the same Triton release"))
+        problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
+    if svc.pipeline is not None:
+        base = next((v for v in svc.versions if v.name == svc.pipeline.base_version), None)
+        if base is not None:
+            problems += tuning_share_problems(base, groups, ("pipeline", "tuning"), svc.pipeline.tuning)
     if svc.mirror is not None and svc.mirror.version not in version_names:
         problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
+    return problems
+
+
+def tuning_share_problems(version: Version, groups: Mapping[str, NodeGroup], at: KeyPath,
+                          goals: Optional[TuningGoals]) -> list[tuple[KeyPath, str]]:
+    """Tuning goals (a version's `tuning`, or a pipeline's measured on `version`) that its
+    engine or GPU share cannot honour: Model Analyzer on an LLM engine, GPU metrics on MIG."""
+    if goals is None:
+        return []
+    problems: list[tuple[KeyPath, str]] = []
+    if version.llm_backend is not None and isinstance(goals, Tuning):
+        problems.append((at, llm_tuning_problem()))
+    group = groups.get(version.gpu.group)
+    if group is not None and group.is_gpu and group.gpu.sharing.mode == "mig":
+        problems += [(at + path, why) for path, why in mig_goal_problems(goals)]
     return problems
 
 

@@ -290,15 +290,18 @@ def templates(service: Service, group: NodeGroup, weights: WeightsRef,
     publish = publish_container(sdk, publish_args(pipeline.model, config_tag(VERSION_ARG), pipeline.tuning.keep,
                                                   f"{REPOSITORY_DIR}/{pipeline.model}") + patch, [])
 
-    # The GPU steps on the base version's group, on the terms of a tuning run.
-    gpu = gpu_placement(service, base, group, priority_class)
+    # Every step on the base version's group, on the terms of a tuning run: the work claim is
+    # ReadWriteOnce and binds where its first pod runs (WaitForFirstConsumer: node-local or zonal
+    # storage), so a step placed elsewhere could leave the GPU steps nowhere to go. Only build
+    # and analyze request a GPU.
+    placement = gpu_placement(service, base, group, priority_class)
     steps = [
         # Argo names each template's container `main`.
-        {"name": "export", "container": export},
-        {"name": "build", "container": build, **gpu},
-        {"name": "analyze", "container": analyze, "sidecars": [server], **gpu},
-        {"name": "publish", "container": publish},
-        {"name": "upload", "container": upload, "outputs": {"parameters": [
+        {"name": "export", "container": export, **placement},
+        {"name": "build", "container": build, **placement},
+        {"name": "analyze", "container": analyze, "sidecars": [server], **placement},
+        {"name": "publish", "container": publish, **placement},
+        {"name": "upload", "container": upload, **placement, "outputs": {"parameters": [
             {"name": "stack-patch", "globalName": "stack-patch", "valueFrom": {"path": PATCH_FILE},
              "description": "The stack-file patch adding the new version as a canary (platformctl patch applies it)."}]}},
     ]

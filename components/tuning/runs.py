@@ -60,7 +60,7 @@ from inference_platform.core.common import (
 from inference_platform.gpu.profiles import gpu_scheduling
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.serving import Service, Version
-from inference_platform.settings.tuning import TRITON_IMAGE, TUNING_OBJECTIVES, TuningGoals
+from inference_platform.settings.tuning import TRITON_IMAGE, TUNING_OBJECTIVES, Tuning, TuningGoals
 
 WORK_DIR = "/work"
 TOOLS_DIR = "/opt/inference-platform"
@@ -118,6 +118,20 @@ def analyzer_image(version: Version) -> str:
 # --------------------------------------------------------------------------- Model Analyzer
 
 
+def perf_analyzer_flags(goals: TuningGoals) -> dict[str, Any]:
+    """What Perf Analyzer sends a tuned version's model: Model Analyzer's `perf_analyzer_flags`
+    (config_command_profile.py; `shape` and `input-data` are its additive keys, a list renders
+    one `--shape=<name>:<d1>,<d2>` per item: perf_analyzer/perf_config.py)."""
+    if not isinstance(goals, Tuning):
+        return {}
+    flags: dict[str, Any] = {}
+    if goals.shapes:
+        flags["shape"] = [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in goals.shapes.items()]
+    if goals.input_data != "random":
+        flags["input-data"] = goals.input_data
+    return flags
+
+
 def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
     """Model Analyzer's `profile` config (YAML keys as config_command_profile.py defines them)."""
     c = goals.constraints
@@ -149,6 +163,9 @@ def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
     }
     if constraints:
         config["constraints"] = constraints
+    flags = perf_analyzer_flags(goals)
+    if flags:
+        config["perf_analyzer_flags"] = flags
     return config
 
 
