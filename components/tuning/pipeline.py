@@ -14,7 +14,8 @@ what Argo's executor needs (docs/workflow-rbac.md at v4.0.6: workflowtaskresults
 patch), and the WorkflowTemplate `<service>-pipeline` with two arguments, `version` (the new
 version's name) and `onnx` (the trained model's ONNX file, a path in the base version's
 cache). Its steps, each a pod, share a work volume (an ephemeral claim of the workflow: an
-emptyDir would not outlive its pod):
+emptyDir would not outlive its pod), and all run on the base version's GPU group (the claim
+binds where the first runs):
 
 1. export (rclone): checks the arguments and that `<repositoryPrefix>/<version>/` is still
    empty, copies the ONNX file from the cache (the claim read-only, or S3 with the weights

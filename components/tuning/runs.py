@@ -264,12 +264,21 @@ def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Inpu
 SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend"}
 
 
+# Tuning keys added after runs were named, left out of the hash at their defaults, so that an
+# upgrade does not run every unchanged tuning again (their values reach the run through its
+# config anyway).
+LATER_TUNING_DEFAULTS = {"shapes": {}, "input_data": "random"}
+
+
 def run_inputs(service: Service, version: Version, group: NodeGroup, files: Mapping[str, str]) -> dict:
     """Everything a run depends on; its hash names the Job."""
+    settings = version.model_dump(mode="json", exclude=SERVING_ONLY)
+    if settings.get("tuning"):
+        settings["tuning"] = {k: v for k, v in settings["tuning"].items() if LATER_TUNING_DEFAULTS.get(k, ...) != v}
     return {
         "service": service.name, "namespace": service.k8s_namespace,
         # All of the version but what only serving uses (traffic, replicas, the config it serves).
-        "version": version.model_dump(mode="json", exclude=SERVING_ONLY), "files": dict(files),
+        "version": settings, "files": dict(files),
         # The GPU the run measures on: the model and, with MIG, the slices (not how many time-slicing
         # replicas or GPUs per node the group has).
         "gpuModel": group.gpu.model, "sharing": group.gpu.sharing.mode,

@@ -128,3 +128,20 @@ def test_tuning_an_llm_version_is_refused_pointing_at_genai_perf():
     error = refused(raw)
     assert error.paths == ["inference-platform:services[svc].versions[v1].tuning"]
     assert "GenAI-Perf" in error.one_line()
+
+
+def test_the_new_perf_analyzer_keys_rename_a_run_only_when_set():
+    def name(raw: dict) -> str:
+        settings = parse(raw)
+        service = settings.services[0]
+        group = next(g for g in settings.cluster.node_groups if g.name == "gpu")
+        return runs.job_name(service, service.versions[0], runs.run_id(runs.run_inputs(service, service.versions[0], group, {})))
+
+    unchanged = name(tuned())
+    assert name(tuned(shapes={}, inputData="random")) == unchanged
+    # Runs named before these keys existed keep their names (an upgrade does not run them again).
+    settings = parse(tuned())
+    service = settings.services[0]
+    group = next(g for g in settings.cluster.node_groups if g.name == "gpu")
+    assert not {"shapes", "input_data"} & set(runs.run_inputs(service, service.versions[0], group, {})["version"]["tuning"])
+    assert len({unchanged, name(tuned(shapes={"input_ids": [128]})), name(tuned(inputData="zero"))}) == 3
