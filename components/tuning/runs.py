@@ -25,11 +25,15 @@ not, and does nothing; a change makes a new Job (a replacement under a new name)
 removes the old one with its pods. A finished Job stays: a TTL would delete it, a refresh
 would see it gone and the next `up` would run it again.
 
-Whose GPUs: the run never takes a GPU from serving.
+Whose GPUs: the run never takes a GPU share from serving.
 - The device plugin hands out GPUs (whole, MIG slices or time-slicing replicas) exclusively,
-  and a required pod anti-affinity keeps the run off every node where the service's replicas
-  run (and, anti-affinity being symmetric, keeps new replicas off its node), so with
-  time-slicing or MPS it never shares a physical GPU with a serving replica.
+  and a required pod anti-affinity keeps the run off every node where its own service's
+  replicas run (and, anti-affinity being symmetric, keeps that service's new replicas off its
+  node), so with time-slicing or MPS it never shares a physical GPU with its own service.
+  Other services' replicas on the same group may share the node's GPUs (time-slicing, MPS) or
+  its other MIG slices: their load can disturb the measurements there.
+- Its service loses the run's whole node meanwhile: the capacity check counts the run as one
+  node's worth of the version's request (gpu/profiles.py run_hold), not one share.
 - Its priority class (`gpu-tuning`, below serving, `preemptionPolicy: Never`) lets it
   preempt nothing: with no spare GPU it stays Pending until the cluster autoscaler adds a
   node (the group's maxNodes must leave room: capacity checks count the run). A serving

@@ -145,3 +145,15 @@ def test_the_new_perf_analyzer_keys_rename_a_run_only_when_set():
     group = next(g for g in settings.cluster.node_groups if g.name == "gpu")
     assert not {"shapes", "input_data"} & set(runs.run_inputs(service, service.versions[0], group, {})["version"]["tuning"])
     assert len({unchanged, name(tuned(shapes={"input_ids": [128]})), name(tuned(inputData="zero"))}) == 3
+
+
+def test_capacity_counts_a_tuning_run_as_the_node_it_keeps_its_service_off():
+    from inference_platform.gpu.profiles import group_demands
+
+    def at_max(raw: dict) -> int:
+        (demand,) = group_demands(parse(raw))
+        return demand.at_max
+
+    # all-1g.10gb: seven slices per A100 node, and the run's anti-affinity keeps the service off all seven.
+    assert at_max(on_mig(tuned())) == at_max(on_mig(base_config())) + 7
+    assert at_max(tuned()) == at_max(base_config()) + 1
