@@ -629,6 +629,17 @@ class TuningArgs(TypedDict):
     """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
 
 
+class ProvenanceArgs(TypedDict):
+    """Where a version made by the model pipeline came from (its stack-file patch records it)."""
+
+    workflow: str
+    """The Argo workflow that built and tuned it (`argo get -n <namespace> <workflow>`)."""
+    onnx: str
+    """The trained model's ONNX file in the base version's weight cache, as the workflow was given it."""
+    onnx_sha256: str
+    """SHA-256 of that ONNX file as the workflow read it."""
+
+
 class VersionArgs(TypedDict):
     """Arguments of `Version` (see the configuration reference, docs/reference.md)."""
 
@@ -660,6 +671,8 @@ class VersionArgs(TypedDict):
     """Autoscaling of this version (default: the service's)."""
     tuning: NotRequired[TuningArgs]
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
+    provenance: NotRequired[ProvenanceArgs]
+    """Set by the model pipeline's patch: the workflow and the ONNX file (path and SHA-256) the version was built from, recorded as annotations on its Deployment."""
     llm_backend: NotRequired[Literal["tensorrtllm", "vllm"]]
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
 

@@ -27,6 +27,7 @@ from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.errors import ConfigError, format_path
 from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.serving import Version
+from model_tools.publish import stack_patch
 
 from .atomic import write_text
 from .engine import checked_engine_config
@@ -43,6 +44,7 @@ NOT_COPIED = (
     "tuning",    # tuning belongs to the base's model: a copy would run the same Model Analyzer job again
     "replicas",  # sized for the base's share of traffic: at a canary's share it would hold as many GPUs
                  # for a fraction of the load (when autoscaling is off); the default 1 is the smallest that serves
+    "provenance",  # where the base came from, not the new version
 )
 # A tuned config variant lives in the `configs/` folder of the repository it was tuned in: the
 # new version keeps the base's only while it reads the same repository.
@@ -52,13 +54,12 @@ Node = Union[CommentedMap, CommentedSeq]
 
 
 def canary_patch(service: str, base_version: str, version: str, cache: str, path: str, config_name: str,
-                 weight: int) -> dict[str, Any]:
+                 weight: int, provenance: dict[str, str] | None = None) -> dict[str, Any]:
     """The StackPatch that adds `version` to `service` as a canary of `base_version` with `weight`
     percent of its traffic, reading the model repository `path` in weight cache `cache`
-    (fileShare or s3) with the tuned config variant `config_name`."""
-    return {"kind": KIND, "service": service,
-            "addVersion": {"from": base_version, "name": version, "weight": weight,
-                           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}}
+    (fileShare or s3) with the tuned config variant `config_name`, and recording `provenance`
+    (workflow, onnx, onnxSha256): the pipeline's own patch (model_tools/publish.py)."""
+    return stack_patch(service, base_version, version, cache, path, config_name, weight, provenance)
 
 
 @dataclass(frozen=True)

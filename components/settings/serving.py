@@ -20,6 +20,7 @@ from inference_platform.settings.base import (
     Quantity,
     RelativePath,
     ShortName,
+    Subdomain,
     Text,
     _checked,
     _mode_settings,
@@ -172,6 +173,17 @@ class ModelControl(Model):
         return self
 
 
+class Provenance(Model):
+    """Where a version made by the model pipeline came from (its stack-file patch records it)."""
+
+    workflow: Subdomain
+    """The Argo workflow that built and tuned it (`argo get -n <namespace> <workflow>`)."""
+    onnx: RelativePath
+    """The trained model's ONNX file in the base version's weight cache, as the workflow was given it."""
+    onnx_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of that ONNX file as the workflow read it."""
+
+
 class Version(Model):
     name: Annotated[str, _checked(grammar.dns_label, 20)]
     """Version name (DNS label): the pods' `version` label and the Istio subset."""
@@ -201,6 +213,8 @@ class Version(Model):
     """Autoscaling of this version (default: the service's)."""
     tuning: Optional[Tuning] = None
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
+    provenance: Optional[Provenance] = None
+    """Set by the model pipeline's patch: the workflow and the ONNX file (path and SHA-256) the version was built from, recorded as annotations on its Deployment."""
     llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
 

@@ -57,7 +57,7 @@ def shape_problems(config_text: str, where: str, shapes: dict[str, list[int]], m
         if dims is None:
             problems.append((("shapes", name), f"model {model!r} has no input {name!r} ({where}); "
                              f"inputs: {', '.join(sorted(inputs))}"))
-        elif len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(dims, shape)):
+        elif len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(dims, shape, strict=True)):
             problems.append((("shapes", name), f"{shape} does not fit the input's dims {dims} ({where}); allowed: "
                              f"{len(dims)} sizes, equal to each fixed dim"))
     return problems

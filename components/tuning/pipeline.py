@@ -94,6 +94,7 @@ PIPELINE_LABEL = "inference-platform/pipeline"
 STEPS = ("export", "build", "analyze", "publish", "upload")
 VERSION_ARG = "{{workflow.parameters.version}}"
 ONNX_ARG = "{{workflow.parameters.onnx}}"
+WORKFLOW_NAME_ARG = "{{workflow.name}}"
 ONNX_FILE = f"{WORK_DIR}/model.onnx"
 REPOSITORY_DIR = f"{WORK_DIR}/repository"
 PATCH_FILE = f"{WORK_DIR}/stack-patch.json"
@@ -287,7 +288,9 @@ def templates(service: Service, group: NodeGroup, weights: WeightsRef,
 
     patch = [f"--patch={PATCH_FILE}", f"--service={service.name}", f"--base-version={base.name}", f"--version={VERSION_ARG}",
              f"--cache={base.model_repository.cache}", f"--path={pipeline.repository_prefix.strip('/')}/{VERSION_ARG}",
-             f"--weight={pipeline.canary_weight}"]
+             f"--weight={pipeline.canary_weight}",
+             # Provenance the patch records on the new version (Argo's global variables, docs/variables.md).
+             f"--workflow={WORKFLOW_NAME_ARG}", f"--onnx={ONNX_ARG}", f"--onnx-file={ONNX_FILE}"]
     publish = publish_container(sdk, publish_args(pipeline.model, config_tag(VERSION_ARG), pipeline.tuning.keep,
                                                   f"{REPOSITORY_DIR}/{pipeline.model}") + patch, [])
 

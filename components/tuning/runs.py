@@ -265,7 +265,7 @@ def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Inpu
 
 
 # Version settings a run does not read.
-SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend"}
+SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend", "provenance"}
 
 
 # Tuning keys added after runs were named, left out of the hash at their defaults, so that an
