@@ -819,11 +819,24 @@ class BatchingPresetArgs(TypedDict):
     """Where the instances run. One of: `gpu`, `cpu`. Default: `gpu`."""
 
 
+class PipelineSubmitterArgs(TypedDict):
+    """Who may run a service's pipeline: a RoleBinding subject (rbac.authorization.k8s.io/v1 Subject)."""
+
+    kind: Literal["User", "Group", "ServiceAccount"]
+    """Subject kind, as the cluster's authenticator names people and groups (OIDC claims, certificates) or a ServiceAccount of CI. One of: `User`, `Group`, `ServiceAccount`."""
+    name: str
+    """User, group or ServiceAccount name."""
+    namespace: NotRequired[str]
+    """The ServiceAccount's namespace (kind ServiceAccount only, required there)."""
+
+
 class ModelPipelineSettingsArgs(TypedDict):
     """Arguments of `ModelPipelineSettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (docs/tuning.md). Default: `false`."""
+    submitters: NotRequired[list[PipelineSubmitterArgs]]
+    """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
 class PolicySettingsArgs(TypedDict):
@@ -1111,5 +1124,7 @@ class ModelPipelineArgs(TypedDict):
     """Per service namespace, its weight caches: the ONNX model is read from, and the new version written to, the base version's cache."""
     priority_class: NotRequired[pulumi.Input[str]]
     """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""
+    submitters: NotRequired[list[PipelineSubmitterArgs]]
+    """Subjects bound to each pipeline's submit Role (`<service>-pipeline-submit`: run the service's template, follow its workflows)."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""

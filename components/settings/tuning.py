@@ -165,9 +165,28 @@ class ServicePipeline(Model):
     """Model Analyzer objectives, constraints and search of the pipeline's analyse step."""
 
 
+class PipelineSubmitter(Model):
+    """Who may run a service's pipeline: a RoleBinding subject (rbac.authorization.k8s.io/v1 Subject)."""
+
+    kind: Literal["User", "Group", "ServiceAccount"]
+    """Subject kind, as the cluster's authenticator names people and groups (OIDC claims, certificates) or a ServiceAccount of CI."""
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9@._:/-]{0,252}$")]
+    """User, group or ServiceAccount name."""
+    namespace: Optional[DnsLabel] = None
+    """The ServiceAccount's namespace (kind ServiceAccount only, required there)."""
+
+    @model_validator(mode="after")
+    def _namespace_for_service_accounts(self) -> "PipelineSubmitter":
+        if (self.kind == "ServiceAccount") != (self.namespace is not None):
+            raise ValueError("namespace is required for kind ServiceAccount and allowed for no other kind")
+        return self
+
+
 class ModelPipelineSettings(Model):
     enabled: bool = False
     """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (docs/tuning.md)."""
+    submitters: list[PipelineSubmitter] = Field(default=[], max_length=32)
+    """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
 def unknown_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[KeyPath, str]]:
