@@ -11,7 +11,8 @@ platform makes itself, per service.
 Per service with `pipeline`, in the service's namespace (beside its weight cache's claim or
 S3 Secret, weights.py): a ServiceAccount for the workflow pods with a Role allowing exactly
 what Argo's executor needs (docs/workflow-rbac.md at v4.0.6: workflowtaskresults create and
-patch), and the WorkflowTemplate `<service>-pipeline` with two arguments, `version` (the new
+patch), a Role `<service>-pipeline-submit` for the people and CI who run it (bound to
+`modelPipeline.submitters`), and the WorkflowTemplate `<service>-pipeline` with two arguments, `version` (the new
 version's name) and `onnx` (the trained model's ONNX file, a path in the base version's
 cache). Its steps, each a pod, share a work volume (an ephemeral claim of the workflow: an
 emptyDir would not outlive its pod), and all run on the base version's GPU group (the claim
