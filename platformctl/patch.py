@@ -27,7 +27,6 @@ from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.errors import ConfigError, format_path
 from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.serving import Version
-from model_tools.publish import stack_patch
 
 from .atomic import write_text
 from .engine import checked_engine_config
@@ -58,8 +57,13 @@ def canary_patch(service: str, base_version: str, version: str, cache: str, path
     """The StackPatch that adds `version` to `service` as a canary of `base_version` with `weight`
     percent of its traffic, reading the model repository `path` in weight cache `cache`
     (fileShare or s3) with the tuned config variant `config_name`, and recording `provenance`
-    (workflow, onnx, onnxSha256): the pipeline's own patch (model_tools/publish.py)."""
-    return stack_patch(service, base_version, version, cache, path, config_name, weight, provenance)
+    (workflow, onnx, onnxSha256): the patch model_tools/publish.py writes (the light plan does not
+    ship model_tools; tests/live/test_pipeline.py compares the two)."""
+    add: dict[str, Any] = {"from": base_version, "name": version, "weight": weight,
+                           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}
+    if provenance:
+        add["provenance"] = provenance
+    return {"kind": KIND, "service": service, "addVersion": add}
 
 
 @dataclass(frozen=True)

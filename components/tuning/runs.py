@@ -130,7 +130,8 @@ def perf_analyzer_flags(goals: TuningGoals) -> dict[str, Any]:
         return {}
     flags: dict[str, Any] = {}
     if goals.shapes:
-        flags["shape"] = [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in goals.shapes.items()]
+        # By name: the config (and the run's name) must not depend on how the stack file orders them.
+        flags["shape"] = [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in sorted(goals.shapes.items())]
     if goals.input_data != "random":
         flags["input-data"] = goals.input_data
     return flags

@@ -116,7 +116,10 @@ def test_argo_runs_its_controller_alone_from_the_pinned_chart(demo, reference):
     (namespace,) = [d for d in objects(demo, "Namespace") if d["metadata"]["name"] == "argo"]
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     (deny,) = [d for d in objects(demo, "NetworkPolicy") if d["metadata"]["namespace"] == "argo"]
-    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    # Only Prometheus, on the controller's metrics port (tests/plan/test_pipeline_access.py).
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"protocol": "TCP", "port": 9090}]}]}
     # The WorkflowTemplate waits for the release that installs its CRD.
     template = demo.get("kubernetes:argoproj.io/v1alpha1:WorkflowTemplate", "demo-dev-pipeline-resnet-workflowtemplate")
     assert release.urn in template.depends_on
@@ -136,8 +139,8 @@ def test_the_charts_workflow_namespaces_only_place_its_own_workflow_rbac(referen
 
 
 def test_rbac_is_exactly_what_the_executor_needs(demo, demo_template):
-    (role,) = objects(demo, "Role")
-    (binding,) = objects(demo, "RoleBinding")
+    (role,) = [r for r in objects(demo, "Role") if r["metadata"]["name"] == "resnet-pipeline"]
+    (binding,) = [b for b in objects(demo, "RoleBinding") if b["roleRef"]["name"] == "resnet-pipeline"]
     (account,) = [a for a in objects(demo, "ServiceAccount") if a["metadata"]["name"] == "resnet-pipeline"]
     assert role["rules"] == EXECUTOR_RULES
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == account["metadata"]["namespace"] == "resnet"
@@ -427,7 +430,8 @@ def test_a_stack_without_pipelines_has_no_argo():
 def test_a_pipeline_without_argo_is_one_line(tmp_path):
     text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
     stack_file = tmp_path / "Pulumi.demo-dev.yaml"
-    stack_file.write_text(text.replace("  inference-platform:modelPipeline:\n    enabled: true\n", ""))
+    stack_file.write_text(text.replace("  inference-platform:modelPipeline:\n    enabled: true\n",
+                                       "  inference-platform:modelPipeline:\n    enabled: false\n"))
     result = subprocess.run([sys.executable, "-m", "platformctl", "plan", "demo-dev", "--stack-file", str(stack_file),
                              "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2

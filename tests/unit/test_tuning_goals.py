@@ -51,7 +51,7 @@ def analyzer_yaml(raw: dict) -> dict:
 
 
 def test_perf_analyzer_gets_a_shape_per_variable_input_and_the_data_asked_for():
-    config = analyzer_yaml(tuned(shapes={"input_ids": [128], "pixel": [3, 224]}, inputData="zero"))
+    config = analyzer_yaml(tuned(shapes={"pixel": [3, 224], "input_ids": [128]}, inputData="zero"))
     assert config["perf_analyzer_flags"] == {"shape": ["input_ids:128", "pixel:3,224"], "input-data": "zero"}
 
 
