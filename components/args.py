@@ -590,7 +590,7 @@ class TuningConstraintsArgs(TypedDict):
     min_throughput: NotRequired[float]
     """Configurations below this throughput (inferences per second) are not kept."""
     max_gpu_memory_mb: NotRequired[int]
-    """Configurations using more GPU memory (MB) are not kept."""
+    """Configurations using more GPU memory (MB) are not kept. Not on a MIG group: Triton reports no GPU metrics there."""
 
 
 class TuningSearchArgs(TypedDict):
@@ -608,7 +608,7 @@ class TuningArgs(TypedDict):
     """Arguments of `Tuning` (see the configuration reference, docs/reference.md)."""
 
     objectives: NotRequired[dict[str, int]]
-    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization (the last two not on a MIG group: Triton reports no GPU metrics there). One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
     constraints: NotRequired[TuningConstraintsArgs]
     """Limits a kept configuration must meet."""
     search: NotRequired[TuningSearchArgs]
@@ -617,12 +617,27 @@ class TuningArgs(TypedDict):
     """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`). Default: `3`."""
     model: str
     """Triton model to tune, by its name in the version's model repository."""
+    shapes: NotRequired[dict[str, list[int]]]
+    """The shape Perf Analyzer sends for each input with variable dims (-1) besides the batch dimension, e.g. `{input_ids: [128], attention_mask: [128]}`: the input's dims as its config lists them (without the batch dimension when max_batch_size > 0), Perf Analyzer's `--shape`. Required for every such input: Perf Analyzer cannot invent them."""
+    input_data: NotRequired[Literal["random", "zero"]]
+    """What Perf Analyzer puts in the inputs (its `--input-data`): random bytes or zeros. Token ids need `zero`: random bytes are ids outside any vocabulary. One of: `random`, `zero`. Default: `random`."""
     deadline_hours: NotRequired[float]
     """Longest a run may take; then its pod is stopped and the GPU released. Default: `6`."""
     run: NotRequired[int]
     """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change). Default: `1`."""
     sdk_image: NotRequired[str]
     """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+
+
+class ProvenanceArgs(TypedDict):
+    """Where a version made by the model pipeline came from (its stack-file patch records it)."""
+
+    workflow: str
+    """The Argo workflow that built and tuned it (`argo get -n <namespace> <workflow>`)."""
+    onnx: str
+    """The trained model's ONNX file in the base version's weight cache, as the workflow was given it."""
+    onnx_sha256: str
+    """SHA-256 of that ONNX file as the workflow read it."""
 
 
 class LlmArchitectureArgs(TypedDict):
@@ -703,6 +718,8 @@ class VersionArgs(TypedDict):
     """Autoscaling of this version (default: the service's)."""
     tuning: NotRequired[TuningArgs]
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
+    provenance: NotRequired[ProvenanceArgs]
+    """Set by the model pipeline's patch: the workflow and the ONNX file (path and SHA-256) the version was built from, recorded as annotations on its Deployment."""
     llm_backend: NotRequired[Literal["tensorrtllm", "vllm"]]
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design. One of: `tensorrtllm`, `vllm`."""
     llm: NotRequired[LlmArgs]
@@ -724,7 +741,7 @@ class TuningGoalsArgs(TypedDict):
     """Arguments of `TuningGoals` (see the configuration reference, docs/reference.md)."""
 
     objectives: NotRequired[dict[str, int]]
-    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization. One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization (the last two not on a MIG group: Triton reports no GPU metrics there). One of: `throughput`, `latencyP99`, `latencyP95`, `latencyAvg`, `gpuMemory`, `gpuUtilization`. Default: `{'throughput': 10}`."""
     constraints: NotRequired[TuningConstraintsArgs]
     """Limits a kept configuration must meet."""
     search: NotRequired[TuningSearchArgs]
@@ -868,11 +885,24 @@ class BatchingPresetArgs(TypedDict):
     """Where the instances run. One of: `gpu`, `cpu`. Default: `gpu`."""
 
 
+class PipelineSubmitterArgs(TypedDict):
+    """Who may run a service's pipeline: a RoleBinding subject (rbac.authorization.k8s.io/v1 Subject)."""
+
+    kind: Literal["User", "Group", "ServiceAccount"]
+    """Subject kind, as the cluster's authenticator names people and groups (OIDC claims, certificates) or a ServiceAccount of CI. One of: `User`, `Group`, `ServiceAccount`."""
+    name: str
+    """User, group or ServiceAccount name."""
+    namespace: NotRequired[str]
+    """The ServiceAccount's namespace (kind ServiceAccount only, required there)."""
+
+
 class ModelPipelineSettingsArgs(TypedDict):
     """Arguments of `ModelPipelineSettings` (see the configuration reference, docs/reference.md)."""
 
     enabled: NotRequired[bool]
     """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (docs/tuning.md). Default: `false`."""
+    submitters: NotRequired[list[PipelineSubmitterArgs]]
+    """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
 class PolicySettingsArgs(TypedDict):
@@ -1162,5 +1192,7 @@ class ModelPipelineArgs(TypedDict):
     """Per service namespace, its weight caches: the ONNX model is read from, and the new version written to, the base version's cache."""
     priority_class: NotRequired[pulumi.Input[str]]
     """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""
+    submitters: NotRequired[list[PipelineSubmitterArgs]]
+    """Subjects bound to each pipeline's submit Role (`<service>-pipeline-submit`: run the service's template, follow its workflows)."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""

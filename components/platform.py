@@ -142,7 +142,7 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
         ModelPipelineInputs,
         services=services, gpu_groups=[g for g in s.gpu_groups if g.name in used],
         weights={svc.k8s_namespace: weights[svc.k8s_namespace] for svc in services}, priority_class=priority_class,
-        system_node_selector=s.cluster.system_selector,
+        system_node_selector=s.cluster.system_selector, submitters=s.model_pipeline.submitters,
     )
 
 

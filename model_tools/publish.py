@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -117,11 +118,22 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def stack_patch(service: str, base_version: str, version: str, cache: str, path: str, config_name: str,
-                weight: int) -> dict:
-    """The stack-file patch that adds `version` as a canary of `service` (platformctl patch applies it)."""
-    return {"kind": "StackPatch", "service": service,
-            "addVersion": {"from": base_version, "name": version, "weight": weight,
-                           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}}
+                weight: int, provenance: dict | None = None) -> dict:
+    """The stack-file patch that adds `version` as a canary of `service` (platformctl patch applies it),
+    recording where it came from (`provenance`: workflow, onnx, onnxSha256)."""
+    add = {"from": base_version, "name": version, "weight": weight,
+           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}
+    if provenance:
+        add["provenance"] = provenance
+    return {"kind": "StackPatch", "service": service, "addVersion": add}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     for flag in ("--service", "--base-version", "--version", "--cache", "--path"):
         patch.add_argument(flag)
     patch.add_argument("--weight", type=int)
+    patch.add_argument("--workflow", help="the Argo workflow's name")
+    patch.add_argument("--onnx", help="the ONNX file's path in the weight cache")
+    patch.add_argument("--onnx-file", type=Path, help="the ONNX file as the workflow copied it")
     a = p.parse_args(argv)
     try:
         names = publish(a.variants, a.results, a.model, a.tag, a.keep, a.dest)
@@ -145,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         return err.code
     print(f"published {', '.join(names)} under {a.dest / 'configs'}")
     if a.patch:
-        body = stack_patch(a.service, a.base_version, a.version, a.cache, a.path, names[0], a.weight)
+        provenance = ({"workflow": a.workflow, "onnx": a.onnx, "onnxSha256": sha256_of(a.onnx_file)}
+                      if a.workflow and a.onnx and a.onnx_file else None)
+        body = stack_patch(a.service, a.base_version, a.version, a.cache, a.path, names[0], a.weight, provenance)
         _write_atomically(a.patch, json.dumps(body, indent=2) + "\n")
         print(json.dumps(body))
     return 0

@@ -32,7 +32,8 @@ def problems(plan, settings: Settings) -> tuple[list[awaits.Row], list[str]]:
     """The await table's rows, and every violation: ordering first, then awaits."""
     resources = plan_resources(plan)
     rows, await_problems = awaits.check(resources, settings)
-    return rows, ordering.violations(resources) + placement.violations(resources, settings) + await_problems
+    return rows, (ordering.violations(resources) + placement.violations(resources, settings)
+                  + placement.shared_claim_violations(resources) + await_problems)
 
 
 def check_plan(plan, settings: Settings) -> str:

@@ -43,6 +43,7 @@ NOT_COPIED = (
     "tuning",    # tuning belongs to the base's model: a copy would run the same Model Analyzer job again
     "replicas",  # sized for the base's share of traffic: at a canary's share it would hold as many GPUs
                  # for a fraction of the load (when autoscaling is off); the default 1 is the smallest that serves
+    "provenance",  # where the base came from, not the new version
 )
 # A tuned config variant lives in the `configs/` folder of the repository it was tuned in: the
 # new version keeps the base's only while it reads the same repository.
@@ -52,13 +53,17 @@ Node = Union[CommentedMap, CommentedSeq]
 
 
 def canary_patch(service: str, base_version: str, version: str, cache: str, path: str, config_name: str,
-                 weight: int) -> dict[str, Any]:
+                 weight: int, provenance: dict[str, str] | None = None) -> dict[str, Any]:
     """The StackPatch that adds `version` to `service` as a canary of `base_version` with `weight`
     percent of its traffic, reading the model repository `path` in weight cache `cache`
-    (fileShare or s3) with the tuned config variant `config_name`."""
-    return {"kind": KIND, "service": service,
-            "addVersion": {"from": base_version, "name": version, "weight": weight,
-                           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}}
+    (fileShare or s3) with the tuned config variant `config_name`, and recording `provenance`
+    (workflow, onnx, onnxSha256): the patch model_tools/publish.py writes (the light plan does not
+    ship model_tools; tests/live/test_pipeline.py compares the two)."""
+    add: dict[str, Any] = {"from": base_version, "name": version, "weight": weight,
+                           "modelRepository": {"cache": cache, "path": path}, "modelConfigName": config_name}
+    if provenance:
+        add["provenance"] = provenance
+    return {"kind": KIND, "service": service, "addVersion": add}
 
 
 @dataclass(frozen=True)

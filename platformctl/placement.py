@@ -160,3 +160,34 @@ def violations(resources: list[dict], settings: Settings) -> list[str]:
                 found.append(f"{r['type'].rpartition(':')[2]} {r['name']}: {path or 'spec'}: {what} matches no node of "
                              f"any group ({carried})")
     return found
+
+
+def _mounts(template: dict) -> set[str]:
+    main = template.get("container") or template.get("script") or {}
+    pods = [main, *(template.get("sidecars") or []), *(template.get("initContainers") or [])]
+    return {m.get("name") for c in pods if isinstance(c, dict) for m in c.get("volumeMounts") or []}
+
+
+def _pod_placement(template: dict) -> tuple[str, str, str]:
+    return tuple(repr(template.get(k)) for k in ("nodeSelector", "tolerations", "affinity"))  # type: ignore[return-value]
+
+
+def shared_claim_violations(resources: list[dict]) -> list[str]:
+    """Argo workflows whose steps share a ReadWriteOnce claim (volumeClaimTemplates): the claim
+    binds where its first pod runs (WaitForFirstConsumer: a node or a zone), so every step that
+    mounts it must be placed alike, or a later step may find no node it may use there."""
+    found = []
+    for r in resources:
+        inputs = r["inputs"]
+        if not r["type"].startswith("kubernetes:argoproj.io/") or not isinstance(inputs.get("spec"), dict):
+            continue
+        spec = inputs["spec"]
+        rwo = {c.get("metadata", {}).get("name") for c in spec.get("volumeClaimTemplates") or []
+               if "ReadWriteOnce" in (c.get("spec") or {}).get("accessModes", [])}
+        for claim in sorted(n for n in rwo if n):
+            users = {t.get("name"): _pod_placement(t) for t in spec.get("templates") or [] if claim in _mounts(t)}
+            if len(set(users.values())) > 1:
+                found.append(f"{r['type'].rpartition(':')[2]} {r['name']}: steps {', '.join(sorted(users))} share the "
+                             f"ReadWriteOnce claim {claim!r} but not one placement (nodeSelector, tolerations, affinity): "
+                             "the claim binds where the first runs, and a later step may have no node there")
+    return found

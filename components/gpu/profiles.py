@@ -222,15 +222,17 @@ def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
     RayCluster on every change of its cluster spec (upgradeStrategy NewCluster): while the new
     cluster starts at its minimum the old one still serves, so a step holds its minimum twice,
     and up to max + min at most."""
+    groups = {g.name: g for g in settings.gpu_groups}
     for si, svc in enumerate(settings.services):
         for v in svc.versions:
             yield (v.gpu, *replica_bounds(settings, si, v))
-            if v.tuning is not None:
-                # A tuning run (tuning/runs.py) holds one more share of the version's request while it runs.
-                yield v.gpu, 0, 1
-            if svc.pipeline is not None and v.name == svc.pipeline.base_version:
-                # A pipeline run's engine build, then its analysis, holds one share of the base version's request.
-                yield v.gpu, 0, 1
+            # A tuning run (tuning/runs.py), and a pipeline run's engine build then its analysis, on
+            # the base version: each holds one share, and its required anti-affinity to the service
+            # keeps the service's replicas off its whole node (the other slices or time-slicing
+            # replicas of that node serve other services at most), so it is counted as the node.
+            runs = (v.tuning is not None) + (svc.pipeline is not None and v.name == svc.pipeline.base_version)
+            if runs:
+                yield v.gpu, 0, runs * run_hold(groups.get(v.gpu.group), v.gpu)
     for g in settings.graphs:
         if g.placement == "ensemble":
             first = g.steps[0]
@@ -238,6 +240,14 @@ def gpu_consumers(settings: Settings) -> Iterator[tuple[GpuRequest, int, int]]:
             continue
         for step in g.steps:
             yield step.gpu, 2 * step.replicas.min, step.replicas.max + step.replicas.min
+
+
+def run_hold(group: Optional[NodeGroup], gpu: GpuRequest) -> int:
+    """Requests of `gpu`'s size one node of `group` offers: what a tuning run takes from its service."""
+    if group is None or group.gpu is None:
+        return 1
+    units = slots_per_node(group).get(gpu_scheduling(group, gpu.count, gpu.mig_profile).resource_name, 0)
+    return max(1, units // gpu.count)
 
 
 @dataclass(frozen=True)

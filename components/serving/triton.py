@@ -93,6 +93,19 @@ VERSION_NOTE = ("Version 1 of a model whose config.pbtxt the platform writes (an
 # --------------------------------------------------------------------------- plain builders
 
 
+
+# A pipeline-made version's origin, on its Deployment's metadata (not the pod template's: a
+# record, not a reason to restart pods).
+PROVENANCE_PREFIX = "inference-platform/"
+
+
+def provenance_annotations(version: Version) -> dict[str, str]:
+    p = version.provenance
+    if p is None:
+        return {}
+    return {f"{PROVENANCE_PREFIX}workflow": p.workflow, f"{PROVENANCE_PREFIX}onnx": p.onnx,
+            f"{PROVENANCE_PREFIX}onnx-sha256": p.onnx_sha256}
+
 def rollout_estimates(gpu_groups: Sequence[NodeGroup], service: Service,
                       given: Sequence[GroupEstimate]) -> dict[str, GroupEstimate]:
     """Per GPU group, the cold-start estimate given, else one from the default stage times
@@ -530,9 +543,10 @@ class TritonService(pulumi.ComponentResource):
                 "name": target,
                 "namespace": service.k8s_namespace,
                 "labels": pod_labels(service, version),
-                "annotations": hardening.skip_annotations(
-                    *hardening.triton_workloads(cpu_limit=bool(version.resources.cpu_limit))
-                ),
+                "annotations": {
+                    **hardening.skip_annotations(*hardening.triton_workloads(cpu_limit=bool(version.resources.cpu_limit))),
+                    **provenance_annotations(version),
+                },
             },
             spec=deployment_spec(
                 service,

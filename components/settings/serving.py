@@ -20,6 +20,7 @@ from inference_platform.settings.base import (
     Quantity,
     RelativePath,
     ShortName,
+    Subdomain,
     Text,
     _checked,
     _mode_settings,
@@ -28,7 +29,14 @@ from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.llm import ITL_BOUNDS_MS, TTFT_BOUNDS_MS, Llm, LlmObjectives
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
-from inference_platform.settings.tuning import TRITON_IMAGE, ServicePipeline, Tuning
+from inference_platform.settings.tuning import (
+    TRITON_IMAGE,
+    ServicePipeline,
+    Tuning,
+    TuningGoals,
+    llm_tuning_problem,
+    mig_goal_problems,
+)
 
 
 class JwtAuth(Model):
@@ -166,6 +174,17 @@ class ModelControl(Model):
         return self
 
 
+class Provenance(Model):
+    """Where a version made by the model pipeline came from (its stack-file patch records it)."""
+
+    workflow: Subdomain
+    """The Argo workflow that built and tuned it (`argo get -n <namespace> <workflow>`)."""
+    onnx: RelativePath
+    """The trained model's ONNX file in the base version's weight cache, as the workflow was given it."""
+    onnx_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of that ONNX file as the workflow read it."""
+
+
 class Version(Model):
     name: Annotated[str, _checked(grammar.dns_label, 20)]
     """Version name (DNS label): the pods' `version` label and the Istio subset."""
@@ -195,6 +214,8 @@ class Version(Model):
     """Autoscaling of this version (default: the service's)."""
     tuning: Optional[Tuning] = None
     """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
+    provenance: Optional[Provenance] = None
+    """Set by the model pipeline's patch: the workflow and the ONNX file (path and SHA-256) the version was built from, recorded as annotations on its Deployment."""
     llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
     """LLM backend the version's models run on (`tensorrtllm`, `vllm`): its LLM dashboard panels are shown, and the GPU memory alert skips its pods, since both engines reserve most GPU memory for their KV cache by design."""
     llm: Optional[Llm] = None
@@ -323,6 +344,11 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
             problems.append((vpath + ("tuning", "sdkImage"), f"required: image {v.image!r} is not tagged "
                              "<registry>/tritonserver:<YY.MM>-<flavour>, so the Triton SDK image of its release is unknown; "
                              "allowed: a Model Analyzer image of the same Triton release"))
+        problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
+    if svc.pipeline is not None:
+        base = next((v for v in svc.versions if v.name == svc.pipeline.base_version), None)
+        if base is not None:
+            problems += tuning_share_problems(base, groups, ("pipeline", "tuning"), svc.pipeline.tuning)
     if svc.mirror is not None and svc.mirror.version not in version_names:
         problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
     return problems + objective_problems(svc)
@@ -349,6 +375,21 @@ def objective_problems(svc: Service) -> list[tuple[KeyPath, str]]:
             elif value not in bounds[engine]:
                 problems.append((("llmObjectives", key), f"{value:g} ms is not a bound of {engine}'s {what} histogram, "
                                  f"so no series counts the requests within it; allowed: {', '.join(f'{b:g}' for b in bounds[engine])}"))
+    return problems
+
+
+def tuning_share_problems(version: Version, groups: Mapping[str, NodeGroup], at: KeyPath,
+                          goals: Optional[TuningGoals]) -> list[tuple[KeyPath, str]]:
+    """Tuning goals (a version's `tuning`, or a pipeline's measured on `version`) that its
+    engine or GPU share cannot honour: Model Analyzer on an LLM engine, GPU metrics on MIG."""
+    if goals is None:
+        return []
+    problems: list[tuple[KeyPath, str]] = []
+    if version.llm_backend is not None and isinstance(goals, Tuning):
+        problems.append((at, llm_tuning_problem()))
+    group = groups.get(version.gpu.group)
+    if group is not None and group.is_gpu and group.gpu.sharing.mode == "mig":
+        problems += [(at + path, why) for path, why in mig_goal_problems(goals)]
     return problems
 
 

@@ -32,7 +32,7 @@ class TuningConstraints(Model):
     min_throughput: Optional[Number] = Field(default=None, ge=0.01, le=10_000_000)
     """Configurations below this throughput (inferences per second) are not kept."""
     max_gpu_memory_mb: Optional[int] = Field(default=None, ge=1, le=1_000_000)
-    """Configurations using more GPU memory (MB) are not kept."""
+    """Configurations using more GPU memory (MB) are not kept. Not on a MIG group: Triton reports no GPU metrics there."""
 
 
 class TuningSearch(Model):
@@ -47,7 +47,7 @@ class TuningSearch(Model):
 class TuningGoals(Model):
     objectives: dict[TuningObjective, Annotated[int, Field(ge=1, le=100)]] = Field(  # type: ignore[valid-type]
         default={"throughput": 10}, min_length=1)
-    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization."""
+    """What to optimise, with relative weights 1-100: throughput, latencyP99, latencyP95, latencyAvg, gpuMemory, gpuUtilization (the last two not on a MIG group: Triton reports no GPU metrics there)."""
     constraints: TuningConstraints = TuningConstraints()
     """Limits a kept configuration must meet."""
     search: TuningSearch = TuningSearch()
@@ -56,15 +56,54 @@ class TuningGoals(Model):
     """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`)."""
 
 
+# An input name as Triton's config and Perf Analyzer's `--shape=<name>:<dims>` take it (Perf
+# Analyzer splits at the last ':', perf_analyzer src/command_line_parser.cc).
+InputName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")]
+# Perf Analyzer refuses a dimension <= 0 (command_line_parser.cc, `--shape`).
+InputDims = Annotated[list[Annotated[int, Field(ge=1, le=1 << 20)]], Field(min_length=1, max_length=8)]
+
+
 class Tuning(TuningGoals):
     model: TritonModelName
     """Triton model to tune, by its name in the version's model repository."""
+    shapes: dict[InputName, InputDims] = Field(default={}, max_length=32)
+    """The shape Perf Analyzer sends for each input with variable dims (-1) besides the batch dimension, e.g. `{input_ids: [128], attention_mask: [128]}`: the input's dims as its config lists them (without the batch dimension when max_batch_size > 0), Perf Analyzer's `--shape`. Required for every such input: Perf Analyzer cannot invent them."""
+    input_data: Literal["random", "zero"] = "random"
+    """What Perf Analyzer puts in the inputs (its `--input-data`): random bytes or zeros. Token ids need `zero`: random bytes are ids outside any vocabulary."""
     deadline_hours: Number = Field(default=6, ge=0.1, le=72)
     """Longest a run may take; then its pod is stopped and the GPU released."""
     run: int = Field(default=1, ge=1, le=1_000_000)
     """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change)."""
     sdk_image: Optional[Image] = None
     """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+
+
+# Triton reports no GPU metrics on MIG devices (triton-inference-server/server#5324, open: one
+# process enumerates one MIG device and embedded DCGM cannot attribute them), and Model Analyzer
+# in remote mode reads GPU metrics only from Triton's /metrics (monitor/remote_monitor.py); a
+# metric it never receives passes every constraint (result/constraint_manager.py
+# satisfies_constraints checks only the metrics measured). So on a MIG share these goals measure
+# nothing.
+GPU_METRIC_GOALS = {"gpuMemory", "gpuUtilization"}
+
+
+def mig_goal_problems(goals: TuningGoals) -> list[tuple[KeyPath, str]]:
+    """Goals a run on a MIG share could not measure (paths relative to the goals)."""
+    problems: list[tuple[KeyPath, str]] = []
+    if goals.constraints.max_gpu_memory_mb is not None:
+        problems.append((("constraints", "maxGpuMemoryMb"), "Triton reports no GPU memory on MIG slices, so Model Analyzer "
+                         "would pass every configuration (triton-inference-server/server#5324); allowed: no GPU-memory "
+                         "constraint on a MIG group (the slice's own memory is the limit)"))
+    for objective in sorted(GPU_METRIC_GOALS & set(goals.objectives)):
+        problems.append((("objectives", objective), "Triton reports no GPU metrics on MIG slices, so this objective would "
+                         "weigh nothing (triton-inference-server/server#5324); allowed: throughput and latency objectives"))
+    return problems
+
+
+def llm_tuning_problem() -> str:
+    return ("Model Analyzer's search over batch sizes and instance counts does not fit an LLM engine (decoupled, "
+            "in-flight batching): tune LLM versions with GenAI-Perf (time to first token, inter-token latency), "
+            "which replaces this key for them (issue 28); allowed: no tuning on a version with llmBackend")
 
 
 class BatchingPreset(Model):
@@ -126,9 +165,28 @@ class ServicePipeline(Model):
     """Model Analyzer objectives, constraints and search of the pipeline's analyse step."""
 
 
+class PipelineSubmitter(Model):
+    """Who may run a service's pipeline: a RoleBinding subject (rbac.authorization.k8s.io/v1 Subject)."""
+
+    kind: Literal["User", "Group", "ServiceAccount"]
+    """Subject kind, as the cluster's authenticator names people and groups (OIDC claims, certificates) or a ServiceAccount of CI."""
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9@._:/-]{0,252}$")]
+    """User, group or ServiceAccount name."""
+    namespace: Optional[DnsLabel] = None
+    """The ServiceAccount's namespace (kind ServiceAccount only, required there)."""
+
+    @model_validator(mode="after")
+    def _namespace_for_service_accounts(self) -> "PipelineSubmitter":
+        if (self.kind == "ServiceAccount") != (self.namespace is not None):
+            raise ValueError("namespace is required for kind ServiceAccount and allowed for no other kind")
+        return self
+
+
 class ModelPipelineSettings(Model):
     enabled: bool = False
     """Install Argo Workflows (controller only) and a WorkflowTemplate per service with `pipeline` (docs/tuning.md)."""
+    submitters: list[PipelineSubmitter] = Field(default=[], max_length=32)
+    """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
 def unknown_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[KeyPath, str]]:

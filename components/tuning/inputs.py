@@ -9,6 +9,7 @@ from inference_platform.settings.base import DnsLabel, Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import Service, pipeline_problems
+from inference_platform.settings.tuning import PipelineSubmitter
 from inference_platform.weights.inputs import WeightsRef, missing_weights
 
 
@@ -23,6 +24,8 @@ class ModelPipelineInputs(Model):
     """Per service namespace, its weight caches: the ONNX model is read from, and the new version written to, the base version's cache."""
     priority_class: Optional[NameInput] = None
     """PriorityClass of the GPU steps (the platform's `gpu-tuning`: below serving, preempting nothing); without one they have the default priority."""
+    submitters: list[PipelineSubmitter] = []
+    """Subjects bound to each pipeline's submit Role (`<service>-pipeline-submit`: run the service's template, follow its workflows)."""
     system_node_selector: Labels = {}
     """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 

@@ -11,10 +11,12 @@ platform makes itself, per service.
 Per service with `pipeline`, in the service's namespace (beside its weight cache's claim or
 S3 Secret, weights.py): a ServiceAccount for the workflow pods with a Role allowing exactly
 what Argo's executor needs (docs/workflow-rbac.md at v4.0.6: workflowtaskresults create and
-patch), and the WorkflowTemplate `<service>-pipeline` with two arguments, `version` (the new
+patch), a Role `<service>-pipeline-submit` for the people and CI who run it (bound to
+`modelPipeline.submitters`), and the WorkflowTemplate `<service>-pipeline` with two arguments, `version` (the new
 version's name) and `onnx` (the trained model's ONNX file, a path in the base version's
 cache). Its steps, each a pod, share a work volume (an ephemeral claim of the workflow: an
-emptyDir would not outlive its pod):
+emptyDir would not outlive its pod), and all run on the base version's GPU group (the claim
+binds where the first runs):
 
 1. export (rclone): checks the arguments and that `<repositoryPrefix>/<version>/` is still
    empty, copies the ONNX file from the cache (the claim read-only, or S3 with the weights
@@ -48,6 +50,7 @@ from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
 from inference_platform.core.common import (
     COMPONENT_KEY,
+    from_namespace,
     helm_release,
     init_component,
     namespace,
@@ -62,7 +65,7 @@ from inference_platform.serving.triton_server import analysis_server
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.serving import Service, Version
-from inference_platform.settings.tuning import ServicePipeline, TuningGoals
+from inference_platform.settings.tuning import PipelineSubmitter, ServicePipeline, TuningGoals
 from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.runs import (
     ANALYZER_CONFIG,
@@ -93,6 +96,7 @@ PIPELINE_LABEL = "inference-platform/pipeline"
 STEPS = ("export", "build", "analyze", "publish", "upload")
 VERSION_ARG = "{{workflow.parameters.version}}"
 ONNX_ARG = "{{workflow.parameters.onnx}}"
+WORKFLOW_NAME_ARG = "{{workflow.name}}"
 ONNX_FILE = f"{WORK_DIR}/model.onnx"
 REPOSITORY_DIR = f"{WORK_DIR}/repository"
 PATCH_FILE = f"{WORK_DIR}/stack-patch.json"
@@ -181,6 +185,21 @@ def argo_values(system_node_selector: Optional[dict[str, str]] = None) -> dict[s
         # The init and wait containers of every workflow pod: the executor image built to run as non-root.
         "executor": {"image": {"tag": f"{versions.ARGO_WORKFLOWS_VERSION}-nonroot"}, "securityContext": restricted_security_context()},
     }, system_node_selector or {}, "controller.nodeSelector")
+
+
+# The controller's Prometheus metrics: on by default (argo-workflows config/config.go
+# MetricsConfig.Enabled, "Default is true"; docs/metrics.md: port 9090, path /metrics), and the
+# chart's controller container declares that port whatever its metricsConfig says (argo-workflows
+# 1.0.18 templates/controller/workflow-controller-deployment.yaml, values controller.metricsConfig.port).
+CONTROLLER_METRICS_PORT = 9090
+
+
+def argo_network_policy_spec(monitoring_namespace: str = ep.MONITORING_NAMESPACE) -> dict[str, Any]:
+    """In namespace `argo`, only Prometheus may reach anything, and only the controller's metrics
+    port: the controller is called by no one else (it watches and writes through the API server)."""
+    return {"podSelector": {}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": from_namespace(monitoring_namespace),
+                         "ports": [{"protocol": "TCP", "port": CONTROLLER_METRICS_PORT}]}]}
 
 
 # --------------------------------------------------------------------------- the engine
@@ -286,19 +305,24 @@ def templates(service: Service, group: NodeGroup, weights: WeightsRef,
 
     patch = [f"--patch={PATCH_FILE}", f"--service={service.name}", f"--base-version={base.name}", f"--version={VERSION_ARG}",
              f"--cache={base.model_repository.cache}", f"--path={pipeline.repository_prefix.strip('/')}/{VERSION_ARG}",
-             f"--weight={pipeline.canary_weight}"]
+             f"--weight={pipeline.canary_weight}",
+             # Provenance the patch records on the new version (Argo's global variables, docs/variables.md).
+             f"--workflow={WORKFLOW_NAME_ARG}", f"--onnx={ONNX_ARG}", f"--onnx-file={ONNX_FILE}"]
     publish = publish_container(sdk, publish_args(pipeline.model, config_tag(VERSION_ARG), pipeline.tuning.keep,
                                                   f"{REPOSITORY_DIR}/{pipeline.model}") + patch, [])
 
-    # The GPU steps on the base version's group, on the terms of a tuning run.
-    gpu = gpu_placement(service, base, group, priority_class)
+    # Every step on the base version's group, on the terms of a tuning run: the work claim is
+    # ReadWriteOnce and binds where its first pod runs (WaitForFirstConsumer: node-local or zonal
+    # storage), so a step placed elsewhere could leave the GPU steps nowhere to go. Only build
+    # and analyze request a GPU.
+    placement = gpu_placement(service, base, group, priority_class)
     steps = [
         # Argo names each template's container `main`.
-        {"name": "export", "container": export},
-        {"name": "build", "container": build, **gpu},
-        {"name": "analyze", "container": analyze, "sidecars": [server], **gpu},
-        {"name": "publish", "container": publish},
-        {"name": "upload", "container": upload, "outputs": {"parameters": [
+        {"name": "export", "container": export, **placement},
+        {"name": "build", "container": build, **placement},
+        {"name": "analyze", "container": analyze, "sidecars": [server], **placement},
+        {"name": "publish", "container": publish, **placement},
+        {"name": "upload", "container": upload, **placement, "outputs": {"parameters": [
             {"name": "stack-patch", "globalName": "stack-patch", "valueFrom": {"path": PATCH_FILE},
              "description": "The stack-file patch adding the new version as a canary (platformctl patch applies it)."}]}},
     ]
@@ -351,6 +375,22 @@ def tools_name(service: Service, data: dict[str, str]) -> str:
     return f"{pipeline_name(service)}-{digest}"
 
 
+# What a person or CI needs to run one pipeline through the Kubernetes API (no Argo Server):
+# Argo's own "just enough permissions to submit a workflow template" (manifests/quick-start/base/
+# webhooks/submit-workflow-template-role.yaml: workflowtemplates get, workflows create; its
+# workfloweventbindings list serves webhooks only), plus workflows get, list and watch for
+# `argo submit --wait` and `argo get @latest`. Only this service's template.
+def submit_rules(template: str) -> list[dict]:
+    return [{"apiGroups": ["argoproj.io"], "resources": ["workflowtemplates"], "resourceNames": [template], "verbs": ["get"]},
+            {"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "get", "list", "watch"]}]
+
+
+def submit_subjects(submitters: list[PipelineSubmitter]) -> list[dict]:
+    """RoleBinding subjects (rbac.authorization.k8s.io/v1: apiGroup for User and Group, namespace for ServiceAccount)."""
+    return [{"kind": s.kind, "name": s.name, "namespace": s.namespace} if s.kind == "ServiceAccount"
+            else {"kind": s.kind, "name": s.name, "apiGroup": "rbac.authorization.k8s.io"} for s in submitters]
+
+
 # What Argo's executor needs of the API and nothing more (docs/workflow-rbac.md, v4.0.6): each
 # pod's wait container reports its step's outputs and progress as a WorkflowTaskResult.
 EXECUTOR_RULES = [{"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]}]
@@ -375,23 +415,23 @@ class ModelPipeline(pulumi.ComponentResource):
         init_component(self, "ModelPipeline", name, opts)
         argo_namespace = namespace(f"{name}-namespace", NAMESPACE, resource_opts(self), app=RELEASE, pod_security="restricted")
         in_namespace = resource_opts(self, depends_on=[argo_namespace])
-        # Nothing calls the controller: it only watches and writes through the API server.
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": RELEASE, "namespace": NAMESPACE, "labels": standard_labels(RELEASE)},
-            spec={"podSelector": {}, "policyTypes": ["Ingress"]}, opts=in_namespace)
+            spec=argo_network_policy_spec(), opts=in_namespace)
         self.release = helm_release(f"{name}-release", RELEASE, versions.ARGO_WORKFLOWS, NAMESPACE, argo_values(a.system_node_selector), in_namespace)
         groups = {g.name: g for g in a.gpu_groups}
         refs: dict[str, pulumi.Input[str]] = {}
         for service in a.services:
             group = groups[base_version(service).gpu.group]
-            template = self._pipeline(name, service, group, a.weights[service.k8s_namespace], a.priority_class)
+            template = self._pipeline(name, service, group, a.weights[service.k8s_namespace], a.priority_class, a.submitters)
             refs[service.name] = pulumi.Output.concat(service.k8s_namespace, "/", template.metadata["name"])
         self.workflow_templates = pulumi.Output.all(**refs) if refs else pulumi.Output.from_input({})
         self.register_outputs({"workflowTemplates": self.workflow_templates})
 
     def _pipeline(self, name: str, service: Service, group: NodeGroup, weights: WeightsRef,
-                  priority_class: Optional[pulumi.Input[str]]) -> k8s.apiextensions.CustomResource:
+                  priority_class: Optional[pulumi.Input[str]],
+                  submitters: list[PipelineSubmitter]) -> k8s.apiextensions.CustomResource:
         ns, own = service.k8s_namespace, pipeline_name(service)
         logical = f"{name}-{service.name}"
         labels = standard_labels(own, **{COMPONENT_KEY: COMPONENT, PIPELINE_LABEL: service.name})
@@ -403,6 +443,13 @@ class ModelPipeline(pulumi.ComponentResource):
             f"{logical}-rolebinding", metadata=meta,
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
             subjects=[{"kind": "ServiceAccount", "name": account.metadata["name"], "namespace": ns}], opts=opts)
+        submit = {**meta, "name": f"{own}-submit"}
+        submit_role = k8s.rbac.v1.Role(f"{logical}-submitters", metadata=submit, rules=submit_rules(own), opts=opts)
+        if submitters:
+            k8s.rbac.v1.RoleBinding(
+                f"{logical}-submitters-binding", metadata=submit,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": submit_role.metadata["name"]},
+                subjects=submit_subjects(submitters), opts=opts)
         k8s.networking.v1.NetworkPolicy(f"{logical}-networkpolicy", metadata=meta,
                                         spec=pipeline_network_policy_spec(service), opts=opts)
         data = config_map_data(service.pipeline)

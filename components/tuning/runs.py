@@ -25,11 +25,15 @@ not, and does nothing; a change makes a new Job (a replacement under a new name)
 removes the old one with its pods. A finished Job stays: a TTL would delete it, a refresh
 would see it gone and the next `up` would run it again.
 
-Whose GPUs: the run never takes a GPU from serving.
+Whose GPUs: the run never takes a GPU share from serving.
 - The device plugin hands out GPUs (whole, MIG slices or time-slicing replicas) exclusively,
-  and a required pod anti-affinity keeps the run off every node where the service's replicas
-  run (and, anti-affinity being symmetric, keeps new replicas off its node), so with
-  time-slicing or MPS it never shares a physical GPU with a serving replica.
+  and a required pod anti-affinity keeps the run off every node where its own service's
+  replicas run (and, anti-affinity being symmetric, keeps that service's new replicas off its
+  node), so with time-slicing or MPS it never shares a physical GPU with its own service.
+  Other services' replicas on the same group may share the node's GPUs (time-slicing, MPS) or
+  its other MIG slices: their load can disturb the measurements there.
+- Its service loses the run's whole node meanwhile: the capacity check counts the run as one
+  node's worth of the version's request (gpu/profiles.py run_hold), not one share.
 - Its priority class (`gpu-tuning`, below serving, `preemptionPolicy: Never`) lets it
   preempt nothing: with no spare GPU it stays Pending until the cluster autoscaler adds a
   node (the group's maxNodes must leave room: capacity checks count the run). A serving
@@ -60,7 +64,7 @@ from inference_platform.core.common import (
 from inference_platform.gpu.profiles import gpu_scheduling
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.serving import Service, Version
-from inference_platform.settings.tuning import TRITON_IMAGE, TUNING_OBJECTIVES, TuningGoals
+from inference_platform.settings.tuning import TRITON_IMAGE, TUNING_OBJECTIVES, Tuning, TuningGoals
 
 WORK_DIR = "/work"
 TOOLS_DIR = "/opt/inference-platform"
@@ -118,6 +122,21 @@ def analyzer_image(version: Version) -> str:
 # --------------------------------------------------------------------------- Model Analyzer
 
 
+def perf_analyzer_flags(goals: TuningGoals) -> dict[str, Any]:
+    """What Perf Analyzer sends a tuned version's model: Model Analyzer's `perf_analyzer_flags`
+    (config_command_profile.py; `shape` and `input-data` are its additive keys, a list renders
+    one `--shape=<name>:<d1>,<d2>` per item: perf_analyzer/perf_config.py)."""
+    if not isinstance(goals, Tuning):
+        return {}
+    flags: dict[str, Any] = {}
+    if goals.shapes:
+        # By name: the config (and the run's name) must not depend on how the stack file orders them.
+        flags["shape"] = [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in sorted(goals.shapes.items())]
+    if goals.input_data != "random":
+        flags["input-data"] = goals.input_data
+    return flags
+
+
 def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
     """Model Analyzer's `profile` config (YAML keys as config_command_profile.py defines them)."""
     c = goals.constraints
@@ -149,6 +168,9 @@ def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
     }
     if constraints:
         config["constraints"] = constraints
+    flags = perf_analyzer_flags(goals)
+    if flags:
+        config["perf_analyzer_flags"] = flags
     return config
 
 
@@ -245,15 +267,25 @@ def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Inpu
 
 # Version settings a run does not read (`llm`: LLM versions are not tuned by Model Analyzer, and
 # a key a run does not read must not rename, and so rerun, every run when it is added).
-SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend", "llm"}
+SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend", "llm",
+                "provenance"}
+
+
+# Tuning keys added after runs were named, left out of the hash at their defaults, so that an
+# upgrade does not run every unchanged tuning again (their values reach the run through its
+# config anyway).
+LATER_TUNING_DEFAULTS = {"shapes": {}, "input_data": "random"}
 
 
 def run_inputs(service: Service, version: Version, group: NodeGroup, files: Mapping[str, str]) -> dict:
     """Everything a run depends on; its hash names the Job."""
+    settings = version.model_dump(mode="json", exclude=SERVING_ONLY)
+    if settings.get("tuning"):
+        settings["tuning"] = {k: v for k, v in settings["tuning"].items() if LATER_TUNING_DEFAULTS.get(k, ...) != v}
     return {
         "service": service.name, "namespace": service.k8s_namespace,
         # All of the version but what only serving uses (traffic, replicas, the config it serves).
-        "version": version.model_dump(mode="json", exclude=SERVING_ONLY), "files": dict(files),
+        "version": settings, "files": dict(files),
         # The GPU the run measures on: the model and, with MIG, the slices (not how many time-slicing
         # replicas or GPUs per node the group has).
         "gpuModel": group.gpu.model, "sharing": group.gpu.sharing.mode,

@@ -7,6 +7,7 @@ never overwrite a version and end in the canary patch."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -115,7 +116,10 @@ def test_argo_runs_its_controller_alone_from_the_pinned_chart(demo, reference):
     (namespace,) = [d for d in objects(demo, "Namespace") if d["metadata"]["name"] == "argo"]
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     (deny,) = [d for d in objects(demo, "NetworkPolicy") if d["metadata"]["namespace"] == "argo"]
-    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    # Only Prometheus, on the controller's metrics port (tests/plan/test_pipeline_access.py).
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"protocol": "TCP", "port": 9090}]}]}
     # The WorkflowTemplate waits for the release that installs its CRD.
     template = demo.get("kubernetes:argoproj.io/v1alpha1:WorkflowTemplate", "demo-dev-pipeline-resnet-workflowtemplate")
     assert release.urn in template.depends_on
@@ -135,8 +139,8 @@ def test_the_charts_workflow_namespaces_only_place_its_own_workflow_rbac(referen
 
 
 def test_rbac_is_exactly_what_the_executor_needs(demo, demo_template):
-    (role,) = objects(demo, "Role")
-    (binding,) = objects(demo, "RoleBinding")
+    (role,) = [r for r in objects(demo, "Role") if r["metadata"]["name"] == "resnet-pipeline"]
+    (binding,) = [b for b in objects(demo, "RoleBinding") if b["roleRef"]["name"] == "resnet-pipeline"]
     (account,) = [a for a in objects(demo, "ServiceAccount") if a["metadata"]["name"] == "resnet-pipeline"]
     assert role["rules"] == EXECUTOR_RULES
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == account["metadata"]["namespace"] == "resnet"
@@ -332,9 +336,11 @@ def publish_and_upload(template: dict, tmp: Path, **run) -> tuple[int, subproces
     (work / "repository" / "resnet50" / "1" / "model.plan").write_bytes(b"engine")
     (work / "repository" / "resnet50" / "config.pbtxt").write_text('name: "resnet50"\nplatform: "tensorrt_plan"\n')
     analyzer_output(work)
+    (work / "model.onnx").write_bytes(b"onnx weights")
     command = steps["publish"]["container"]["command"]
     assert command[:3] == ["python3", "-m", "model_tools.publish"]
-    args = [a.replace(pipeline.VERSION_ARG, "v3").replace(tuning.WORK_DIR, str(work)) for a in command[3:]]
+    args = [a.replace(pipeline.VERSION_ARG, "v3").replace(pipeline.WORKFLOW_NAME_ARG, "resnet-pipeline-x7k2q")
+            .replace(pipeline.ONNX_ARG, "resnet/training/model.onnx").replace(tuning.WORK_DIR, str(work)) for a in command[3:]]
     code = publish.main(args)
     return code, run_step(steps["upload"]["container"], tmp, {"version": "v3"}, **run)
 
@@ -343,7 +349,10 @@ def test_publish_and_upload_write_a_new_version_and_print_its_canary_patch(demo_
     (tmp_path / "cache" / "resnet" / "v2").mkdir(parents=True)
     code, upload = publish_and_upload(demo_template, tmp_path)
     assert code == 0 and upload.returncode == 0, upload.stderr
-    patch = canary_patch("resnet", "v2", "v3", "fileShare", "resnet/v3", "tuned-v3-1", 10)
+    # sha256 of b"onnx weights": the file the workflow copied, named with the workflow that built it.
+    provenance = {"workflow": "resnet-pipeline-x7k2q", "onnx": "resnet/training/model.onnx",
+                  "onnxSha256": hashlib.sha256(b"onnx weights").hexdigest()}
+    patch = canary_patch("resnet", "v2", "v3", "fileShare", "resnet/v3", "tuned-v3-1", 10, provenance)
     assert json.loads(upload.stdout) == patch
     assert json.loads((tmp_path / "work" / "stack-patch.json").read_text()) == patch
     # Promotion: `platformctl patch` applies it to the stack file that declared the pipeline.
@@ -354,6 +363,7 @@ def test_publish_and_upload_write_a_new_version_and_print_its_canary_patch(demo_
     assert (versions_["v2"]["weight"], versions_["v3"]["weight"]) == (0, 10)
     assert versions_["v3"]["modelRepository"] == {"cache": "fileShare", "path": "resnet/v3"}
     assert versions_["v3"]["modelConfigName"] == "tuned-v3-1" and versions_["v3"]["image"] == versions_["v2"]["image"]
+    assert versions_["v3"]["provenance"] == provenance
     published = tmp_path / "cache" / "resnet" / "v3" / "resnet50"
     assert (published / "1" / "model.plan").read_bytes() == b"engine"
     best = parse_model_config((published / "configs" / "tuned-v3-1.pbtxt").read_text(), "best")
@@ -420,7 +430,8 @@ def test_a_stack_without_pipelines_has_no_argo():
 def test_a_pipeline_without_argo_is_one_line(tmp_path):
     text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
     stack_file = tmp_path / "Pulumi.demo-dev.yaml"
-    stack_file.write_text(text.replace("  inference-platform:modelPipeline:\n    enabled: true\n", ""))
+    stack_file.write_text(text.replace("  inference-platform:modelPipeline:\n    enabled: true\n",
+                                       "  inference-platform:modelPipeline:\n    enabled: false\n"))
     result = subprocess.run([sys.executable, "-m", "platformctl", "plan", "demo-dev", "--stack-file", str(stack_file),
                              "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2

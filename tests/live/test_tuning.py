@@ -204,7 +204,12 @@ def test_model_analyzer_accepts_every_config_the_stacks_render(demo, acme):
         "unknown key": yaml.safe_dump({**one, "objective": {"perf_throughput": 1}}),
         "unknown objective": yaml.safe_dump({**one, "objectives": {"throughput": 1}}),
         "launch mode": yaml.safe_dump({**one, "triton_launch_mode": "kubernetes"}),
+        "unknown perf_analyzer flag": yaml.safe_dump({**one, "perf_analyzer_flags": {"shapes": ["input_ids:128"]}}),
     }
+    # acme-prod's text model sends Perf Analyzer shapes and zeros: those keys are checked too.
+    (embed,) = [yaml.safe_load(text) for name, text in rendered.items() if name.startswith("tune-embed-v1")]
+    assert embed["perf_analyzer_flags"] == {"shape": ["attention_mask:128", "input_ids:128", "token_type_ids:128"],
+                                            "input-data": "zero"}
     answer = model_analyzer_check({**rendered, **broken})
     assert {name: answer["results"][name] for name in rendered} == {name: "ok" for name in rendered}
     for case in broken:
