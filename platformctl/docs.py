@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from inference_platform.core import chart_hardening, hardening
 from inference_platform.core import driver_support as support
+from inference_platform.core import hardening
 from inference_platform.core.versions import GPU_DRIVER_VERSION
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.stack import Settings
@@ -20,8 +20,6 @@ OS_BEGIN = "<!-- os-support:begin -->"
 OS_END = "<!-- os-support:end -->"
 HARDENING_BEGIN = "<!-- hardening:begin -->"
 HARDENING_END = "<!-- hardening:end -->"
-CHART_HARDENING_BEGIN = "<!-- chart-hardening:begin -->"
-CHART_HARDENING_END = "<!-- chart-hardening:end -->"
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -127,8 +125,7 @@ def _between(text: str, begin: str, end: str, body: str) -> str:
 GENERATED_PAGES = {
     "docs/reference.md": ((BEGIN, END, reference),),
     "docs/gpu.md": ((OS_BEGIN, OS_END, os_support),),
-    "docs/policies.md": ((HARDENING_BEGIN, HARDENING_END, hardening.reference),
-                         (CHART_HARDENING_BEGIN, CHART_HARDENING_END, chart_hardening.reference)),
+    "docs/policies.md": ((HARDENING_BEGIN, HARDENING_END, hardening.reference),),
 }
 
 

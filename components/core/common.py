@@ -87,23 +87,6 @@ def from_namespace(namespace: str) -> list[dict]:
     return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]
 
 
-def ui_network_policy_spec(pod_labels: dict[str, str], ui_port: int, gateway_namespace: str,
-                           gateway_labels: dict[str, str], metrics_port: int, monitoring_namespace: str) -> dict:
-    """Ingress to an internet-facing UI (Grafana, Kiali) from the ingress gateway's pods on its
-    port and from the monitoring namespace on its metrics port, nothing else. The kubelet's
-    probes come from the node, which NetworkPolicy always admits."""
-    peer = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gateway_namespace}},
-             "podSelector": {"matchLabels": dict(gateway_labels)}}]
-    return {
-        "podSelector": {"matchLabels": dict(pod_labels)},
-        "policyTypes": ["Ingress"],
-        "ingress": [
-            {"from": peer, "ports": [{"protocol": "TCP", "port": ui_port}]},
-            {"from": from_namespace(monitoring_namespace), "ports": [{"protocol": "TCP", "port": metrics_port}]},
-        ],
-    }
-
-
 
 def namespace(
     logical_name: str,

@@ -24,8 +24,6 @@ PLATFORM_NAMESPACES = frozenset({
 ISTIO_BASE_RELEASE = "istio-base"
 ISTIOD_RELEASE = "istiod"
 GATEWAY_RELEASE = "istio-ingressgateway"
-# The label the gateway chart gives its pods (gateway 1.30 templates: `istio: <release without istio->`).
-GATEWAY_POD_SELECTOR = {"istio": GATEWAY_RELEASE.removeprefix("istio-")}
 JAEGER_RELEASE = "jaeger"
 KIALI_RELEASE = "kiali"
 KUBE_PROMETHEUS_RELEASE = "kube-prometheus-stack"

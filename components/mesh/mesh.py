@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 from inference_platform.args import MeshArgs
 from inference_platform.core import common, versions
 from inference_platform.core import endpoints as ep
-from inference_platform.core.common import init_component, resource_opts, standard_labels, ui_network_policy_spec, with_node_selector
+from inference_platform.core.common import init_component, resource_opts, standard_labels, with_node_selector
 from inference_platform.mesh.inputs import MeshInputs
 from inference_platform.mesh.ref import GATEWAY, INGRESS_PRINCIPAL, MeshRef
 from inference_platform.settings.component_args import validated
@@ -34,12 +34,10 @@ from inference_platform.timing.readiness import chart_timeout
 
 TRACING_PROVIDER = "jaeger-otel"
 # The gateway chart labels its pods app=<release>, istio=<release without "istio-">.
-INGRESS_SELECTOR = ep.GATEWAY_POD_SELECTOR
+INGRESS_SELECTOR = {"istio": ep.GATEWAY_RELEASE.removeprefix("istio-")}
 JAEGER_DATA_CLAIM = "jaeger-data"
 JAEGER_DATA_PATH = "/badger"
 # In-cluster URLs of the mesh's UIs, exported when the mesh is installed.
-# kiali-server 2.29.0 templates/deployment.yaml: the http-metrics port, server.observability.metrics.port default 9090.
-KIALI_METRICS_PORT = 9090
 MESH_URLS = {"kiali": ep.KIALI_URL, "jaeger": ep.JAEGER_QUERY_URL}
 
 
@@ -183,12 +181,7 @@ def jaeger_config() -> dict[str, Any]:
 
 
 def jaeger_values(a: MeshInputs) -> dict[str, Any]:
-    values: dict[str, Any] = {"jaeger": {
-        "image": {"tag": versions.JAEGER_IMAGE_TAG},
-        # The all-in-one stores traces itself and never calls the Kubernetes API (jaeger 4.11.1
-        # values.yaml jaeger.serviceAccount.automountServiceAccountToken).
-        "serviceAccount": {"automountServiceAccountToken": False},
-    }}
+    values: dict[str, Any] = {"jaeger": {"image": {"tag": versions.JAEGER_IMAGE_TAG}}}
     if a.mesh.jaeger_storage == "persistent":
         values["userconfig"] = jaeger_config()
         values["jaeger"]["extraVolumes"] = [
@@ -341,16 +334,7 @@ class Mesh(pulumi.ComponentResource):
                 )
             )
         release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(a), *jaeger_deps)
-        kiali = release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(a), istiod)
-        # Kiali is internet-facing (ui.kiali): only the gateway reaches its API port, only
-        # Prometheus its metrics port (kiali-server 2.29.0 deployment.yaml: api-port, http-metrics).
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-kiali-networkpolicy",
-            metadata={"name": "kiali", "namespace": ep.ISTIO_NAMESPACE, "labels": standard_labels("kiali")},
-            spec=ui_network_policy_spec({"app.kubernetes.io/name": "kiali"}, ep.KIALI_SERVICE_PORT, ep.ISTIO_NAMESPACE,
-                                        ep.GATEWAY_POD_SELECTOR, KIALI_METRICS_PORT, ep.MONITORING_NAMESPACE),
-            opts=resource_opts(self, depends_on=[kiali]),
-        )
+        release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(a), istiod)
 
         self.crds = base
         self.injector = istiod

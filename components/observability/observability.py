@@ -53,7 +53,6 @@ GRAPHS_DASHBOARD = "graphs"
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
-GRAFANA_PORT = 3000
 # Grafana's OIDC client secret; Grafana reads it from the environment (GF_<SECTION>_<KEY>),
 # so it stays out of the Helm values and grafana.ini.
 GRAFANA_OIDC_SECRET = "grafana-oidc"
@@ -134,8 +133,6 @@ def grafana_values(a: ObservabilityInputs) -> dict[str, Any]:
             }
         },
         "additionalDataSources": datasources(a.mesh_urls),
-        # The chart's `helm test` pod, which a Pulumi release never runs (grafana values.yaml testFramework).
-        "testFramework": {"enabled": False},
     }
     ini = grafana_ini(a)
     if ini:
@@ -522,17 +519,6 @@ class Observability(pulumi.ComponentResource):
             alertmanager_secret,
         )
         release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(a.system_node_selector), stack)
-        # Grafana is internet-facing (ui.grafana): only the gateway and Prometheus (its
-        # ServiceMonitor) reach its one port (grafana 12.11.1 chart: container port 3000, which
-        # also serves /metrics).
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-grafana-networkpolicy",
-            metadata=meta("grafana", "grafana"),
-            spec=common.ui_network_policy_spec(
-                {"app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": ep.KUBE_PROMETHEUS_RELEASE},
-                GRAFANA_PORT, ep.ISTIO_NAMESPACE, ep.GATEWAY_POD_SELECTOR, GRAFANA_PORT, ep.MONITORING_NAMESPACE),
-            opts=opts_(stack),
-        )
 
         loki_deps: list[pulumi.Resource] = []
         if a.observability.loki_storage == "s3":

@@ -34,7 +34,7 @@ FREE_FORM = {
         "grafana.additionalDataSources",
         # Grafana subchart values (not in the parent chart's values.yaml); checked against the
         # grafana chart in test_grafana_values_exist_in_the_grafana_subchart.
-        "grafana.grafana.ini", "grafana.envValueFrom", "grafana.testFramework",
+        "grafana.grafana.ini", "grafana.envValueFrom",
         # A kube-state-metrics subchart value (not in the parent chart's values.yaml).
         "kube-state-metrics.metricLabelsAllowlist",
         # Subchart values (grafana 12.11.1, kube-state-metrics: `nodeSelector: {}` in their values.yaml).
