@@ -40,6 +40,10 @@ HARDENING: dict[str, dict[str, Any]] = {
         "prometheus-node-exporter.resources": _resources("50m", "32Mi", "250m", "128Mi"),
         "prometheusOperator.resources": _resources("100m", "128Mi", "500m", "512Mi"),
         "prometheusOperator.admissionWebhooks.patch.resources": _resources("10m", "32Mi", "100m", "64Mi"),
+        # kube-prometheus-stack 88.5.3 values.yaml prometheusOperator.admissionWebhooks.patch.securityContext
+        # (uid 2000 by default): kube-webhook-certgen writes only through the API, so nobody's uid will do.
+        "prometheusOperator.admissionWebhooks.patch.securityContext.runAsUser": 65534,
+        "prometheusOperator.admissionWebhooks.patch.securityContext.runAsGroup": 65534,
     },
     # prometheus-adapter 5.3.0 values.yaml `resources`.
     versions.PROMETHEUS_ADAPTER.name: {"resources": _resources("100m", "128Mi", "1", "512Mi")},
