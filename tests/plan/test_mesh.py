@@ -30,8 +30,9 @@ FREE_FORM = {
                                # templates/deployment.yaml copies deployment.resources verbatim.
                                "deployment.resources.limits.cpu"}),
     # The chart writes userconfig verbatim as Jaeger's configuration file, and podSecurityContext
-    # verbatim as the pod's securityContext (templates/jaeger/jaeger-deploy.yaml).
-    versions.JAEGER: frozenset({"userconfig", "jaeger.podSecurityContext.runAsNonRoot",
+    # verbatim as the pod's securityContext, and jaeger.resources, which values.yaml does not list
+    # (templates/jaeger/jaeger-deploy.yaml).
+    versions.JAEGER: frozenset({"userconfig", "jaeger.resources", "jaeger.podSecurityContext.runAsNonRoot",
                                 "jaeger.podSecurityContext.seccompProfile"}),
     # Pod annotations are free-form (the chart copies the map onto the pod template).
     versions.ISTIO_GATEWAY: frozenset({"podAnnotations"}),
