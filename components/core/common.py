@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from inference_platform.core.aliases import component_aliases
+from inference_platform.core.chart_hardening import hardened
 from inference_platform.core.versions import Chart
 
 PART_OF = "inference-platform"
@@ -87,6 +88,19 @@ def from_namespace(namespace: str) -> list[dict]:
     return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]
 
 
+def from_pods(namespace: str, labels: dict[str, str]) -> dict:
+    """A NetworkPolicy peer: the pods of `namespace` that carry `labels`."""
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "podSelector": {"matchLabels": dict(labels)}}
+
+
+def ingress_only_spec(selector: dict[str, str], rules: list[tuple[int, list[dict]]]) -> dict[str, Any]:
+    """A NetworkPolicy spec that admits to the pods with `selector` only each rule's TCP port
+    from its peers (no rule: nothing), and leaves their egress open."""
+    return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": port}]} for port, peers in rules]}
+
+
 
 def namespace(
     logical_name: str,
@@ -115,7 +129,8 @@ def helm_release(
     opts: pulumi.ResourceOptions,
     timeout_seconds: Optional[int] = None,
 ) -> k8s.helm.v3.Release:
-    """A Helm release of a pinned chart (versions.py) under a fixed release name.
+    """A Helm release of a pinned chart (versions.py) under a fixed release name, its values
+    over what the chart lets us harden (core/chart_hardening.py).
 
     `timeout_seconds` is how long Helm waits for the release's workloads (default 300);
     readiness.release_timeout gives it for charts whose pods wait for new nodes.
@@ -127,7 +142,7 @@ def helm_release(
         version=chart.version,
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
         namespace=namespace_name,
-        values=values,
+        values=hardened(chart.name, values),
         timeout=timeout_seconds,
         opts=opts,
     )

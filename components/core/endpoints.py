@@ -24,6 +24,9 @@ PLATFORM_NAMESPACES = frozenset({
 ISTIO_BASE_RELEASE = "istio-base"
 ISTIOD_RELEASE = "istiod"
 GATEWAY_RELEASE = "istio-ingressgateway"
+# The gateway chart labels its pods app=<release>, istio=<release without "istio-"> (gateway 1.30.3
+# templates/deployment.yaml).
+INGRESS_POD_LABELS = {"istio": GATEWAY_RELEASE.removeprefix("istio-")}
 JAEGER_RELEASE = "jaeger"
 KIALI_RELEASE = "kiali"
 KUBE_PROMETHEUS_RELEASE = "kube-prometheus-stack"
@@ -49,6 +52,14 @@ GRAFANA_SERVICE_HOST = in_cluster_host(f"{KUBE_PROMETHEUS_RELEASE}-grafana", MON
 GRAFANA_SERVICE_PORT = 80
 KIALI_SERVICE_HOST = in_cluster_host(KIALI_RELEASE, ISTIO_NAMESPACE)
 KIALI_SERVICE_PORT = 20001
+# The UIs' pods and the ports their NetworkPolicies admit: grafana 12.11.1 grafana.selectorLabels
+# (name, release) and container port 3000 (values.yaml service.targetPort: the UI, and /metrics the
+# chart's ServiceMonitor scrapes); kiali-server 2.29.0 kiali-server.selectorLabels (name,
+# fullname = instance_name) and server.observability.metrics.port 9090 (values.yaml).
+GRAFANA_POD_LABELS = {"app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": KUBE_PROMETHEUS_RELEASE}
+GRAFANA_CONTAINER_PORT = 3000
+KIALI_POD_LABELS = {"app.kubernetes.io/name": "kiali", "app.kubernetes.io/instance": KIALI_RELEASE}
+KIALI_METRICS_PORT = 9090
 
 # Jaeger v2 all-in-one: one Service named after the release (OTLP 4317, query 16686/16685).
 JAEGER_HOST = in_cluster_host(JAEGER_RELEASE, ISTIO_NAMESPACE)

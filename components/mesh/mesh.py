@@ -33,8 +33,7 @@ from inference_platform.settings.serving import Service
 from inference_platform.timing.readiness import chart_timeout
 
 TRACING_PROVIDER = "jaeger-otel"
-# The gateway chart labels its pods app=<release>, istio=<release without "istio-">.
-INGRESS_SELECTOR = {"istio": ep.GATEWAY_RELEASE.removeprefix("istio-")}
+INGRESS_SELECTOR = ep.INGRESS_POD_LABELS
 JAEGER_DATA_CLAIM = "jaeger-data"
 JAEGER_DATA_PATH = "/badger"
 # In-cluster URLs of the mesh's UIs, exported when the mesh is installed.
@@ -238,6 +237,14 @@ def kiali_values(a: MeshInputs) -> dict[str, Any]:
     return with_node_selector(values, a.system_node_selector, "deployment.node_selector")
 
 
+def kiali_network_policy_spec(a: MeshInputs) -> dict[str, Any]:
+    """Kiali's UI port admits the ingress gateway when the gateway serves Kiali's host
+    (`ui.kiali`), and nothing else: no Prometheus scrapes Kiali, and a port-forward does not
+    pass through NetworkPolicy. Egress stays open (the API server, Prometheus, istiod, Jaeger)."""
+    rules = [(ep.KIALI_SERVICE_PORT, [common.from_pods(ep.ISTIO_NAMESPACE, INGRESS_SELECTOR)])] if a.ui.kiali else []
+    return common.ingress_only_spec(ep.KIALI_POD_LABELS, rules)
+
+
 # --------------------------------------------------------------------------- component
 
 
@@ -335,6 +342,13 @@ class Mesh(pulumi.ComponentResource):
             )
         release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(a), *jaeger_deps)
         release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(a), istiod)
+        # In place of the chart's own, which admits any pod (chart_hardening.py).
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-kiali-networkpolicy",
+            metadata={"name": ep.KIALI_RELEASE, "namespace": ep.ISTIO_NAMESPACE, "labels": standard_labels("kiali")},
+            spec=kiali_network_policy_spec(a),
+            opts=opts_(namespace),
+        )
 
         self.crds = base
         self.injector = istiod

@@ -157,6 +157,18 @@ KUBE_PROMETHEUS_NODE_SELECTORS = (
 )
 
 
+def grafana_network_policy_spec(a: ObservabilityInputs) -> dict[str, Any]:
+    """Grafana's port admits the ingress gateway when the gateway serves Grafana's host
+    (`ui.grafana`), Kiali (its Grafana links, external_services.grafana) and the monitoring
+    namespace (the chart's ServiceMonitor); its gossip (9094) and profiling (6060) ports nothing."""
+    peers = common.from_namespace(ep.MONITORING_NAMESPACE)
+    if a.mesh_installed:
+        peers.append(common.from_pods(ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS))
+        if a.ui.grafana is not None:
+            peers.append(common.from_pods(ep.ISTIO_NAMESPACE, ep.INGRESS_POD_LABELS))
+    return common.ingress_only_spec(ep.GRAFANA_POD_LABELS, [(ep.GRAFANA_CONTAINER_PORT, peers)])
+
+
 def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:
     o = a.observability
     allow_pods = ",".join(POD_LABELS)
@@ -517,6 +529,12 @@ class Observability(pulumi.ComponentResource):
             kube_prometheus_values(a),
             *grafana_secrets,
             alertmanager_secret,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-grafana-networkpolicy",
+            metadata=meta("grafana", "grafana"),
+            spec=grafana_network_policy_spec(a),
+            opts=opts_(namespace),
         )
         release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(a.system_node_selector), stack)
 

@@ -1,5 +1,7 @@
-"""Hardening: checkov's Kubernetes checks pass on every example stack, and every deliberate
-exception is recorded in components/core/hardening.py and rendered as a skip annotation."""
+"""Hardening: checkov's Kubernetes checks pass on every example stack, over the platform's own
+objects and over what its Helm releases install (rendered by a real `helm template`), and every
+deliberate exception is recorded in components/core/hardening.py: on our objects as a skip
+annotation, on the charts' as a CHARTS entry that names the release, the objects and the checks."""
 
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ import yaml
 
 from inference_platform.cluster.autoscaler import METRICS_PORT
 from inference_platform.cluster.autoscaler import NAME as AUTOSCALER
-from inference_platform.core import hardening
+from inference_platform.core import chart_hardening, hardening, versions
+from inference_platform.core import endpoints as ep
 from inference_platform.serving.triton_server import SCRATCH_DIRS
 from platformctl.engine import render_stack
 from platformctl.plan import manifest, write_plan
 from tests.conftest import ROOT, STACKS, base_config, render_raw, stack_plan
+from tests.support import conformance, helm
 
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 DATA_STACKS = {p.name.removeprefix("Pulumi.").removesuffix(".yaml"): p for p in sorted((ROOT / "tests/data").glob("Pulumi.*.yaml"))}
@@ -59,14 +63,49 @@ def checkov(manifests: Path) -> dict:
 
 
 def failures(report: dict) -> list[str]:
-    return [f"{r['check_id']} {r['resource']}" for r in report.get("results", {}).get("failed_checks", [])]
+    """Failed checks of the platform's own objects."""
+    return [f"{r['check_id']} {r['resource']}" for r in report.get("results", {}).get("failed_checks", [])
+            if _release_of(r) is None]
+
+
+def _release_of(result: dict) -> str | None:
+    """The Helm release a checkov result is about (its file `/helm/<release>.yaml`), or None."""
+    path = Path(result["file_path"])
+    return path.stem if path.parent.name == HELM_DIR else None
+
+
+def chart_failures(report: dict) -> list[tuple[str, str, str, str]]:
+    """(check, release, kind, name) of each failed check of a chart's object. checkov names a
+    resource `<Kind>.<namespace>.<name>`, a pod template's graph result with its labels after."""
+    found = []
+    for r in report["results"]["failed_checks"]:
+        release = _release_of(r)
+        if release is not None:
+            kind, _, name = r["resource"].split(".")[:3]
+            found.append((r["check_id"], release, kind, name))
+    return found
+
+
+HELM_DIR = "helm"
+
+
+def _write_stack(stack: str, root: Path) -> Path:
+    """The stack's manifests and, under helm/, one file per Helm release of what it installs:
+    one folder, so graph checks such as CKV2_K8S_6 see our NetworkPolicies beside the charts' pods."""
+    plan = _plan(stack)
+    manifests = write_plan(plan, root / stack) / "manifests"
+    (manifests / HELM_DIR).mkdir()
+    for release in helm.releases(plan):
+        (manifests / HELM_DIR / f"{release['name']}.yaml").write_text(yaml.safe_dump_all(helm.installed(release)))
+    return manifests
 
 
 @pytest.fixture(scope="module")
 def stack_reports(tmp_path_factory) -> dict[str, dict]:
-    """Every example stack (stacks/ and tests/data/) planned offline and scanned by checkov."""
+    """Every example stack (stacks/ and tests/data/) planned offline, its Helm releases rendered,
+    and each stack's folder scanned by one checkov run."""
     root = tmp_path_factory.mktemp("plans")
-    dirs = {s: write_plan(_plan(s), root / s) / "manifests" for s in [*STACKS, *DATA_STACKS]}
+    dirs = {s: _write_stack(s, root) for s in [*STACKS, *DATA_STACKS]}
     # Two at a time: the machine's cores are shared.
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip(dirs, pool.map(checkov, dirs.values()), strict=True))
@@ -82,6 +121,20 @@ def test_stack_passes_checkov(stack, stack_reports):
     assert "kubernetes" in report["check_types"] and report["summary"]["parsing_errors"] == 0
     assert report["summary"]["passed"] > 0
     assert failures(report) == []
+    assert any(_release_of(r) for r in report["results"]["passed_checks"])  # the charts' objects were scanned
+    unrecorded = [f"{check} {release} {kind}/{name}" for check, release, kind, name in chart_failures(report)
+                  if hardening.chart_exemption(release, kind, name, check) is None]
+    assert unrecorded == []
+
+
+@needs_checkov
+def test_every_recorded_chart_exemption_covers_a_failure(stack_reports):
+    """Each check of each CHARTS entry is failed by some object it names in some stack: no entry
+    outlives the failure it excuses."""
+    failed = [f for report in stack_reports.values() for f in chart_failures(report)]
+    unused = [(e.release, e.objects, check) for e in hardening.CHARTS for check in e.checks
+              if not any(e.covers(release, kind, name, c) for c, release, kind, name in failed if c == check)]
+    assert unused == []
 
 
 @needs_checkov
@@ -227,3 +280,93 @@ def test_cluster_autoscaler_takes_metrics_scrapes_only_and_keeps_its_token():
     assert "automountServiceAccountToken" not in pod and pod["serviceAccountName"] == AUTOSCALER
     container = pod["containers"][0]
     assert container["readinessProbe"]["httpGet"] == {"path": "/health-check", "port": "metrics"}
+
+
+# --------------------------------------------------------------------------- the charts' workloads
+
+KPS = ep.KUBE_PROMETHEUS_RELEASE
+
+
+def test_a_chart_exemption_covers_only_the_release_objects_and_checks_it_names():
+    grafana = ("Deployment", f"{KPS}-grafana")
+    assert hardening.chart_exemption(KPS, *grafana, "CKV_K8S_35") is not None
+    # Another check, another object of the release, or the same name in another release: not excused.
+    assert hardening.chart_exemption(KPS, *grafana, "CKV_K8S_20") is None
+    assert hardening.chart_exemption(KPS, "Deployment", f"{KPS}-new-exporter", "CKV_K8S_35") is None
+    assert hardening.chart_exemption(ep.LOKI_RELEASE, *grafana, "CKV_K8S_35") is None
+    # The documented patterns: image digests and pull policy of every chart workload, nothing else.
+    assert hardening.chart_exemption("any-release", "Deployment", "any", "CKV_K8S_43") is not None
+    assert hardening.chart_exemption("any-release", "ClusterRole", "any", "CKV_K8S_43") is None
+
+
+# Paths the charts' templates copy verbatim where values.yaml has a non-empty default: the
+# template decides, not values.yaml's example.
+HARDENING_FREE_FORM = {
+    # jaeger 4.11.1 templates/jaeger/jaeger-deploy.yaml: .Values.jaeger.resources, .podSecurityContext.
+    versions.JAEGER.name: frozenset({"jaeger.resources", "jaeger.podSecurityContext.runAsNonRoot",
+                                     "jaeger.podSecurityContext.seccompProfile"}),
+    # kiali-server 2.29.0 templates/deployment.yaml: deployment.resources.
+    versions.KIALI.name: frozenset({"deployment.resources.limits.cpu"}),
+    # alloy 1.11.1 templates/containers/_watch.yaml: configReloader.resources.
+    versions.ALLOY.name: frozenset({"configReloader.resources.limits"}),
+    # node-feature-discovery 0.19.0 templates master.yaml, worker.yaml, nfd-gc.yaml: <role>.resources.
+    versions.GPU_OPERATOR.name: frozenset(f"node-feature-discovery.{r}.resources.limits.cpu" for r in ("master", "worker", "gc")),
+}
+
+
+@pytest.mark.parametrize("chart", sorted(chart_hardening.HARDENING))
+def test_chart_hardening_sets_only_keys_the_pinned_chart_has(chart, reference):
+    (pinned,) = [c for c in vars(versions).values() if isinstance(c, versions.Chart) and c.name == chart]
+    defaults = dict(conformance.vendored_chart_values(chart, pinned.version))
+    # Istio charts keep their defaults under _internal_defaults_do_not_set; users set them at the top.
+    defaults = {**defaults.pop("_internal_defaults_do_not_set", {}), **defaults}
+    values = chart_hardening.hardening_values(chart)
+    assert conformance.unknown_values_keys(values, defaults, HARDENING_FREE_FORM.get(chart, frozenset())) == []
+
+
+def test_a_releases_own_values_win_over_the_hardening():
+    merged = chart_hardening.hardened(versions.KIALI.name, {"deployment": {"resources": {"limits": {"cpu": "2"}}}})
+    assert merged["deployment"]["resources"] == {"limits": {"cpu": "2"}}
+    assert merged["deployment"]["network_policy"] == {"enabled": False}
+
+
+def _installed(stack: str, release_name: str) -> list[dict]:
+    (release,) = [r for r in helm.releases(_plan(stack)) if r["name"] == release_name]
+    return helm.installed(release)
+
+
+def _pods(objects: list[dict]) -> list[dict]:
+    return [o["spec"]["template"] for o in objects if o["kind"] in ("Deployment", "DaemonSet", "StatefulSet")]
+
+
+def _peer_matches(peer: dict, namespace: str, labels: dict) -> bool:
+    ns = peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+    return ns == namespace and peer.get("podSelector", {}).get("matchLabels", {}).items() <= labels.items()
+
+
+@pytest.mark.parametrize("stack", ["acme-prod", "demo-dev"])
+def test_the_ui_network_policies_admit_only_the_gateway_kiali_and_monitoring_on_the_ui_ports(stack):
+    """Grafana and Kiali (served to the internet by the ingress gateway) take their UI port from
+    the peers that need it, selected by the labels the charts really put on those pods."""
+    plan = _plan(stack)
+    policies = {p.inputs["metadata"]["name"]: p.inputs for p in plan.of_type(NETWORK_POLICY)
+                if p.inputs["metadata"]["namespace"] in (ep.MONITORING_NAMESPACE, ep.ISTIO_NAMESPACE)}
+    (grafana_pod,) = [p for p in _pods(_installed(stack, KPS)) if p["metadata"]["labels"]["app.kubernetes.io/name"] == "grafana"]
+    (kiali_pod,) = _pods(_installed(stack, ep.KIALI_RELEASE))
+    (gateway_pod,) = _pods(_installed(stack, ep.GATEWAY_RELEASE))
+    ui = {"grafana": stack == "acme-prod", "kiali": stack == "acme-prod"}  # acme-prod serves both UIs
+    for name, pod, namespace in (("grafana", grafana_pod, ep.MONITORING_NAMESPACE), ("kiali", kiali_pod, ep.ISTIO_NAMESPACE)):
+        policy = policies["grafana" if name == "grafana" else ep.KIALI_RELEASE]
+        assert policy["metadata"]["namespace"] == namespace and policy["spec"]["policyTypes"] == ["Ingress"]
+        assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+        container_ports = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+        rules = policy["spec"]["ingress"]
+        assert {p["port"] for r in rules for p in r["ports"]} <= container_ports
+        peers = [peer for r in rules for peer in r["from"]]
+        from_gateway = any(_peer_matches(p, ep.ISTIO_NAMESPACE, gateway_pod["metadata"]["labels"]) for p in peers)
+        assert from_gateway == ui[name]
+    grafana_peers = [peer for r in policies["grafana"]["spec"]["ingress"] for peer in r["from"]]
+    assert any(_peer_matches(p, ep.ISTIO_NAMESPACE, kiali_pod["metadata"]["labels"]) for p in grafana_peers)
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ep.MONITORING_NAMESPACE}}} in grafana_peers
+    # The chart's own Kiali policy, which admits every pod, is not rendered.
+    assert not [o for o in _installed(stack, ep.KIALI_RELEASE) if o["kind"] == "NetworkPolicy"]

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from inference_platform.core import grammar, versions
+from inference_platform.core.chart_hardening import hardened
 from inference_platform.core.node_contract import GROUP_LABEL
 from inference_platform.gpu.node_labels import node_labels, node_taints
 from inference_platform.gpu.operator import DEVICE_PLUGIN_CONFIG_MAP, MIG_CONFIG_MAP
@@ -108,7 +109,8 @@ def test_release_is_pinned_and_waits_for_its_configs():
     chart = versions.GPU_OPERATOR
     assert (release.inputs["chart"], release.inputs["version"]) == (chart.name, chart.version)
     assert release.inputs["repositoryOpts"]["repo"] == chart.repository
-    assert release.inputs["values"] == gpu_operator_values_of(parse(CUSTOM))
+    # The component's values over what the chart lets us harden (core/chart_hardening.py).
+    assert release.inputs["values"] == hardened(chart.name, gpu_operator_values_of(parse(CUSTOM)))
     config_maps = {r.urn for r in plan.of_type(CONFIG_MAP) if r.name.startswith("test-dev-gpu-")}
     assert len(config_maps) == 2 and config_maps <= set(release.depends_on)
 

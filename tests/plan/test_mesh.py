@@ -26,9 +26,14 @@ FREE_FORM = {
     # Kiali's values are its config file; external_services takes the Kiali CR's fields.
     versions.KIALI: frozenset({"external_services.prometheus.url", "external_services.tracing", "external_services.grafana",
                                # Read by the chart's templates/service.yaml (kiali.io/external-url) and Kiali's config.
-                               "server.web_fqdn", "server.web_schema"}),
-    # The chart writes userconfig verbatim as Jaeger's configuration file.
-    versions.JAEGER: frozenset({"userconfig"}),
+                               "server.web_fqdn", "server.web_schema",
+                               # templates/deployment.yaml copies deployment.resources verbatim.
+                               "deployment.resources.limits.cpu"}),
+    # The chart writes userconfig verbatim as Jaeger's configuration file, and podSecurityContext
+    # verbatim as the pod's securityContext, and jaeger.resources, which values.yaml does not list
+    # (templates/jaeger/jaeger-deploy.yaml).
+    versions.JAEGER: frozenset({"userconfig", "jaeger.resources", "jaeger.podSecurityContext.runAsNonRoot",
+                                "jaeger.podSecurityContext.seccompProfile"}),
     # Pod annotations are free-form (the chart copies the map onto the pod template).
     versions.ISTIO_GATEWAY: frozenset({"podAnnotations"}),
 }

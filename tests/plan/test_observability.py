@@ -39,8 +39,14 @@ FREE_FORM = {
         "kube-state-metrics.metricLabelsAllowlist",
         # Subchart values (grafana 12.11.1, kube-state-metrics: `nodeSelector: {}` in their values.yaml).
         "grafana.nodeSelector", "kube-state-metrics.nodeSelector",
+        # Subchart values of core/chart_hardening.py, checked against the vendored subcharts in
+        # tests/conformance/test_hardening.py.
+        "grafana.testFramework", "grafana.resources", "grafana.sidecar.resources",
+        "kube-state-metrics.resources", "prometheus-node-exporter.resources",
     }),
     versions.PROMETHEUS_ADAPTER: frozenset({"rules.custom"}),
+    # alloy 1.11.1 templates/containers/_watch.yaml copies configReloader.resources verbatim.
+    versions.ALLOY: frozenset({"configReloader.resources.limits"}),
     # Loki's own configuration blocks, rendered into its config file.
     versions.LOKI: frozenset({"loki.limits_config.retention_period", "loki.storage.bucketNames"}),
 }
