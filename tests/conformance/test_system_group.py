@@ -15,9 +15,9 @@ import yaml
 from inference_platform.core import versions
 from inference_platform.core.node_contract import GPU_TAINT
 from platformctl.plan import HELM_RELEASE
-from tests.conformance.test_helm_render import API_VERSIONS, HELM, _Loader
 from tests.conftest import ROOT, as_magnum, on_heat, render_raw
 from tests.support import conformance
+from tests.support.helm import API_VERSIONS, HELM, _Loader
 
 # Between them every chart the platform installs: studio-dev has Ray graphs, demo-dev a model
 # pipeline, s3mount-prod the bucket mount.

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from inference_platform.core import versions
+from inference_platform.core.chart_hardening import hardened
 from inference_platform.gpu.profiles import group_demands
 from inference_platform.serving.model_config import parse_model_config
 from inference_platform.settings.component_args import validated
@@ -104,7 +105,8 @@ def test_argo_runs_its_controller_alone_from_the_pinned_chart(demo, reference):
     assert (release.inputs["chart"], release.inputs["version"], release.inputs["repositoryOpts"]["repo"]) == chart
     assert (release.inputs["name"], release.inputs["namespace"]) == ("argo-workflows", "argo")
     values = release.inputs["values"]
-    assert values == pipeline.argo_values()
+    # What the component asks for, over the chart hardening every release gets (core/chart_hardening.py).
+    assert values == hardened(chart.name, pipeline.argo_values())
     defaults = conformance.vendored_chart_values("argo-workflows", chart.version)
     assert conformance.unknown_values_keys(values, defaults) == []
     assert defaults["crds"]["install"] is True and values["crds"]["full"] is False
