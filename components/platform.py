@@ -257,4 +257,4 @@ class InferencePlatform(pulumi.ComponentResource):
         args = pipeline_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces},
                                priority.metadata["name"] if priority else None)
         deps = [d for ns in namespaces for d in (self.namespaces.namespaces[ns], *self.weights.depends_on(ns))]
-        return ModelPipeline(f"{name}-pipeline", args, opts=after(*deps))
+        return ModelPipeline(f"{name}-pipeline", args, opts=after(*deps, self.observability.crds))

@@ -60,6 +60,7 @@ from inference_platform.core.common import (
     with_node_selector,
 )
 from inference_platform.gpu.profiles import container_resources
+from inference_platform.observability.metrics import pod_monitor_spec
 from inference_platform.serving.model_config import model_config_pb2, parse_model_config
 from inference_platform.serving.triton_server import analysis_server
 from inference_platform.settings.cluster import NodeGroup
@@ -192,6 +193,8 @@ def argo_values(system_node_selector: Optional[dict[str, str]] = None) -> dict[s
 # chart's controller container declares that port whatever its metricsConfig says (argo-workflows
 # 1.0.18 templates/controller/workflow-controller-deployment.yaml, values controller.metricsConfig.port).
 CONTROLLER_METRICS_PORT = 9090
+# The controller pod's labels (argo-workflows 1.0.18 templates/_helpers.tpl: component and instance).
+CONTROLLER_POD_LABELS = {"app.kubernetes.io/component": "workflow-controller", "app.kubernetes.io/instance": RELEASE}
 
 
 def argo_network_policy_spec(monitoring_namespace: str = ep.MONITORING_NAMESPACE) -> dict[str, Any]:
@@ -420,6 +423,13 @@ class ModelPipeline(pulumi.ComponentResource):
             metadata={"name": RELEASE, "namespace": NAMESPACE, "labels": standard_labels(RELEASE)},
             spec=argo_network_policy_spec(), opts=in_namespace)
         self.release = helm_release(f"{name}-release", RELEASE, versions.ARGO_WORKFLOWS, NAMESPACE, argo_values(a.system_node_selector), in_namespace)
+        # Prometheus scrapes the controller's metrics port (the chart names it `metrics`; the
+        # argo NetworkPolicy admits the monitoring namespace to it).
+        k8s.apiextensions.CustomResource(
+            f"{name}-podmonitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor",
+            metadata={"name": "workflow-controller", "namespace": NAMESPACE, "labels": standard_labels(RELEASE)},
+            spec=pod_monitor_spec(CONTROLLER_POD_LABELS, "metrics"),
+            opts=resource_opts(self, depends_on=[self.release]))
         groups = {g.name: g for g in a.gpu_groups}
         refs: dict[str, pulumi.Input[str]] = {}
         for service in a.services:

@@ -82,3 +82,23 @@ def test_the_ingress_gateway_outlives_its_longest_request_and_survives_a_drain(s
     budget = by_kind["PodDisruptionBudget"]["spec"]
     assert budget["minAvailable"] == 1
     assert budget["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+
+
+def test_prometheus_scrapes_the_argo_controller_where_the_chart_serves_its_metrics(reference):
+    """The platform's PodMonitor selects the controller pod the real chart renders, on a port that
+    pod declares; the argo NetworkPolicy admits the monitoring namespace to that port."""
+    from platformctl.plan import manifest
+
+    (release_id,) = [i for i, r in RELEASES.items() if r["chart"] == versions.ARGO_WORKFLOWS.name]
+    (deployment,) = [d for d in helm_template(release_id) if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]
+    stack = release_id.split(":", 1)[0]
+    (monitor,) = [manifest(r) for r in stack_plan(stack).of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+                  if r.inputs["metadata"]["namespace"] == "argo"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    ports = {p.get("name"): p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+    (policy,) = [manifest(r) for r in stack_plan(stack).of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+                 if r.inputs["metadata"]["namespace"] == "argo"]
+    admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert ports[endpoint["port"]] in admitted
