@@ -110,8 +110,7 @@ def describe(f: Fit, llm: Llm) -> str:
             f"({llm.memory_utilization:g} of {f.share}): {verdict}")
 
 
-def _version_fit(settings: Settings, version: Version) -> Fit:
-    group = next(g for g in settings.cluster.node_groups if g.name == version.gpu.group)
+def _version_fit(group: NodeGroup, version: Version) -> Fit:
     share_bytes, share = share_memory(group, version.gpu.mig_profile)
     return fit(version.llm, share_bytes, share)
 
@@ -147,7 +146,7 @@ def llm_memory_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
             problems.append((path + ("tensorParallelSize",), f"is {tp} but group {group.name!r} has {group.gpu.per_node} "
                              "GPUs per node; allowed: at most the GPUs of one node"))
             continue
-        f = _version_fit(settings, v)
+        f = _version_fit(group, v)
         if f.fits:
             continue
         budget = token_budget(f)
@@ -166,5 +165,6 @@ def llm_memory_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
 
 def llm_memory_report(settings: Settings) -> list[str]:
     """One line per LLM version for the plan output."""
-    return [f"LLM memory {svc.name} {v.name}: {describe(_version_fit(settings, v), v.llm)}"
+    groups = {g.name: g for g in settings.cluster.node_groups}
+    return [f"LLM memory {svc.name} {v.name}: {describe(_version_fit(groups[v.gpu.group], v), v.llm)}"
             for _, svc, v in _llm_versions(settings)]

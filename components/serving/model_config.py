@@ -23,6 +23,15 @@ from inference_platform.settings.graphs import Graph
 CONFIG_FILE = "config.pbtxt"
 
 
+def tritonclient_dir() -> Path:
+    """Where the installed tritonclient package lives, found without importing it (its
+    `__init__` modules pull in grpc or gevent)."""
+    package = importlib.util.find_spec("tritonclient")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("tritonclient is not installed (pyproject.toml pins it)")
+    return Path(package.submodule_search_locations[0])
+
+
 def _load_model_config_pb2() -> ModuleType:
     """tritonclient's model_config_pb2 alone. Importing it as `tritonclient.grpc.model_config_pb2`
     would run `tritonclient/grpc/__init__.py` first, which loads grpc, the service stubs and
@@ -30,10 +39,7 @@ def _load_model_config_pb2() -> ModuleType:
     name = "tritonclient.grpc.model_config_pb2"
     if name in sys.modules:
         return sys.modules[name]
-    package = importlib.util.find_spec("tritonclient")
-    if package is None or not package.submodule_search_locations:
-        raise ImportError("tritonclient is not installed (requirements.txt pins it)")
-    path = Path(package.submodule_search_locations[0]) / "grpc" / "model_config_pb2.py"
+    path = tritonclient_dir() / "grpc" / "model_config_pb2.py"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"tritonclient has no {path}")

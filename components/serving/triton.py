@@ -254,8 +254,8 @@ def hpa_spec(target_name: pulumi.Input[str], scaling: Autoscaling, llm: Optional
     # model's values replace the pod's worst model's.
     selector = {"selector": {"matchLabels": {TRITON_MODEL_LABEL: scaling.queue_time_model}}} if scaling.queue_time_model else {}
 
-    def per_pod(metric: str, target: str, metric_selector: Optional[dict] = None) -> dict:
-        return {"type": "Pods", "pods": {"metric": {"name": metric, **(selector if metric_selector is None else metric_selector)},
+    def per_pod(metric: str, target: str, metric_selector: dict = selector) -> dict:
+        return {"type": "Pods", "pods": {"metric": {"name": metric, **metric_selector},
                                          "target": {"type": "AverageValue", "averageValue": target}}}
 
     # Queue time, and the backlog that keeps rising where queue time falls (saturation).

@@ -8,10 +8,10 @@ requests and reads its answers exactly as a Triton client does."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 import types
-from pathlib import Path
+
+from inference_platform.serving.model_config import tritonclient_dir
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 
@@ -20,12 +20,9 @@ def _http_package() -> types.ModuleType:
     name = "tritonclient.http"
     if name in sys.modules:
         return sys.modules[name]
-    root = importlib.util.find_spec("tritonclient")
-    if root is None or not root.submodule_search_locations:
-        raise ImportError("tritonclient is not installed (pyproject.toml pins it)")
     # The package without its __init__: its submodules import only numpy and rapidjson.
     package = types.ModuleType(name)
-    package.__path__ = [str(Path(root.submodule_search_locations[0]) / "http")]
+    package.__path__ = [str(tritonclient_dir() / "http")]
     sys.modules[name] = package
     return package
 
