@@ -5,19 +5,14 @@ group (the cluster's first, CPU group), and every per-node agent still runs on G
 from __future__ import annotations
 
 import functools
-import json
-import subprocess
 from typing import Any, Iterator
 
 import pytest
 import yaml
 
-from inference_platform.core import versions
 from inference_platform.core.node_contract import GPU_TAINT
-from platformctl.plan import HELM_RELEASE
 from tests.conftest import ROOT, as_magnum, on_heat, render_raw
-from tests.support import conformance
-from tests.support.helm import API_VERSIONS, HELM, _Loader
+from tests.support import helm
 
 # Between them every chart the platform installs: studio-dev has Ray graphs, demo-dev a model
 # pipeline, s3mount-prod the bucket mount.
@@ -44,23 +39,13 @@ DRIVERS = {
 @functools.cache
 def _rendered(driver: str) -> list[tuple[str, dict]]:
     """(release, object) of every release of the stack, as `helm template` makes them."""
-    if not HELM.exists():
-        pytest.skip("helm is not installed: run `make helm`")
     out = []
-    releases = []
     for stack in STACKS:
         raw = _on_magnum(stack, driver)
         secrets = tuple(k for k, v in raw.items() if isinstance(v, dict) and set(v) == {"secure"})
         raw |= {k: "offline-secret" for k in secrets}
-        releases += render_raw(raw, secret_keys=secrets).of_type(HELM_RELEASE)
-    for r in releases:
-        chart = conformance.reference_dir() / "helm" / r.inputs["chart"] / r.inputs["version"]
-        run = subprocess.run([str(HELM), "template", r.inputs["name"], str(chart), "--namespace", r.inputs["namespace"],
-                              "--kube-version", versions.KUBERNETES_VERSION, "--values", "-",
-                              *(f"--api-versions={v}" for v in API_VERSIONS)],
-                             input=json.dumps(r.inputs["values"]), capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stderr[-2000:]
-        out += [(r.inputs["name"], doc) for doc in yaml.load_all(run.stdout, Loader=_Loader) if doc]
+        for release in helm.releases(render_raw(raw, secret_keys=secrets)):
+            out += [(release["name"], doc) for doc in helm.helm_template(release, include_crds=False)]
     return out
 
 
