@@ -662,6 +662,13 @@ class LlmAutoscalingArgs(TypedDict):
     """Share of the KV cache in use per replica the HPA aims at (TensorRT-LLM only: the vLLM backend exports no KV-cache gauge). Default: `0.8`."""
 
 
+class LlmOpenAiArgs(TypedDict):
+    """Serve the version through Triton's OpenAI-compatible frontend (docs/serving.md: OpenAI-compatible endpoints)."""
+
+    tokenizer: NotRequired[str]
+    """Folder of the model's Hugging Face tokenizer files (with the chat template in tokenizer_config.json), relative to the file share like modelRepository.path: the frontend's `--tokenizer`. Without it /v1/chat/completions has no chat template and fails; /v1/completions works."""
+
+
 class LlmArgs(TypedDict):
     """Arguments of `Llm` (see the configuration reference, docs/reference.md)."""
 
@@ -685,6 +692,8 @@ class LlmArgs(TypedDict):
     """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours). Default: `2`."""
     autoscaling: NotRequired[LlmAutoscalingArgs]
     """Targets of the engine signals the version's HPA scales on (with the service's or version's autoscaling enabled)."""
+    openai: NotRequired[LlmOpenAiArgs]
+    """Run the version's Triton inside the OpenAI-compatible frontend (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, streaming) beside the KServe HTTP and gRPC endpoints; left out, the version runs `tritonserver` as classic versions do."""
 
 
 class VersionArgs(TypedDict):

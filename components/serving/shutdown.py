@@ -20,6 +20,11 @@ ISTIOD_DEBOUNCE_MAX_SECONDS = 10
 ENDPOINT_REMOVAL_SECONDS = ISTIOD_DEBOUNCE_MAX_SECONDS + 5
 # Beyond Triton's exit timeout: stopping the endpoints, unloading models, the sidecar's exit.
 EXIT_SLACK_SECONDS = 15
+# Behind the OpenAI frontend, Triton runs in-process with the Python API's exit timeout
+# (triton-inference-server/core r25.01 python/tritonserver/_api/_server.py, Options.exit_timeout
+# = 30; the frontend's main.py sets none), and on SIGTERM the frontend stops its KServe HTTP and
+# gRPC frontends before stopping Triton, so their requests still running would be cut.
+FRONTEND_TRITON_EXIT_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,13 @@ def exit_timeout_seconds(service: Service, version: Version) -> int:
 
 
 def shutdown(service: Service, version: Version) -> Shutdown:
+    if version.serves_openai:
+        # The pod drains before SIGTERM: the preStop pause outlasts the endpoint removal by the
+        # longest generation the route lets run (the route timeout), so streams and KServe
+        # requests admitted before the removal end while every frontend still serves.
+        pre_stop = ENDPOINT_REMOVAL_SECONDS + service.route_timeout_whole_seconds
+        return Shutdown(pre_stop_seconds=pre_stop, exit_timeout_seconds=FRONTEND_TRITON_EXIT_SECONDS,
+                        grace_seconds=pre_stop + FRONTEND_TRITON_EXIT_SECONDS + EXIT_SLACK_SECONDS)
     exit_timeout = exit_timeout_seconds(service, version)
     return Shutdown(
         pre_stop_seconds=ENDPOINT_REMOVAL_SECONDS,
@@ -92,12 +104,18 @@ def shutdown_problems(template: dict, route_timeout_seconds: float) -> list[str]
     termination grace period and the sidecar's drain checked against each other."""
     spec, annotations = template["spec"], template["metadata"].get("annotations", {})
     triton = next(c for c in spec["containers"] if c["name"] == "triton")
-    exit_timeout = int(_flag_value(triton["args"], EXIT_TIMEOUT_FLAG) or 30)  # Triton's default
     pre_stop = ((triton.get("lifecycle") or {}).get("preStop") or {}).get("sleep", {}).get("seconds", 0)
     grace = spec.get("terminationGracePeriodSeconds", 30)  # the Kubernetes default
     problems = []
-    if exit_timeout < route_timeout_seconds:
-        problems.append(f"Triton's exit timeout {exit_timeout}s is shorter than the route timeout {route_timeout_seconds:g}s")
+    if triton.get("command", [None])[0] == "tritonserver":
+        exit_timeout = int(_flag_value(triton["args"], EXIT_TIMEOUT_FLAG) or 30)  # Triton's default
+        if exit_timeout < route_timeout_seconds:
+            problems.append(f"Triton's exit timeout {exit_timeout}s is shorter than the route timeout {route_timeout_seconds:g}s")
+    else:  # the OpenAI frontend: the pod drains in its preStop pause
+        exit_timeout = FRONTEND_TRITON_EXIT_SECONDS
+        if pre_stop - ENDPOINT_REMOVAL_SECONDS < route_timeout_seconds:
+            problems.append(f"the OpenAI frontend's preStop {pre_stop}s leaves less than the route timeout "
+                            f"{route_timeout_seconds:g}s after the endpoint removal ({ENDPOINT_REMOVAL_SECONDS}s)")
     if grace <= pre_stop + exit_timeout:
         problems.append(f"grace period {grace}s does not outlast preStop {pre_stop}s + exit timeout {exit_timeout}s")
     if annotations.get("sidecar.istio.io/nativeSidecar") != "true":

@@ -47,6 +47,14 @@ from inference_platform.observability.metrics import (
     pod_monitor_spec,
 )
 from inference_platform.serving.inputs import TritonServiceInputs
+from inference_platform.serving.openai_frontend import (
+    METRICS_PATH,
+    OPENAI_FRONTEND_PORT,
+    frontend_container,
+    metrics_port_names,
+    metrics_ports,
+    serves_openai,
+)
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
 from inference_platform.serving.triton_api import (
     ADMIN_KEY_SECRET_KEY,
@@ -205,6 +213,10 @@ def deployment_spec(
         # Until the endpoint removal has reached the gateways, requests still arrive.
         "lifecycle": {"preStop": {"sleep": {"seconds": stopping.pre_stop_seconds}}},
     }
+    if version.serves_openai:
+        # The admin key is for Triton's restriction flags, which the frontend does not take.
+        del container["env"]
+        container |= frontend_container(version, repository, mount_path)
     if s3_secret:
         container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
     spec = {
@@ -388,6 +400,9 @@ def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
             {"from": source, "to": [{"operation": http}]},
             {"from": source, "to": [{"operation": {"ports": [str(GRPC_PORT)], "paths": list(OPEN_GRPC_METHODS)}}]},
             {"to": [{"operation": {"ports": [str(TRITON_METRICS_PORT)]}}]},
+            # Behind the OpenAI frontend the metrics are a path of the OpenAI port.
+            *([{"to": [{"operation": {"ports": [str(OPENAI_FRONTEND_PORT)], "methods": ["GET"], "paths": [METRICS_PATH]}}]}]
+              if serves_openai(service) else []),
         ],
     }
 
@@ -400,7 +415,7 @@ def network_policy_spec(service: Service, ingress_namespace: str, monitoring_nam
             {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]},
             {
                 "from": from_namespace(monitoring_namespace),
-                "ports": [{"protocol": "TCP", "port": p} for p in (TRITON_METRICS_PORT, *ISTIO_METRICS_PORTS)],
+                "ports": [{"protocol": "TCP", "port": p} for p in (*metrics_ports(service), *ISTIO_METRICS_PORTS)],
             },
         ],
     }
@@ -495,7 +510,7 @@ class TritonService(pulumi.ComponentResource):
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                virtual_service_spec(service, a.mesh.gateway, authorization))
         selector = {"app": service.name}
-        declare_mesh_security(custom, selector, TRITON_METRICS_PORT, authorization_policy_spec(service, a.mesh.ingress_principal),
+        declare_mesh_security(custom, selector, metrics_ports(service), authorization_policy_spec(service, a.mesh.ingress_principal),
                               service.auth)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
@@ -503,7 +518,7 @@ class TritonService(pulumi.ComponentResource):
             spec=network_policy_spec(service, a.mesh.ingress_namespace, a.mesh.monitoring_namespace),
             opts=resource_opts(self),
         )
-        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "http-metrics"))
+        custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, *metrics_port_names(service)))
         tuned = [v for v in service.versions if v.tuning is not None]
         if tuned:
             k8s.networking.v1.NetworkPolicy(

@@ -91,18 +91,19 @@ def triton_args(version: Version, repository: str, exit_timeout: int, model_conf
     return args + _server_arg_flags(version)
 
 
-def probes(version: Version) -> dict[str, dict]:
-    """Startup probe covering the whole startup budget; readiness and liveness after it."""
+def probes(version: Version, ready_path: str = "/v2/health/ready", ready_port: str = "http") -> dict[str, dict]:
+    """Startup probe covering the whole startup budget; readiness and liveness after it.
+    Readiness on `ready_path` of the port named `ready_port`; liveness on Triton's HTTP port."""
     failures = math.ceil(version.startup_budget_seconds / PROBE_PERIOD_SECONDS)
     return {
         "startupProbe": {
-            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "httpGet": {"path": ready_path, "port": ready_port},
             "periodSeconds": PROBE_PERIOD_SECONDS,
             "failureThreshold": failures,
             "timeoutSeconds": 5,
         },
         "readinessProbe": {
-            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "httpGet": {"path": ready_path, "port": ready_port},
             "periodSeconds": 5,
             "failureThreshold": 3,
             "timeoutSeconds": 5,

@@ -9,7 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
-from inference_platform.settings.base import Model, Number
+from inference_platform.settings.base import Model, Number, RelativePath
 
 # Bytes per weight or KV-cache element of each data type (int4 packs two weights in a byte).
 DTYPE_BYTES: dict[str, float] = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
@@ -39,6 +39,13 @@ class LlmAutoscaling(Model):
     """Share of the KV cache in use per replica the HPA aims at (TensorRT-LLM only: the vLLM backend exports no KV-cache gauge)."""
 
 
+class LlmOpenAi(Model):
+    """Serve the version through Triton's OpenAI-compatible frontend (docs/serving.md: OpenAI-compatible endpoints)."""
+
+    tokenizer: Optional[RelativePath] = None
+    """Folder of the model's Hugging Face tokenizer files (with the chat template in tokenizer_config.json), relative to the file share like modelRepository.path: the frontend's `--tokenizer`. Without it /v1/chat/completions has no chat template and fails; /v1/completions works."""
+
+
 class Llm(Model):
     engine: Literal["vllm", "tensorrtllm"]
     """The Triton backend that runs the model: `vllm` or `tensorrtllm`; sets the version's `llmBackend`."""
@@ -60,6 +67,8 @@ class Llm(Model):
     """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours)."""
     autoscaling: LlmAutoscaling = LlmAutoscaling()
     """Targets of the engine signals the version's HPA scales on (with the service's or version's autoscaling enabled)."""
+    openai: Optional[LlmOpenAi] = None
+    """Run the version's Triton inside the OpenAI-compatible frontend (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, streaming) beside the KServe HTTP and gRPC endpoints; left out, the version runs `tritonserver` as classic versions do."""
 
     @model_validator(mode="after")
     def _target_within_capacity(self) -> "Llm":

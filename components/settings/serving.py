@@ -5,6 +5,7 @@ checks of one service.
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Literal, Mapping, Optional
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
@@ -241,6 +242,11 @@ class Version(Model):
                              "allowed: the same backend, or llmBackend left out")
         return self
 
+    @property
+    def serves_openai(self) -> bool:
+        """Whether the version's Triton runs inside the OpenAI-compatible frontend (`llm.openai`)."""
+        return self.llm is not None and self.llm.openai is not None
+
     @model_validator(mode="after")
     def _budget_covers_load(self) -> "Version":
         if self.startup_budget_seconds < self.model_load_seconds:
@@ -345,6 +351,7 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
                              "<registry>/tritonserver:<YY.MM>-<flavour>, so the Triton SDK image of its release is unknown; "
                              "allowed: a Model Analyzer image of the same Triton release"))
         problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
+        problems += [(vpath + path, why) for path, why in openai_frontend_problems(v)]
     if svc.pipeline is not None:
         base = next((v for v in svc.versions if v.name == svc.pipeline.base_version), None)
         if base is not None:
@@ -375,6 +382,46 @@ def objective_problems(svc: Service) -> list[tuple[KeyPath, str]]:
             elif value not in bounds[engine]:
                 problems.append((("llmObjectives", key), f"{value:g} ms is not a bound of {engine}'s {what} histogram, "
                                  f"so no series counts the requests within it; allowed: {', '.join(f'{b:g}' for b in bounds[engine])}"))
+    return problems
+
+
+# NGC images whose tag ends so lack the OpenAI frontend's Python packages: the server's
+# python/openai/README.md (r25.01 to r26.06), section TensorRT-LLM, has the user
+# `pip install /opt/tritonserver/python/triton*.whl` and the frontend's requirements.txt in the
+# container before starting it; its vLLM section starts it at once in the -vllm-python-py3 image.
+FRONTEND_LESS_IMAGE = re.compile(r"(^|/)tritonserver:[0-9]{2}\.[0-9]{2}-trtllm-python-py3$")
+# The serverArgs the frontend passes on to its in-process Triton, as its own flag.
+FRONTEND_SERVER_ARGS = frozenset({"log-verbose"})
+
+
+def openai_frontend_problems(version: Version) -> list[tuple[KeyPath, str]]:
+    """What a version behind the OpenAI frontend asks for that the frontend cannot do. Its
+    main.py (triton-inference-server/server r25.01, python/openai/openai_frontend/main.py)
+    starts Triton in-process with the model repository and a log level only: every model of
+    the repository loaded, no other server flag."""
+    if not version.serves_openai:
+        return []
+    problems: list[tuple[KeyPath, str]] = []
+    if FRONTEND_LESS_IMAGE.search(version.image):
+        problems.append((("image",), f"{version.image} does not ship the OpenAI frontend's Python packages (the server's "
+                         "python/openai README installs them by hand in that image; the platform installs nothing at "
+                         "pod start); allowed: a -vllm-python-py3 image, or an image built from this one with them "
+                         "installed (docs/serving.md: OpenAI-compatible endpoints)"))
+    for flag in sorted(set(version.server_args) - FRONTEND_SERVER_ARGS):
+        problems.append((("serverArgs", flag), "the OpenAI frontend starts Triton with its model repository and log "
+                         f"level only, so --{flag} would be ignored; allowed with llm.openai: "
+                         f"{', '.join(sorted(FRONTEND_SERVER_ARGS))}"))
+    if version.model_control.mode != "none":
+        problems.append((("modelControl", "mode"), f"is {version.model_control.mode}, but the OpenAI frontend loads "
+                         "every model of the repository (no --model-control-mode at the pinned release); allowed with "
+                         "llm.openai: none"))
+    if version.model_config_name is not None:
+        problems.append((("modelConfigName",), "the OpenAI frontend has no --model-config-name at the pinned release; "
+                         "allowed with llm.openai: none (put the tuned config in the model's config.pbtxt)"))
+    if version.llm.openai.tokenizer is not None and version.model_repository.cache != "fileShare":
+        problems.append((("llm", "openai", "tokenizer"), "the frontend reads the tokenizer from a local folder, and "
+                         f"modelRepository.cache {version.model_repository.cache} is not mounted in the pod; allowed: "
+                         "a tokenizer with modelRepository.cache fileShare"))
     return problems
 
 

@@ -313,6 +313,24 @@ UI_VALUES: list[tuple[str, tuple, Any]] = [
 ]
 
 
+# acme-prod's llm-chat v7, an LLM version, behind the OpenAI frontend (llm.openai).
+OPENAI = ("services", 0, "versions", 0, "llm", "openai")
+OPENAI_VALUES: list[tuple[str, tuple, Any]] = [
+    ("openai-tokenizer-parent", OPENAI, {"tokenizer": "../secrets"}),
+    ("openai-tokenizer-absolute", OPENAI, {"tokenizer": "/etc/passwd"}),
+    ("openai-tokenizer-flag", OPENAI, {"tokenizer": "--host=0.0.0.0"}),
+    ("openai-tokenizer-newline", OPENAI, {"tokenizer": "llm-chat/tokenizer\n--openai-port=1"}),
+    ("openai-tokenizer-space", OPENAI, {"tokenizer": "llm chat"}),
+    ("openai-tokenizer-empty", OPENAI, {"tokenizer": ""}),
+    ("openai-tokenizer-long", OPENAI, {"tokenizer": "t" * 1025}),
+    ("openai-tokenizer-list", OPENAI, {"tokenizer": ["a", "b"]}),
+    ("openai-unknown-key", OPENAI, {"servedModelName": "chat"}),
+    ("openai-not-a-mapping", OPENAI, "yes"),
+    # The NGC TensorRT-LLM image lacks the frontend's packages: refused on the image.
+    ("openai-on-frontendless-image", OPENAI, {}),
+]
+
+
 def _expected_path(path: tuple, value: Any, doc: dict) -> str:
     """Where the error must point: the key itself, or the deepest key of a mapping value."""
     while isinstance(value, dict) and len(value) == 1:
@@ -327,6 +345,7 @@ _REDIRECTED = {
     "magnum-group-selector": ("cluster", "nodeGroups", 1, "selector"),
     "selector-key-space": ("cluster", "nodeGroups", 0, "selector"),
     "mesh-enabled-off": ("mesh", "enabled"),
+    "openai-on-frontendless-image": ("services", 0, "versions", 0, "image"),
     "cpu-limit-below-request": V + ("resources",),
     "memory-limit-below-request": V + ("resources",),
     "retry-on-bad": ("services", 0, "retries", "retryOn"),
@@ -381,7 +400,7 @@ _REDIRECTED = {
 def value_cases() -> Iterator[tuple[str, bytes, Any]]:
     demo = example("demo-dev")
     prod = example("acme-prod")
-    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES)):
+    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES + OPENAI_VALUES)):
         for case, path, value in values:
             if value == "MIRROR0":
                 doc = _set(base, path + ("mirror",), {"version": "v2", "percent": 0})
