@@ -43,6 +43,7 @@ def test_an_llm_version_runs_the_openai_frontend_with_flags_its_parser_takes():
     container = pod(render_raw(with_llm_version({"tokenizer": "svc/v2/tokenizer"})), "v2")["spec"]["containers"][0]
     assert container["command"] == ["python3", FRONTEND_MAIN]
     catalogue = frontend_catalogue()
+    assert len(catalogue) == 10  # main.py r25.01 parse_args: ten add_argument calls
     for arg in container["args"]:
         name, _, value = arg.removeprefix("--").partition("=")
         assert name in catalogue, f"{arg}: not an option of main.py r25.01"
