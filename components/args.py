@@ -1088,6 +1088,10 @@ class ObservabilityArgs(TypedDict):
     """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
     autoscaler_installed: NotRequired[bool]
     """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics. Default: `false`."""
+    training_namespaces: NotRequired[list[str]]
+    """The training teams' namespaces: their TrainJobs get the training alerts and dashboard (none: neither)."""
+    training_cluster_queues: NotRequired[list[str]]
+    """The training teams' Kueue ClusterQueues the training alerts watch."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels the pods of Prometheus, Alertmanager, the Prometheus operator, kube-state-metrics, Grafana, prometheus-adapter and Loki (not the per-node exporters and Alloy, which run on every node) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 

@@ -17,6 +17,7 @@ from inference_platform.observability.alert_rule import alert as _alert
 from inference_platform.observability.graph_alerts import GRAPH_LABEL, graph_rules
 from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.llm_slo import objective_rules
+from inference_platform.observability.training_alerts import training_rules
 from inference_platform.settings.observability import AlertingSettings, AlertReceiver
 from inference_platform.settings.serving import Service
 
@@ -446,6 +447,9 @@ def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
     ray_graphs = [g for g in a.graphs if g.placement == "ray"]
     if ray_graphs:
         groups.append({"name": "inference-platform.graphs", "rules": graph_rules(ray_graphs, t.failure_ratio)})
+    training = training_rules(a.training_namespaces, a.training_cluster_queues)
+    if training:
+        groups.append({"name": "inference-platform.training", "rules": training})
     endpoints = endpoint_records(a.services, a.tls)
     if endpoints:
         groups.append({"name": "inference-platform.endpoints", "rules": endpoints})

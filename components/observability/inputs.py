@@ -54,6 +54,10 @@ class ObservabilityInputs(Model):
     """Per GPU group, the cold-start estimate (the Helm waits of DaemonSets on every GPU node allow for a joining node)."""
     autoscaler_installed: bool = False
     """The platform's cluster autoscaler runs (Heat clusters with more than one node group): scrape its metrics."""
+    training_namespaces: list[str] = []
+    """The training teams' namespaces: their TrainJobs get the training alerts and dashboard (none: neither)."""
+    training_cluster_queues: list[str] = []
+    """The training teams' Kueue ClusterQueues the training alerts watch."""
     system_node_selector: Labels = {}
     """Node labels the pods of Prometheus, Alertmanager, the Prometheus operator, kube-state-metrics, Grafana, prometheus-adapter and Loki (not the per-node exporters and Alloy, which run on every node) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 

@@ -49,6 +49,8 @@ DASHBOARDS_DIR = shipped_dir("dashboards")
 LLM_DASHBOARD = "llm"
 # Panels of Ray Serve's metrics (dashboards/graphs.json), empty without a graph on Ray.
 GRAPHS_DASHBOARD = "graphs"
+# Panels of TrainJobs and Kueue's queues (dashboards/training.json), empty without training teams.
+TRAINING_DASHBOARD = "training"
 # The sidecar label as kube-prometheus-stack configures it for its Grafana.
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
@@ -434,10 +436,10 @@ def runs_llm_backend(services: list[Service]) -> bool:
     return any(v.llm_backend for s in services for v in s.versions)
 
 
-def provisioned_dashboards(services: list[Service], graphs: Sequence[Graph] = ()) -> list[Path]:
+def provisioned_dashboards(services: list[Service], graphs: Sequence[Graph] = (), training: bool = False) -> list[Path]:
     """The dashboards a stack gets: the LLM one only where some version runs an LLM backend, the
-    graphs one only where some graph runs on Ray."""
-    skip = set()
+    graphs one only where some graph runs on Ray, the training one only where teams train."""
+    skip = set() if training else {TRAINING_DASHBOARD}
     if not runs_llm_backend(services):
         skip.add(LLM_DASHBOARD)
     if not any(g.placement == "ray" for g in graphs):
@@ -569,7 +571,7 @@ class Observability(pulumi.ComponentResource):
         release("loki", versions.LOKI, ep.LOKI_RELEASE, loki_values(a), *loki_deps)
         release("alloy", versions.ALLOY, ep.ALLOY_RELEASE, alloy_values())
 
-        for path in provisioned_dashboards(a.services, a.graphs):
+        for path in provisioned_dashboards(a.services, a.graphs, bool(a.training_namespaces)):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{path.stem}",
                 metadata=meta(f"dashboard-{path.stem}", "grafana", **{DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}),

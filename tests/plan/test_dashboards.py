@@ -12,6 +12,7 @@ from inference_platform.observability.metrics import QUEUE_TIME_METRIC
 from inference_platform.observability.observability import (
     GRAPHS_DASHBOARD,
     LLM_DASHBOARD,
+    TRAINING_DASHBOARD,
     alloy_config,
     dashboard_files,
     provisioned_dashboards,
@@ -37,8 +38,9 @@ def test_at_least_six_dashboards_with_unique_uids():
 def test_template_variables_and_datasources(name):
     dash = DASHBOARDS[name]
     variables = {v["name"]: v for v in dash["templating"]["list"]}
-    # A Ray graph's parts are its Serve application and deployments, not services and versions.
-    chosen = {"graph", "step"} if name == GRAPHS_DASHBOARD else {"service", "version"}
+    # A Ray graph's parts are its Serve application and deployments, training's its TrainJobs, not
+    # services and versions.
+    chosen = {GRAPHS_DASHBOARD: {"graph", "step"}, TRAINING_DASHBOARD: {"trainjob"}}.get(name, {"service", "version"})
     assert {"datasource", "namespace", *chosen} <= set(variables)
     assert variables["datasource"]["type"] == "datasource"
     ids = [p["id"] for p in dashboards.panels(dash)]
@@ -218,7 +220,7 @@ def test_llm_dashboard_is_provisioned_only_where_a_version_runs_an_llm_backend(s
     backends = {v.llm_backend for s in settings.services for v in s.versions} - {None}
     names = {p.stem for p in provisioned_dashboards(settings.services, settings.graphs)}
     assert (LLM_DASHBOARD in names) == bool(backends)
-    assert names | {LLM_DASHBOARD, GRAPHS_DASHBOARD} == set(DASHBOARDS)
+    assert names | {LLM_DASHBOARD, GRAPHS_DASHBOARD, TRAINING_DASHBOARD} == set(DASHBOARDS)
     maps = {r.inputs["metadata"].get("name") for r in stack_plan(stack).of_type("kubernetes:core/v1:ConfigMap")}
     assert (f"dashboard-{LLM_DASHBOARD}" in maps) == bool(backends)
 
@@ -262,3 +264,28 @@ def test_graphs_dashboard_shows_each_step_requests_errors_latency_replicas_and_q
     # Only this dashboard reads Ray's metrics.
     elsewhere = set().union(*(metric_names(e) for d, _, e in dashboards.targets("prometheus") if d != GRAPHS_DASHBOARD))
     assert not elsewhere & ray
+
+
+def test_training_dashboard_is_provisioned_only_where_teams_train():
+    settings = stack_settings("demo-dev")
+    stems = {p.stem for p in provisioned_dashboards(settings.services, settings.graphs)}
+    assert TRAINING_DASHBOARD not in stems
+    assert TRAINING_DASHBOARD in {p.stem for p in provisioned_dashboards(settings.services, settings.graphs, training=True)}
+
+
+def test_training_dashboard_shows_each_job_state_nodes_gpu_restarts_and_kueues_queues():
+    """Per TrainJob through the JobSet that owns its Jobs; Kueue per ClusterQueue."""
+    panels = _exprs(TRAINING_DASHBOARD)
+    used = {title: set().union(*(metric_names(e) for e in exprs)) for title, exprs in panels.items()}
+    assert used["Node pods by state"] == {"kube_job_status_active", "kube_job_status_succeeded", "kube_job_status_failed",
+                                          "kube_job_owner"}
+    assert used["Nodes running"] == {"kube_job_status_active", "kube_job_owner"}
+    assert used["Restarts in the last hour"] == {"kube_job_created", "kube_job_owner"}
+    assert used["GPU use per node pod"] == {"DCGM_FI_DEV_GPU_UTIL"}
+    assert used["Pending workloads"] == {"kueue_pending_workloads"}
+    assert used["Admitted workloads"] == {"kueue_admitted_active_workloads", "kueue_admitted_workloads_total"}
+    assert used["Borrowed quota"] == {"kueue_cluster_queue_resource_usage", "kueue_cluster_queue_nominal_quota"}
+    assert used["Preempted workloads"] == {"kueue_preempted_workloads_total"}
+    # Every per-job panel follows the TrainJob variable.
+    for title in ("Node pods by state", "Nodes running", "Restarts in the last hour", "GPU use per node pod"):
+        assert all("$trainjob" in e for e in panels[title]), title

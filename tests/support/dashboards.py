@@ -21,6 +21,7 @@ SUBSTITUTIONS = {
     "$node_group": ".*",
     "$graph": ".*",
     "$step": ".*",
+    "$trainjob": ".*",
     "$search": "",
 }
 

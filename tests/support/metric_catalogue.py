@@ -1,8 +1,8 @@
 """The metric names the platform's exporters really emit, and a PromQL name extractor.
 
 Triton, DCGM and Istio names come from ../shared/reference/metrics; the few
-kube-state-metrics names, Triton's latency histogram, the LLM backends' metrics and Ray
-Serve's come from tests/catalogues (each file's header names its source: repository, tag, file).
+kube-state-metrics names, Triton's latency histogram, the LLM backends' metrics, Ray
+Serve's, Kueue's and JobSet's come from tests/catalogues (each file's header names its source: repository, tag, file).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ LLM_CATALOGUES = {
 }
 # Ray Serve's metrics, as the Ray pods of a graph (placement ray) export them.
 RAY_SERVE_CATALOGUE = "ray-serve.txt"
+# The training controllers' own metrics: Kueue's queues and JobSet's terminal states.
+TRAINING_CATALOGUES = {"kueue": "kueue.txt", "jobset": "jobset.txt"}
 # Series Prometheus itself synthesises for every target.
 PROMETHEUS_BUILTIN = frozenset({"up"})
 
@@ -99,6 +101,7 @@ def catalogue() -> dict[str, dict[str, str]]:
         "kube-state-metrics": _table((CATALOGUES / "kube-state-metrics.txt").read_text()),
         **{source: _with_histogram_series({f.name: f.type for f in llm_families(source)}) for source in LLM_CATALOGUES},
         "ray-serve": _with_histogram_series({f.name: f.type for f in ray_serve_families()}),
+        **{source: _table((CATALOGUES / file).read_text()) for source, file in TRAINING_CATALOGUES.items()},
     }
 
 

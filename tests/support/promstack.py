@@ -33,6 +33,7 @@ from tests.conftest import observability_inputs
 from tests.support.metric_catalogue import catalogue, llm_families
 from tests.support.netutil import free_port
 from tests.support.ray_exporter import EXAMPLE_GRAPH, ray_pods, ray_series
+from tests.support.training_exporter import JOBSET_NAMESPACE, KUEUE_NAMESPACE, controller_series, dcgm_series, ksm_series
 
 SCRAPE_SECONDS = 1
 DCGM_NAMESPACE = "gpu-operator"
@@ -137,7 +138,7 @@ def _labels(**labels: Any) -> str:
 
 
 class Exporter:
-    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod>, /gateway and /ksm."""
+    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod>, /gateway, /ksm, /ray/..., /kueue, /jobset and /dcgm-training."""
 
     def __init__(self, topology: Topology):
         self.topology = topology
@@ -331,7 +332,7 @@ class Exporter:
             lines.append(
                 f"kube_pod_container_resource_requests{_labels(**ids, container=container, node=p.node, resource=p.gpu_resource, unit='integer')} 1"
             )
-        return lines + self.hpas()
+        return lines + self.hpas() + ksm_series()
 
     def hpas(self) -> list[str]:
         """kube-state-metrics' series of one HPA per Triton version, as the platform declares them
@@ -371,6 +372,10 @@ class Exporter:
                 lines = self.gateway()
             elif parts[0] == "ksm":
                 lines = self.ksm()
+            elif parts[0] in ("kueue", "jobset"):
+                lines = controller_series(self, f"{parts[0]}.txt")
+            elif parts[0] == "dcgm-training":
+                lines = dcgm_series(self)
             elif parts[0] == "ray" and len(parts) == 3:
                 graph = next(g for g in self.topology.ray_graphs if g.name == parts[1])
                 lines = ray_series(self, graph, parts[2])
@@ -435,6 +440,11 @@ def scrape_config(topology: Topology, exporter_port: int) -> list[dict[str, Any]
             ],
         },
         {"job_name": "kube-state-metrics", "honor_labels": True, "static_configs": [static("/ksm")]},
+        # The controllers' metrics Services; their own namespace labels become exported_namespace.
+        {"job_name": "kueue", "static_configs": [static("/kueue", namespace=KUEUE_NAMESPACE, pod="kueue-controller-manager-0")]},
+        {"job_name": "jobset", "static_configs": [static("/jobset", namespace=JOBSET_NAMESPACE, pod="jobset-controller-manager-0")]},
+        {"job_name": "nvidia-dcgm-exporter-training", "static_configs": [
+            static("/dcgm-training", namespace=DCGM_NAMESPACE, pod="nvidia-dcgm-exporter-train", container="nvidia-dcgm-exporter")]},
         {
             # The graph's PodMonitor: every Ray pod on its `metrics` port (Ray's series name no namespace or pod).
             "job_name": "ray",
