@@ -13,7 +13,8 @@ Ray across the mesh follows Ray's Istio guide (doc/source/cluster/kubernetes/
 k8s-ecosystem/istio.md): every Ray port fixed and listed on a headless Service, a small
 worker-port range, `node-ip-address` set to the pod's name on that Service, and the
 operator's init-container injection off (ENABLE_INIT_CONTAINER_INJECTION=false), whose
-container would start before the sidecar and be refused under STRICT mTLS. The KubeRay
+container would start before the sidecar and be refused under STRICT mTLS (each worker waits
+for the head's GCS in its own container instead: WAIT_FOR_GCS). The KubeRay
 operator runs inside the mesh, so its calls to the head's dashboard carry its identity.
 """
 
@@ -88,6 +89,18 @@ RAY_UID = 1000
 # observedGeneration and UpgradeInProgress: True while a pending RayCluster exists beside the
 # active one, False once traffic has moved to it or no new cluster was needed
 # (rayservice_controller.go calculateStatus, calculateConditions).
+# KubeRay v1.7.0 runs a Ray container's own command and args before the `ray start` it
+# generates (`<args> && ulimit ...; ray start ...`, common/pod.go BuildPod) unless they say
+# `ray start` themselves. Without its init container (ENABLE_INIT_CONTAINER_INJECTION=false:
+# "you will need to inject your own init container to ensure ray GCS is up before the ray
+# workers start", common/pod.go), a worker's `ray start` gives up on the head's GCS after
+# about 20 s (Ray 2.60 _private/node.py _init_gcs_client, NUM_REDIS_GET_RETRIES) and the pod
+# crash-loops while the head still pulls its image. So each worker waits first, in its main
+# container (after the sidecar, which an init container would precede under STRICT mTLS),
+# with the check KubeRay's init container runs (DefaultWorkerPodTemplate, wait-gcs-ready) at
+# the address KubeRay gives every worker (FQ_RAY_IP, RAY_PORT: setContainerEnvVars).
+WAIT_FOR_GCS = ('until ray health-check --address "$FQ_RAY_IP:$RAY_PORT" > /dev/null 2>&1; '
+                'do echo "Waiting for the GCS of the Ray head at $FQ_RAY_IP:$RAY_PORT"; sleep 5; done')
 UPGRADE_DONE = 'jsonpath={.status.conditions[?(@.type=="UpgradeInProgress")].status}=False'
 WAIT_FOR_UPGRADE = {"pulumi.com/waitFor": UPGRADE_DONE}
 
@@ -228,6 +241,7 @@ def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: Weigh
     else:
         env_from = [{"secretRef": {"name": weights.s3_secret_name}}]
     container = {**_container("ray-worker", step.image, resources, mounts, [], env_from),
+                 "args": [WAIT_FOR_GCS],
                  # KubeRay adds its `metrics` port (8080) beside it (ray-operator v1.7.0 common/pod.go).
                  "ports": [{"name": STEP_METRICS_PORT_NAME, "containerPort": STEP_METRICS_PORT}]}
     scheduling = {"nodeSelector": sched.node_selector, "tolerations": sched.tolerations}

@@ -450,3 +450,31 @@ def test_a_new_graph_app_is_mounted_by_the_new_cluster_and_the_old_one_outlives_
     rows, problems = check(plan_resources(edited), stack_settings(STACK))
     (row,) = [r for r in rows if r.expectation.resource["type"] == "kubernetes:ray.io/v1:RayService"]
     assert row.wait.update >= row.expectation.budget.update_seconds > 0 and not problems
+
+
+def test_each_worker_waits_for_the_heads_gcs_before_ray_starts(ray_service, tmp_path):
+    """Without KubeRay's init container, a worker's `ray start` gives up on a GCS that is not up
+    within about 20 s: each worker runs KubeRay's own check until the head answers, then starts.
+    Run as KubeRay composes it (tests/support/kuberay_pod.py), with a `ray` that finds the GCS
+    down twice and a `sleep` that returns at once."""
+    import subprocess
+
+    from tests.support import kuberay_pod
+
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "ray").write_text('#!/bin/sh\necho "$*" >> "$LOG"\n'
+                              '[ "$1" != health-check ] && exit 0\n'
+                              'n=$(grep -c health-check "$LOG"); [ "$n" -gt 2 ]\n')
+    (stub / "sleep").write_text("#!/bin/sh\nexit 0\n")
+    for f in stub.iterdir():
+        f.chmod(0o755)
+    for group in ray_service["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        log = tmp_path / f"{group['groupName']}.log"
+        script = kuberay_pod.container_script(group["template"]["spec"]["containers"][0], "ray start --address=head:6379 --block")
+        env = {"PATH": f"{stub}:/usr/bin:/bin", "LOG": str(log), "FQ_RAY_IP": "speech-to-image-head-svc.ns.svc.cluster.local",
+               "RAY_PORT": "6379", "HOME": str(tmp_path)}
+        subprocess.run(script, env=env, check=True, capture_output=True, cwd=tmp_path, timeout=60)
+        calls = log.read_text().splitlines()
+        assert calls == ["health-check --address speech-to-image-head-svc.ns.svc.cluster.local:6379"] * 3 + [
+            "start --address=head:6379 --block"], group["groupName"]
