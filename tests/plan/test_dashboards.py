@@ -262,3 +262,31 @@ def test_graphs_dashboard_shows_each_step_requests_errors_latency_replicas_and_q
     # Only this dashboard reads Ray's metrics.
     elsewhere = set().union(*(metric_names(e) for d, _, e in dashboards.targets("prometheus") if d != GRAPHS_DASHBOARD))
     assert not elsewhere & ray
+
+
+def test_graphs_dashboard_shows_the_triton_queue_and_compute_time_inside_each_step():
+    """A step's Triton runs in its replica, on the graph's worker pods, which the Triton
+    dashboards (per service and version) do not select. The graphs dashboard reads its
+    per-model series from those pods: the workers' container, joined on the `app` label that
+    every Ray pod of the graph carries (the graph's name, as Serve's `application`) and that
+    kube-state-metrics exports."""
+    from inference_platform.observability.observability import POD_LABELS
+    from platformctl.plan import is_k8s_object, manifest
+
+    panels = _exprs(GRAPHS_DASHBOARD)
+    used = {title: set().union(*(metric_names(e) for e in exprs)) for title, exprs in panels.items()}
+    assert "nv_inference_queue_duration_us" in used["Queue time per step model (avg)"]
+    assert "nv_inference_compute_infer_duration_us" in used["Compute time per step model (avg)"]
+    assert {"nv_inference_count", "nv_inference_exec_count"} <= used["Inferences and executions / s per step model (batching)"]
+    triton = [e for exprs in panels.values() for e in exprs if any(m.startswith("nv_inference_") for m in metric_names(e))]
+    assert len(triton) >= 5
+    for expr in triton:
+        assert 'container="ray-worker"' in expr and 'kube_pod_labels{namespace=~"$namespace", label_app=~"$graph"}' in expr, expr
+    # What the selectors rely on, as the plan renders a graph's workers.
+    plan = stack_plan("studio-dev")
+    (service,) = [manifest(r) for r in plan.resources if is_k8s_object(r) and r.inputs.get("kind") == "RayService"]
+    assert "app" in POD_LABELS
+    for group in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        pod = group["template"]
+        assert pod["metadata"]["labels"]["app"] == service["metadata"]["name"]
+        assert pod["spec"]["containers"][0]["name"] == "ray-worker"
