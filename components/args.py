@@ -1190,6 +1190,8 @@ class InferenceGraphArgs(TypedDict):
     """The GPU node groups its steps run on."""
     weights: NotRequired[WeightsRefArgs]
     """Where the steps' model repositories are read."""
+    cold_start: NotRequired[list[GroupEstimateArgs]]
+    """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a Ray graph's new RayCluster to take over (default: the platform's stage times)."""
     mesh: NotRequired[MeshRefArgs]
     """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
 

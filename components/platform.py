@@ -126,11 +126,13 @@ def triton_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef,
     )
 
 
-def graph_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef) -> InferenceGraphInputs:
+def graph_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef,
+                 estimates: list[GroupEstimate]) -> InferenceGraphInputs:
     graph = s.graphs[index]
     used = {step.gpu.group for step in graph.steps}
     return InferenceGraphInputs(
         graph=graph, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights, mesh=mesh,
+        cold_start=[e for e in estimates if e.group in used],
     )
 
 
@@ -211,7 +213,7 @@ class InferencePlatform(pulumi.ComponentResource):
             service_inputs = triton_inputs(settings, index, self.mesh_ref, self.weights.reference(ns), estimates,
                                            tuning.metadata["name"] if tuning else None)
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
-        self.graphs = self._graphs(name, settings, after)
+        self.graphs = self._graphs(name, settings, after, estimates)
         self.pipeline = self._pipeline(name, settings, after) if settings.model_pipeline.enabled else None
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
         self.outputs["serving"] = {
@@ -230,7 +232,7 @@ class InferencePlatform(pulumi.ComponentResource):
         self.urls = self.observability.urls
         self.register_outputs(self.outputs)
 
-    def _graphs(self, name: str, settings: Settings, after) -> dict[str, InferenceGraph]:
+    def _graphs(self, name: str, settings: Settings, after, estimates: list[GroupEstimate]) -> dict[str, InferenceGraph]:
         """The inference graphs, and for those on Ray the KubeRay operator (its chart installs the CRDs)."""
         operator = None
         if ray_graphs(settings):
@@ -245,7 +247,7 @@ class InferencePlatform(pulumi.ComponentResource):
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds, *self.weights.depends_on(ns),
                     self.gpu_operator.release if self.gpu_operator else None,
                     operator if graph.placement == "ray" else None]
-            graph_args = graph_inputs(settings, index, self.mesh_ref, self.weights.reference(ns))
+            graph_args = graph_inputs(settings, index, self.mesh_ref, self.weights.reference(ns), estimates)
             graphs[graph.name] = InferenceGraph(graph.name, graph_args, opts=after(*deps))
         return graphs
 

@@ -20,6 +20,8 @@ from inference_platform.settings.stack import Settings
 from inference_platform.timing.readiness import (
     Budget,
     gpu_node_join_budget,
+    group_estimates,
+    ray_upgrade_budget,
     release_budget,
     service_endpoints_budget,
     triton_rollout_budget,
@@ -224,6 +226,7 @@ def expectations(resources: Iterable[dict[str, Any]], settings: Settings) -> lis
     """The objects the model knows about, each with its budget or why it is Pending by design."""
     versions = {(s.k8s_namespace, s.name, v.name): (s, v) for s in settings.services for v in s.versions}
     services = {(s.k8s_namespace, s.name): s for s in settings.services}
+    ray_graphs = {(g.k8s_namespace, g.name): g for g in settings.graphs if g.placement == "ray"}
     out: list[Expectation] = []
     for r in resources:
         t = r["type"]
@@ -258,6 +261,11 @@ def expectations(resources: Iterable[dict[str, Any]], settings: Settings) -> lis
             svc, version = found
             grace = int(_pod_spec(r).get("terminationGracePeriodSeconds", 30))
             out.append(Expectation(r, triton_rollout_budget(settings, svc, version, grace), readiness_matters=True))
+        elif key == "ray.io/v1/RayService" and (ns, meta.get("name")) in ray_graphs:
+            # Awaited until KubeRay has moved traffic to a new cluster: the old ConfigMap of
+            # graph_app is deleted only after that (components/serving/graphs.py).
+            graph = ray_graphs[(ns, meta.get("name"))]
+            out.append(Expectation(r, ray_upgrade_budget(group_estimates(settings), graph), readiness_matters=True))
         elif key == "v1/Service":
             selector = ((r.get("inputs") or {}).get("spec") or {}).get("selector") or {}
             svc = services.get((ns, selector.get("app")))

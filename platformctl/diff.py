@@ -46,6 +46,7 @@ from .errors import UsageError
 from .plan_model import SECRET
 from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset, value_at
+from .replaced_deletes import replaced_delete_notes
 from .replacement import (
     KUBERNETES_PROVIDER,
     PROVIDERS,
@@ -530,6 +531,7 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     if all(keys) and keys[0] != keys[1]:
         notes.append("note: secret inputs not compared: the two plans' digests were made with different keys "
                      f"(set {KEY_ENV} alike where both are rendered)")
+    notes += replaced_delete_notes(changes, rb)
     notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
         c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
     return {

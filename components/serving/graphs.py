@@ -13,7 +13,8 @@ Ray across the mesh follows Ray's Istio guide (doc/source/cluster/kubernetes/
 k8s-ecosystem/istio.md): every Ray port fixed and listed on a headless Service, a small
 worker-port range, `node-ip-address` set to the pod's name on that Service, and the
 operator's init-container injection off (ENABLE_INIT_CONTAINER_INJECTION=false), whose
-container would start before the sidecar and be refused under STRICT mTLS. The KubeRay
+container would start before the sidecar and be refused under STRICT mTLS (each worker waits
+for the head's GCS in its own container instead: WAIT_FOR_GCS). The KubeRay
 operator runs inside the mesh, so its calls to the head's dashboard carry its identity.
 """
 
@@ -49,6 +50,8 @@ from inference_platform.serving.triton_server import model_repository_url
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.graphs import MAX_STEP_REPLICAS, Graph, GraphStep, graph_workload, object_store_bytes
+from inference_platform.timing.estimates import estimates_or_defaults
+from inference_platform.timing.readiness import ray_upgrade_budget, ray_upgrade_timeouts
 from inference_platform.weights.inputs import WeightsRef
 
 SERVE_PORT = 8000
@@ -80,6 +83,26 @@ GRAPH_APP_SOURCE = shipped_dir("graph_app")
 KUBERAY_NAMESPACE = ep.RAY_NAMESPACE
 KUBERAY_PRINCIPAL = f"cluster.local/ns/{KUBERAY_NAMESPACE}/sa/kuberay-operator"
 RAY_UID = 1000
+# What `pulumi up` waits for after changing a RayService (pulumi-kubernetes provider/pkg/
+# metadata/overrides.go ReadyCondition, await/condition/jsonpath.go: first a status.observedGeneration
+# that has caught up with metadata.generation). KubeRay v1.7.0 writes, in one status update,
+# observedGeneration and UpgradeInProgress: True while a pending RayCluster exists beside the
+# active one, False once traffic has moved to it or no new cluster was needed
+# (rayservice_controller.go calculateStatus, calculateConditions).
+# KubeRay v1.7.0 runs a Ray container's own command and args before the `ray start` it
+# generates (`<args> && ulimit ...; ray start ...`, common/pod.go BuildPod) unless they say
+# `ray start` themselves. Without its init container (ENABLE_INIT_CONTAINER_INJECTION=false:
+# "you will need to inject your own init container to ensure ray GCS is up before the ray
+# workers start", common/pod.go), a worker's `ray start` gives up on the head's GCS after
+# about 20 s (Ray 2.60 _private/node.py _init_gcs_client, NUM_REDIS_GET_RETRIES) and the pod
+# crash-loops while the head still pulls its image. So each worker waits first, in its main
+# container (after the sidecar, which an init container would precede under STRICT mTLS),
+# with the check KubeRay's init container runs (DefaultWorkerPodTemplate, wait-gcs-ready) at
+# the address KubeRay gives every worker (FQ_RAY_IP, RAY_PORT: setContainerEnvVars).
+WAIT_FOR_GCS = ('until ray health-check --address "$FQ_RAY_IP:$RAY_PORT" > /dev/null 2>&1; '
+                'do echo "Waiting for the GCS of the Ray head at $FQ_RAY_IP:$RAY_PORT"; sleep 5; done')
+UPGRADE_DONE = 'jsonpath={.status.conditions[?(@.type=="UpgradeInProgress")].status}=False'
+WAIT_FOR_UPGRADE = {"pulumi.com/waitFor": UPGRADE_DONE}
 
 
 def step_resource(step: GraphStep) -> str:
@@ -218,6 +241,7 @@ def worker_group(graph: Graph, step: GraphStep, group: NodeGroup, weights: Weigh
     else:
         env_from = [{"secretRef": {"name": weights.s3_secret_name}}]
     container = {**_container("ray-worker", step.image, resources, mounts, [], env_from),
+                 "args": [WAIT_FOR_GCS],
                  # KubeRay adds its `metrics` port (8080) beside it (ray-operator v1.7.0 common/pod.go).
                  "ports": [{"name": STEP_METRICS_PORT_NAME, "containerPort": STEP_METRICS_PORT}]}
     scheduling = {"nodeSelector": sched.node_selector, "tolerations": sched.tolerations}
@@ -336,11 +360,12 @@ class InferenceGraph(pulumi.ComponentResource):
         labels = standard_labels(graph.name, app=graph.name)
         meta = {"name": graph.name, "namespace": ns, "labels": labels}
 
-        def custom(role: str, api_version: str, kind: str, spec):
-            return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind,
-                                                    metadata=meta, spec=spec, opts=resource_opts(self))
+        def custom(role: str, api_version: str, kind: str, spec, metadata=meta, opts=None):
+            return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind, metadata=metadata,
+                                                    spec=spec, opts=pulumi.ResourceOptions.merge(resource_opts(self), opts))
 
-        # Auto-named: a new graph_app replaces the ConfigMap, and the RayService moves to a new cluster.
+        # Auto-named: a new graph_app replaces the ConfigMap (create first, delete at the end of
+        # `pulumi up`), and the RayService moves to a new cluster, which mounts the new one.
         app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={"namespace": ns, "labels": labels},
                                     data=graph_app_files(), opts=resource_opts(self))
         # Only names Ray's ports and pods for Istio and DNS: its pods come from the RayService, on
@@ -353,7 +378,15 @@ class InferenceGraph(pulumi.ComponentResource):
         groups = {g.name: g for g in a.gpu_groups}
         spec = pulumi.Output.all(app.metadata["name"], pulumi.Output.all(**repositories)).apply(
             lambda v: ray_service_spec(graph, groups, a.weights, v[1], v[0]))
-        custom("rayservice", "ray.io/v1", "RayService", spec)
+        # The old cluster serves, mounting the old ConfigMap, until the new one has taken over
+        # (and KubeRay deletes it rayClusterDeletionDelaySeconds later, 60 s by default:
+        # rayservice_controller.go cleanUpRayClusterInstance). A pod that starts meanwhile (a
+        # worker Serve scales out) cannot mount a deleted ConfigMap, so `pulumi up` waits on the
+        # RayService until the switch is done: the engine deletes replaced resources only after
+        # every registration has finished (pulumi deployment_executor.go performPostSteps).
+        budget = ray_upgrade_budget(estimates_or_defaults(a.gpu_groups, [], a.cold_start), graph)
+        custom("rayservice", "ray.io/v1", "RayService", spec, metadata={**meta, "annotations": WAIT_FOR_UPGRADE},
+               opts=pulumi.ResourceOptions(custom_timeouts=ray_upgrade_timeouts(budget)))
 
         authorization, credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth)
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",

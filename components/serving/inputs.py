@@ -84,6 +84,8 @@ class InferenceGraphInputs(Model):
     """The GPU node groups its steps run on."""
     weights: WeightsRef = WeightsRef()
     """Where the steps' model repositories are read."""
+    cold_start: list[GroupEstimate] = []
+    """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a Ray graph's new RayCluster to take over (default: the platform's stage times)."""
     mesh: MeshRef = MeshRef()
     """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
 

@@ -81,10 +81,9 @@ from inference_platform.serving.triton_server import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.component_args import validated
-from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
 from inference_platform.settings.llm import Llm
 from inference_platform.settings.serving import Autoscaling, Service, Version, deployment_name
-from inference_platform.timing.estimates import GroupEstimate, cold_start_estimate
+from inference_platform.timing.estimates import GroupEstimate, estimates_or_defaults
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
 from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
 
@@ -116,10 +115,7 @@ def provenance_annotations(version: Version) -> dict[str, str]:
 
 def rollout_estimates(gpu_groups: Sequence[NodeGroup], service: Service,
                       given: Sequence[GroupEstimate]) -> dict[str, GroupEstimate]:
-    """Per GPU group, the cold-start estimate given, else one from the default stage times
-    (a service used alone, without the platform's estimate)."""
-    defaults = cold_start_estimate(gpu_groups, [service], ColdStartSettings(), GpuOperatorSettings().driver.mode)
-    return {e.group: e for e in [*defaults, *given]}
+    return estimates_or_defaults(gpu_groups, [service], given)
 
 
 def pod_labels(service: Service, version: Version) -> dict[str, str]:

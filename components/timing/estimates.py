@@ -13,7 +13,7 @@ from pydantic import Field
 
 from inference_platform.settings.base import Model, Text
 from inference_platform.settings.cluster import NodeGroup
-from inference_platform.settings.gpu import ColdStartSettings, StageSeconds
+from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings, StageSeconds
 from inference_platform.settings.serving import Service
 from inference_platform.settings.stack import Settings
 
@@ -97,6 +97,14 @@ def cold_start_estimate(gpu_groups: Sequence[NodeGroup], services: Sequence[Serv
         out.append(GroupEstimate(group=group.name, spare_slots=cold_start.spare_slots.get(group.name, 0),
                                  new_node=new_node, spare=spare))
     return out
+
+
+def estimates_or_defaults(gpu_groups: Sequence[NodeGroup], services: Sequence[Service],
+                          given: Sequence[GroupEstimate]) -> dict[str, GroupEstimate]:
+    """Per GPU group, the cold-start estimate given, else one from the default stage times
+    (a component used alone, without the platform's estimate)."""
+    defaults = cold_start_estimate(gpu_groups, services, ColdStartSettings(), GpuOperatorSettings().driver.mode)
+    return {e.group: e for e in [*defaults, *given]}
 
 
 def gpu_node_ready_seconds(settings: Settings) -> int:

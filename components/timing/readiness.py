@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 import pulumi
 
+from inference_platform.settings.graphs import Graph
 from inference_platform.settings.serving import Autoscaling, Service, Version
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import GroupEstimate, stack_estimates
@@ -122,6 +123,24 @@ def version_rollout_budget(estimate: GroupEstimate, service: Service, version: V
     """A Triton version's Deployment, from the cold-start estimate of its GPU group."""
     scaling = version.autoscaling or service.autoscaling
     return rollout_budget(estimate, replicas_in_sequence(version, scaling), termination_grace_seconds)
+
+
+def ray_upgrade_budget(estimates: Mapping[str, GroupEstimate], graph: Graph) -> Budget:
+    """A Ray graph's RayService, awaited until KubeRay reports no upgrade in progress.
+
+    Update: a changed cluster spec starts a whole new RayCluster beside the serving one, so
+    its workers need GPU nodes of their own: they start together, and traffic moves once the
+    slowest step's worker has passed a new-node cold start. Create: KubeRay reports no upgrade
+    as soon as it has read the spec (the cluster comes up after `pulumi up` returns, as before).
+    """
+    slowest = max(graph.steps, key=lambda s: estimates[s.gpu.group].without_spare_seconds)
+    seconds = estimates[slowest.gpu.group].without_spare_seconds
+    return Budget(0, seconds, f"new RayCluster: step {slowest.name} on a new {slowest.gpu.group} node {seconds}s")
+
+
+def ray_upgrade_timeouts(budget: Budget) -> pulumi.CustomTimeouts:
+    """customTimeouts for a RayService: the update's wait only (on create the default suffices)."""
+    return pulumi.CustomTimeouts(update=f"{wait_seconds(budget.update_seconds) // 60}m")
 
 
 def service_endpoints_budget(service: Service) -> Budget:

@@ -266,6 +266,7 @@ def test_graphs_dashboard_shows_each_step_requests_errors_latency_replicas_and_q
     assert not elsewhere & ray
 
 
+<<<<<<< HEAD
 def test_training_dashboard_is_provisioned_only_where_teams_train():
     settings = stack_settings("demo-dev")
     stems = {p.stem for p in provisioned_dashboards(settings.services, settings.graphs)}
@@ -289,3 +290,31 @@ def test_training_dashboard_shows_each_job_state_nodes_gpu_restarts_and_kueues_q
     # Every per-job panel follows the TrainJob variable.
     for title in ("Node pods by state", "Nodes running", "Restarts in the last hour", "GPU use per node pod"):
         assert all("$trainjob" in e for e in panels[title]), title
+=======
+def test_graphs_dashboard_shows_the_triton_queue_and_compute_time_inside_each_step():
+    """A step's Triton runs in its replica, on the graph's worker pods, which the Triton
+    dashboards (per service and version) do not select. The graphs dashboard reads its
+    per-model series from those pods: the workers' container, joined on the `app` label that
+    every Ray pod of the graph carries (the graph's name, as Serve's `application`) and that
+    kube-state-metrics exports."""
+    from inference_platform.observability.observability import POD_LABELS
+    from platformctl.plan import is_k8s_object, manifest
+
+    panels = _exprs(GRAPHS_DASHBOARD)
+    used = {title: set().union(*(metric_names(e) for e in exprs)) for title, exprs in panels.items()}
+    assert "nv_inference_queue_duration_us" in used["Queue time per step model (avg)"]
+    assert "nv_inference_compute_infer_duration_us" in used["Compute time per step model (avg)"]
+    assert {"nv_inference_count", "nv_inference_exec_count"} <= used["Inferences and executions / s per step model (batching)"]
+    triton = [e for exprs in panels.values() for e in exprs if any(m.startswith("nv_inference_") for m in metric_names(e))]
+    assert len(triton) >= 5
+    for expr in triton:
+        assert 'container="ray-worker"' in expr and 'kube_pod_labels{namespace=~"$namespace", label_app=~"$graph"}' in expr, expr
+    # What the selectors rely on, as the plan renders a graph's workers.
+    plan = stack_plan("studio-dev")
+    (service,) = [manifest(r) for r in plan.resources if is_k8s_object(r) and r.inputs.get("kind") == "RayService"]
+    assert "app" in POD_LABELS
+    for group in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        pod = group["template"]
+        assert pod["metadata"]["labels"]["app"] == service["metadata"]["name"]
+        assert pod["spec"]["containers"][0]["name"] == "ray-worker"
+>>>>>>> graphs27

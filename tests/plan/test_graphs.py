@@ -410,3 +410,71 @@ def test_a_steps_new_image_starts_a_new_cluster_with_it(ray_service, tmp_path):
     assert result.cluster_action == "new"
     images = {g["groupName"]: g["template"]["spec"]["containers"][0]["image"] for g in result.cluster_spec["workerGroupSpecs"]}
     assert images["draw"].endswith(":25.02-diffusion")
+
+
+def test_a_new_graph_app_is_mounted_by_the_new_cluster_and_the_old_one_outlives_the_switch(plan, ray_service, monkeypatch):
+    """An edit of graph_app replaces its ConfigMap (new name, created first) and so changes the
+    RayService's cluster spec: KubeRay starts a new RayCluster beside the serving one. The engine
+    deletes the old ConfigMap only after the RayService's wait, which holds until KubeRay reports
+    traffic moved (no pending cluster at the new generation), so the old cluster never runs
+    without the code it mounts (a pod it starts meanwhile could not mount a deleted ConfigMap)."""
+    from platformctl.awaits import check
+    from platformctl.diff import diff_plans
+    from platformctl.engine import render_stack, stack_settings
+    from platformctl.invariants import plan_resources
+
+    shipped = graphs.graph_app_files()
+    monkeypatch.setattr(graphs, "graph_app_files", lambda: {**shipped, "app.py": shipped["app.py"] + "\n# edited\n"})
+    edited = render_stack(STACK)
+    d = diff_plans(plan.to_json(), edited.to_json())
+    by_name = {c.key.rsplit("::", 1)[1]: c for c in d["changes"]}
+    app, rayservice = by_name["speech-to-image-app"], by_name["speech-to-image-rayservice"]
+    assert (app.action, app.delete_first) == ("replace", False) and set(by_name) == {app.key.rsplit("::", 1)[1], "speech-to-image-rayservice"}
+    assert rayservice.action == "update" and set(rayservice.unknown.values()) == {app.key}
+    (note,) = [n for n in d["notes"] if n.startswith(f"note: {app.key}: the old object is deleted")]
+    assert f"after {rayservice.key}, which takes the new one's name, has become ready" in note
+
+    # KubeRay's decision: a new cluster; the wait holds until it has taken the traffic.
+    (new_service,) = [o for o in objects(edited, "RayService") if o["metadata"]["name"] == "speech-to-image"]
+    # The mock names the replacement as before; the engine gives it a new random suffix.
+    (old_name,) = {v["configMap"]["name"] for v in ray_service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["volumes"]
+                   if "configMap" in v}
+    renamed = json.loads(json.dumps(new_service["spec"]).replace(f'"{old_name}"', f'"{old_name}x"'))
+    assert kuberay_upgrade.reconcile(ray_service["spec"], renamed).cluster_action == "new"
+    wait_for = new_service["metadata"]["annotations"]["pulumi.com/waitFor"]
+    applied = {"metadata": {"generation": 2}}
+    assert not kuberay_upgrade.wait_satisfied(wait_for, {**applied, "status": kuberay_upgrade.status(1, "old")})
+    assert not kuberay_upgrade.wait_satisfied(wait_for, {**applied, "status": kuberay_upgrade.status(2, "old", "new")})
+    assert kuberay_upgrade.wait_satisfied(wait_for, {**applied, "status": kuberay_upgrade.status(2, "new")})
+    # ... and is long enough for the new cluster's workers to start on new GPU nodes.
+    rows, problems = check(plan_resources(edited), stack_settings(STACK))
+    (row,) = [r for r in rows if r.expectation.resource["type"] == "kubernetes:ray.io/v1:RayService"]
+    assert row.wait.update >= row.expectation.budget.update_seconds > 0 and not problems
+
+
+def test_each_worker_waits_for_the_heads_gcs_before_ray_starts(ray_service, tmp_path):
+    """Without KubeRay's init container, a worker's `ray start` gives up on a GCS that is not up
+    within about 20 s: each worker runs KubeRay's own check until the head answers, then starts.
+    Run as KubeRay composes it (tests/support/kuberay_pod.py), with a `ray` that finds the GCS
+    down twice and a `sleep` that returns at once."""
+    import subprocess
+
+    from tests.support import kuberay_pod
+
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "ray").write_text('#!/bin/sh\necho "$*" >> "$LOG"\n'
+                              '[ "$1" != health-check ] && exit 0\n'
+                              'n=$(grep -c health-check "$LOG"); [ "$n" -gt 2 ]\n')
+    (stub / "sleep").write_text("#!/bin/sh\nexit 0\n")
+    for f in stub.iterdir():
+        f.chmod(0o755)
+    for group in ray_service["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        log = tmp_path / f"{group['groupName']}.log"
+        script = kuberay_pod.container_script(group["template"]["spec"]["containers"][0], "ray start --address=head:6379 --block")
+        env = {"PATH": f"{stub}:/usr/bin:/bin", "LOG": str(log), "FQ_RAY_IP": "speech-to-image-head-svc.ns.svc.cluster.local",
+               "RAY_PORT": "6379", "HOME": str(tmp_path)}
+        subprocess.run(script, env=env, check=True, capture_output=True, cwd=tmp_path, timeout=60)
+        calls = log.read_text().splitlines()
+        assert calls == ["health-check --address speech-to-image-head-svc.ns.svc.cluster.local:6379"] * 3 + [
+            "start --address=head:6379 --block"], group["groupName"]

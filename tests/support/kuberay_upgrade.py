@@ -61,3 +61,31 @@ def reconcile(applied: dict, edited: dict) -> Reconciled:
         return Reconciled(action, applied["serveConfigV2"] != edited["serveConfigV2"], old)
     # modifyRayCluster copies the whole goal spec; a new cluster starts from it and gets the config.
     return Reconciled(action, True, new)
+
+
+def status(generation: int, active: str, pending: str = "") -> dict:
+    """The status KubeRay v1.7.0 writes at the end of a reconcile of `generation`, in one update
+    (rayservice_controller.go calculateStatus: observedGeneration; calculateConditions:
+    UpgradeInProgress True while a pending RayCluster exists beside the active one, False once
+    the pending one is promoted or none is needed)."""
+    upgrading = bool(active and pending)
+    return {"observedGeneration": generation, "activeServiceStatus": {"rayClusterName": active},
+            "pendingServiceStatus": {"rayClusterName": pending},
+            "conditions": [{"type": "UpgradeInProgress", "status": "True" if upgrading else "False"}]}
+
+
+def wait_satisfied(wait_for: str, obj: dict) -> bool:
+    """pulumi-kubernetes' wait on `pulumi.com/waitFor` for the one form the platform writes,
+    `jsonpath={.status.conditions[?(@.type=="T")].status}=V` (provider/pkg/await/condition/
+    jsonpath.go: an observedGeneration behind metadata.generation is not yet satisfied;
+    provider/pkg/jsonpath/jsonpath.go Matches: the first selected value, as a string)."""
+    import re
+
+    m = re.fullmatch(r'jsonpath=\{\.status\.conditions\[\?\(@\.type=="([^"]+)"\)\]\.status\}=(\w+)', wait_for)
+    if m is None:
+        raise ValueError(f"not the platform's form of waitFor: {wait_for}")
+    st = obj.get("status") or {}
+    if "observedGeneration" in st and st["observedGeneration"] < obj["metadata"]["generation"]:
+        return False
+    found = [c["status"] for c in st.get("conditions", []) if c.get("type") == m.group(1)]
+    return bool(found) and found[0] == m.group(2)

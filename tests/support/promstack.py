@@ -247,6 +247,12 @@ class Exporter:
             lines += self._llm_series(p)
         return lines
 
+    def step_triton(self, graph_name: str, pod: str) -> list[str]:
+        """A step worker's in-process Triton (graph_app/triton.py serve_metrics): its step's model."""
+        graph = next(g for g in self.topology.ray_graphs if g.name == graph_name)
+        step = next(p.step for p in ray_pods(graph) if p.name == pod)
+        return self._model_series(pod, ModelLoad(next(s.model for s in graph.steps if s.name == step)))
+
     def dcgm(self, node: str) -> list[str]:
         lines = []
         gpus = [g for g in self.topology.gpus if g[0] == node]
@@ -332,6 +338,10 @@ class Exporter:
             lines.append(
                 f"kube_pod_container_resource_requests{_labels(**ids, container=container, node=p.node, resource=p.gpu_resource, unit='integer')} 1"
             )
+        # Every Ray pod of a graph carries `app: <graph>` (components/serving/graphs.py _pod_template).
+        for g in self.topology.ray_graphs:
+            for p in ray_pods(g):
+                lines.append(f"kube_pod_labels{_labels(namespace=p.namespace, pod=p.name, uid=f'uid-{p.name}', label_app=g.name)} 1")
         return lines + self.hpas() + ksm_series()
 
     def hpas(self) -> list[str]:
@@ -379,6 +389,8 @@ class Exporter:
             elif parts[0] == "ray" and len(parts) == 3:
                 graph = next(g for g in self.topology.ray_graphs if g.name == parts[1])
                 lines = ray_series(self, graph, parts[2])
+            elif parts[0] == "ray-triton" and len(parts) == 3:
+                lines = self.step_triton(parts[1], parts[2])
             else:
                 return None
         return "\n".join(lines) + "\n"
@@ -451,6 +463,15 @@ def scrape_config(topology: Topology, exporter_port: int) -> list[dict[str, Any]
             "static_configs": [
                 static(f"/ray/{g.name}/{p.name}", namespace=p.namespace, pod=p.name, container=p.container, endpoint="metrics")
                 for g in topology.ray_graphs for p in ray_pods(g)
+            ],
+        },
+        {
+            # The same PodMonitor on each worker's `triton-metrics` port: the step's in-process Triton.
+            "job_name": "ray-triton",
+            "static_configs": [
+                static(f"/ray-triton/{g.name}/{p.name}", namespace=p.namespace, pod=p.name, container=p.container,
+                       endpoint="triton-metrics")
+                for g in topology.ray_graphs for p in ray_pods(g) if p.step
             ],
         },
     ]
