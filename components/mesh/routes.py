@@ -7,6 +7,12 @@ def envoy_duration(seconds: float) -> str:
     return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
 
+# What the routes of a Basic Auth workload require: a Basic credential, any. The gateway's
+# basic_auth filter (basic_auth.py) checks it before routing; a request without one reaches
+# the `unauthorized` route, the same 401 should that filter ever be missing.
+BASIC_CREDENTIAL = {"authorization": {"prefix": "Basic "}}
+
+
 def unauthorized_route(realm: str) -> dict:
     """The route after the credentialed ones (Basic Auth): 401 with the Basic Auth challenge."""
     return {

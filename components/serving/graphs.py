@@ -39,8 +39,9 @@ from inference_platform.core.common import (
 )
 from inference_platform.core.grammar import quantity
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
-from inference_platform.mesh.routes import envoy_duration, unauthorized_route
-from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
+from inference_platform.mesh.basic_auth import basic_auth
+from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration, unauthorized_route
+from inference_platform.mesh.security import ISTIO_METRICS_PORTS, declare_mesh_security, ingress_source
 from inference_platform.observability.metrics import pod_monitor_spec
 from inference_platform.serving.inputs import InferenceGraphInputs
 from inference_platform.serving.model_config import ensemble_config
@@ -308,9 +309,8 @@ class InferenceGraph(pulumi.ComponentResource):
             lambda v: ray_service_spec(graph, groups, a.weights, v[1], v[0]))
         custom("rayservice", "ray.io/v1", "RayService", spec)
 
-        authorization, credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth)
-        custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(graph, a.mesh.gateway, authorization))
+        credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth, list(graph.hosts), a.mesh.ingress_namespace)
+        custom("virtualservice", "networking.istio.io/v1", "VirtualService", virtual_service_spec(graph, a.mesh.gateway))
         selector = {GRAPH_LABEL: graph.name}
         declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
@@ -326,14 +326,16 @@ def serve_service_host(graph: Graph) -> str:
     return f"{graph.name}-serve-svc.{graph.k8s_namespace}.svc.cluster.local"
 
 
-def virtual_service_spec(graph: Graph, gateway: str, authorization) -> dict:
-    auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
+def virtual_service_spec(graph: Graph, gateway: str) -> dict:
+    """With Basic Auth the gateway's filter checks the credential (basic_auth.py); a request without one gets 401 here."""
+    basic = graph.auth.mode == "basic"
+    auth = dict(BASIC_CREDENTIAL) if basic else {}
     route = {"name": "graph", "route": [{"destination": {"host": serve_service_host(graph), "port": {"number": SERVE_PORT}}}],
              "timeout": envoy_duration(graph.timeout_seconds)}
     if auth:
         route["match"] = [{"headers": auth}]
     http = [route]
-    if authorization is not None:
+    if basic:
         http.append(unauthorized_route(graph.auth.realm or graph.name))
     return {"hosts": list(graph.hosts), "gateways": [gateway], "http": http}
 
