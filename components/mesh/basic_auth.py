@@ -110,7 +110,8 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
         f"{name}-basic-auth-filter",
         api_version="networking.istio.io/v1alpha3",
         kind="EnvoyFilter",
-        metadata={"name": f"basic-auth-{namespace}-{username}", "namespace": ingress_namespace, "labels": labels},
+        # Dots: namespace and name are DNS labels, so no two workloads share this name.
+        metadata={"name": f"basic-auth.{namespace}.{username}", "namespace": ingress_namespace, "labels": labels},
         spec=htpasswd.apply(lambda h: envoy_filter_spec(filter_name, hosts, h)),
         opts=resource_opts(parent),
     )
