@@ -123,6 +123,7 @@ def test_jwt_mode_renders_request_authentication():
     ap = cr(plan, "AuthorizationPolicy", "svc")
     assert ap.inputs["spec"]["rules"][0]["from"][0]["source"]["requestPrincipals"] == ["*"]
     assert not plan.of_type("kubernetes:core/v1:Secret") or all("basic-auth" not in r.name for r in plan.of_type("kubernetes:core/v1:Secret"))
+    assert plan.of_type("kubernetes:networking.istio.io/v1alpha3:EnvoyFilter") == []
     assert "unauthorized" not in route_weights(cr(plan, "VirtualService", "svc"))
 
 
