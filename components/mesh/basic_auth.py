@@ -82,12 +82,14 @@ def _password(parent: pulumi.Resource, name: str, generation: int) -> random.Ran
 
 
 def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str, labels: dict, auth: AuthSettings,
-               hosts: list[str], ingress_namespace: str) -> tuple[Optional[pulumi.Output], Optional[str]]:
+               hosts: list[str], ingress_namespace: str) -> tuple[Optional[pulumi.Output], Optional[str], list[pulumi.Resource]]:
     """With auth mode `basic`: a password per accepted generation, the Secret with the current
     credential for clients in `namespace`, the gateway's EnvoyFilter that accepts every accepted
-    generation on `hosts`; returns the credentials (secret) and the Secret's name. Nothing otherwise."""
+    generation on `hosts`; returns the credentials (secret), the Secret's name and what the
+    routes must wait for (the EnvoyFilter: routes that admit any Basic credential must not
+    exist before the filter that checks it). Nothing otherwise."""
     if auth.mode != "basic":
-        return None, None
+        return None, None, []
     rotation = auth.basic or BasicAuthRotation()
     passwords = {g: _password(parent, name, g) for g in accepted_generations(rotation)}
     current_user = credential_username(username, rotation.generation)
@@ -106,7 +108,7 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
     # readable in the plan and the state, so a rotation's diff shows which lines change.
     htpasswd = pulumi.Output.unsecret(pulumi.Output.all(*lines).apply(lambda ls: "\n".join(ls) + "\n"))
     filter_name = basic_auth_filter_name(namespace, username)
-    k8s.apiextensions.CustomResource(
+    envoy_filter = k8s.apiextensions.CustomResource(
         f"{name}-basic-auth-filter",
         api_version="networking.istio.io/v1alpha3",
         kind="EnvoyFilter",
@@ -116,4 +118,4 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
         opts=resource_opts(parent),
     )
     credentials = pulumi.Output.secret(current.apply(lambda p: {"username": current_user, "password": p}))
-    return credentials, secret_name
+    return credentials, secret_name, [envoy_filter]

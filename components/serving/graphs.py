@@ -290,9 +290,9 @@ class InferenceGraph(pulumi.ComponentResource):
         labels = standard_labels(graph.name, app=graph.name)
         meta = {"name": graph.name, "namespace": ns, "labels": labels}
 
-        def custom(role: str, api_version: str, kind: str, spec):
-            return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind,
-                                                    metadata=meta, spec=spec, opts=resource_opts(self))
+        def custom(role: str, api_version: str, kind: str, spec, depends_on=()):
+            return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind, metadata=meta,
+                                                    spec=spec, opts=resource_opts(self, depends_on=depends_on))
 
         # Auto-named: a new graph_app replaces the ConfigMap, and the RayService moves to a new cluster.
         app = k8s.core.v1.ConfigMap(f"{name}-app", metadata={"namespace": ns, "labels": labels},
@@ -309,8 +309,10 @@ class InferenceGraph(pulumi.ComponentResource):
             lambda v: ray_service_spec(graph, groups, a.weights, v[1], v[0]))
         custom("rayservice", "ray.io/v1", "RayService", spec)
 
-        credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth, list(graph.hosts), a.mesh.ingress_namespace)
-        custom("virtualservice", "networking.istio.io/v1", "VirtualService", virtual_service_spec(graph, a.mesh.gateway))
+        credentials, _, checked_by = basic_auth(self, name, graph.name, ns, labels, graph.auth, list(graph.hosts),
+                                                a.mesh.ingress_namespace)
+        custom("virtualservice", "networking.istio.io/v1", "VirtualService", virtual_service_spec(graph, a.mesh.gateway),
+               depends_on=checked_by)
         selector = {GRAPH_LABEL: graph.name}
         declare_mesh_security(custom, selector, METRICS_PORT, authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,

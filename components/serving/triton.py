@@ -451,22 +451,22 @@ class TritonService(pulumi.ComponentResource):
             self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
                                   configs_volume, admin_secret.metadata["name"])
 
-        credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth, list(service.hosts),
+        credentials, secret_name, checked_by = basic_auth(self, name, service.name, ns, labels, service.auth, list(service.hosts),
                                               a.mesh.ingress_namespace)
 
-        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict]):
+        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict], depends_on=()):
             return k8s.apiextensions.CustomResource(
                 f"{name}-{role}",
                 api_version=api_version,
                 kind=kind,
                 metadata={"name": service.name, "namespace": ns, "labels": labels},
                 spec=spec,
-                opts=resource_opts(self),
+                opts=resource_opts(self, depends_on=depends_on),
             )
 
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(service, a.mesh.gateway))
+               virtual_service_spec(service, a.mesh.gateway), depends_on=checked_by)
         selector = {"app": service.name}
         declare_mesh_security(custom, selector, TRITON_METRICS_PORT, authorization_policy_spec(service, a.mesh.ingress_principal),
                               service.auth)

@@ -67,3 +67,13 @@ def test_a_rotation_updates_the_filter_and_the_secret_in_place_and_the_old_crede
     assert [k.rsplit("::", 1)[1] for k in end["removed"]] == ["svc-password"]
     assert end["added"] == [] and end["errors"] == []
     assert [k.rsplit("::", 1)[1] for k in end["changed"]] == ["svc-basic-auth-filter"]
+
+
+def test_the_routes_change_only_after_the_filter_that_checks_the_credential_exists():
+    plan = stack_plan("studio-dev")
+    for vs in plan.of_type("kubernetes:networking.istio.io/v1:VirtualService"):
+        owner = vs.name.removesuffix("-virtualservice")
+        filters = [r for r in plan.of_type(ENVOY_FILTER) if r.name == f"{owner}-basic-auth-filter"]
+        if filters:
+            assert filters[0].urn in vs.depends_on, vs.name
+    assert len(plan.of_type(ENVOY_FILTER)) == 2
