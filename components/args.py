@@ -501,7 +501,7 @@ class AuthSettingsArgs(TypedDict):
     mode: NotRequired[Literal["basic", "jwt", "none"]]
     """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only). One of: `basic`, `jwt`, `none`. Default: `basic`."""
     realm: NotRequired[str]
-    """Basic Auth realm (default: the service name) of the gateway route's 401 to requests without a Basic credential: 1-64 printable ASCII characters without `"` or `\\`. A wrong credential gets the 401 of Envoy's basic_auth filter, whose realm is the request's URL."""
+    """Basic Auth realm (default: the service name) of the VirtualService's 401 to a request with no Basic credential, the gate behind the gateway's basic_auth filter: 1-64 printable ASCII characters without `"` or `\\`. The filter answers first, with the request's URL as the realm."""
     jwt: NotRequired[JwtAuthArgs]
     """Identity provider, for mode `jwt`."""
     basic: NotRequired[BasicAuthRotationArgs]

@@ -8,8 +8,8 @@ def envoy_duration(seconds: float) -> str:
 
 
 # What the routes of a Basic Auth workload require: a Basic credential, any. The gateway's
-# basic_auth filter (basic_auth.py) checks it before routing; a request without one reaches
-# the `unauthorized` route, the same 401 should that filter ever be missing.
+# basic_auth filter (basic_auth.py) checks it before routing and answers 401 itself; should
+# that filter ever be missing, a request without one still gets the `unauthorized` route's 401.
 BASIC_CREDENTIAL = {"authorization": {"prefix": "Basic "}}
 
 
