@@ -1,4 +1,4 @@
-"""Basic Auth at the ingress gateway (`auth.mode: basic`), with rotation.
+"""Basic Auth at the ingress gateway (`auth.mode: basic`), with rotation, failing closed.
 
 The gateway's Envoy checks credentials with its `envoy.filters.http.basic_auth` filter
 (built into Istio 1.30.3's proxy: istio/proxy 81864a1c, bazel/extension_config/
@@ -7,6 +7,20 @@ extensions_build_config.bzl). The filter reads htpasswd lines with `{SHA}` hashe
 refused, so each credential generation has a username of its own), so the plaintext password
 lives only in the clients' Secret and the secret outputs. An EnvoyFilter in the ingress
 gateway's namespace adds the filter, disabled, and enables it on the service's hosts only.
+
+Why it fails closed. That proxy is Envoy 1.38.4-dev (istio/proxy 81864a1c ENVOY_VERSION.txt,
+WORKSPACE ENVOY_SHA 4f1e006e); the filter's `emit_dynamic_metadata` and `allow_missing` came in
+Envoy 1.39.0 (envoy changelogs/1.39.0.yaml, area basic_auth; absent from 1.38.0-1.38.3), so no
+metadata can tell the gateway's RBAC that the filter ran. Instead the filter, on success,
+replaces the Authorization header with the username it accepted (`forward_username_header:
+authorization`; basic_auth_filter.cc decodeHeaders `headers.setCopy(...)`), after the route
+was chosen on the original header (resolveMostSpecificPerFilterConfig caches it; the filter
+never clears the route cache). An AuthorizationPolicy on the gateway (DENY on the service's
+hosts unless the Authorization header is exactly an accepted username) then refuses every
+request the filter did not accept: a patch that istiod skips or that matches no virtual host
+leaves `Basic ...` in the header, and the gateway's RBAC answers 403. A request that sends a
+bare username to get past the RBAC takes no forwarding route, which needs a single
+`Basic <base64>` value (routes.py BASIC_CREDENTIAL).
 """
 
 import base64
@@ -27,7 +41,9 @@ BASIC_AUTH_PER_ROUTE_TYPE = "type.googleapis.com/envoy.extensions.filters.http.b
 # listener runs where a route or virtual host names it with a config of its own.
 FILTER_CONFIG_TYPE = "type.googleapis.com/envoy.config.route.v3.FilterConfig"
 HCM = "envoy.filters.network.http_connection_manager"
-ROUTER = "envoy.filters.http.router"
+# What the filter writes the accepted username into: the credential's own header, so the
+# password never travels past the gateway and the gateway's RBAC reads who was accepted.
+FORWARD_USERNAME_HEADER = "authorization"
 
 
 def credential_username(name: str, generation: int) -> str:
@@ -47,17 +63,19 @@ def basic_auth_filter_name(namespace: str, name: str) -> str:
 
 def envoy_filter_spec(filter_name: str, hosts: list[str], htpasswd: str) -> dict:
     """Istio EnvoyFilter (networking.istio.io/v1alpha3, istio/api 1.30.3 envoy_filter.proto):
-    the gateway's HTTP connection manager gets the filter disabled before the router, and each
+    the gateway's HTTP connection manager gets the filter, disabled, first of its HTTP filters
+    (INSERT_FIRST: before Istio's ext_authz, authn and RBAC filters, istio/istio 1.30.3
+    pilot/pkg/networking/core/listener_builder.go, whatever of them a gateway has), and each
     virtual host serving one of `hosts` (matched by domain, on every port, even when Istio
     collapses hosts with the same routes into one virtual host) turns it on with the users."""
     users = {"inline_string": htpasswd}
     insert = {
         "applyTo": "HTTP_FILTER",
-        "match": {"context": "GATEWAY",
-                  "listener": {"filterChain": {"filter": {"name": HCM, "subFilter": {"name": ROUTER}}}}},
-        "patch": {"operation": "INSERT_BEFORE",
+        "match": {"context": "GATEWAY", "listener": {"filterChain": {"filter": {"name": HCM}}}},
+        "patch": {"operation": "INSERT_FIRST",
                   "value": {"name": filter_name, "disabled": True,
-                            "typed_config": {"@type": BASIC_AUTH_TYPE, "users": users}}},
+                            "typed_config": {"@type": BASIC_AUTH_TYPE, "users": users,
+                                             "forward_username_header": FORWARD_USERNAME_HEADER}}},
     }
     enable = [{
         "applyTo": "VIRTUAL_HOST",
@@ -68,6 +86,19 @@ def envoy_filter_spec(filter_name: str, hosts: list[str], htpasswd: str) -> dict
                       "config": {"@type": BASIC_AUTH_PER_ROUTE_TYPE, "users": users}}}}},
     } for host in hosts]
     return {"configPatches": [insert, *enable]}
+
+
+def gateway_policy_spec(hosts: list[str], usernames: list[str]) -> dict:
+    """Istio AuthorizationPolicy (security.istio.io/v1): DENY a request to one of `hosts` whose
+    Authorization header is not exactly an accepted username, i.e. one the basic_auth filter did
+    not accept. Istio makes `notValues` a NOT of exact header matches (istio/istio 1.30.3
+    pilot/pkg/security/authz/model/model.go rule.principal, generator.go requestHeaderGenerator),
+    so a missing header is denied too; `hosts` match `:authority` exactly, ignoring case
+    (authz/matcher/header.go HostMatcher), hence `<host>:*` for a Host that names a port."""
+    authorities = [a for h in hosts for a in (h, f"{h}:*")]
+    return {"action": "DENY",
+            "rules": [{"to": [{"operation": {"hosts": authorities}}],
+                       "when": [{"key": f"request.headers[{FORWARD_USERNAME_HEADER}]", "notValues": usernames}]}]}
 
 
 def accepted_generations(rotation: BasicAuthRotation) -> list[int]:
@@ -85,9 +116,10 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
                hosts: list[str], ingress_namespace: str) -> tuple[Optional[pulumi.Output], Optional[str], list[pulumi.Resource]]:
     """With auth mode `basic`: a password per accepted generation, the Secret with the current
     credential for clients in `namespace`, the gateway's EnvoyFilter that accepts every accepted
-    generation on `hosts`; returns the credentials (secret), the Secret's name and what the
-    routes must wait for (the EnvoyFilter: routes that admit any Basic credential must not
-    exist before the filter that checks it). Nothing otherwise."""
+    generation on `hosts` and the gateway's AuthorizationPolicy that denies what it did not
+    accept; returns the credentials (secret), the Secret's name and what the routes must wait
+    for (both: routes that admit any Basic credential must not exist before what checks it).
+    Nothing otherwise."""
     if auth.mode != "basic":
         return None, None, []
     rotation = auth.basic or BasicAuthRotation()
@@ -117,5 +149,16 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
         spec=htpasswd.apply(lambda h: envoy_filter_spec(filter_name, hosts, h)),
         opts=resource_opts(parent),
     )
+    # No selector: every workload in the ingress namespace (the gateway pods whatever their
+    # labels; the whole mesh when that is Istio's root namespace, where the workloads' sidecars
+    # see the accepted username the gateway forwards and let it through).
+    gateway_policy = k8s.apiextensions.CustomResource(
+        f"{name}-basic-auth-policy",
+        api_version="security.istio.io/v1",
+        kind="AuthorizationPolicy",
+        metadata={"name": f"basic-auth.{namespace}.{username}", "namespace": ingress_namespace, "labels": labels},
+        spec=gateway_policy_spec(hosts, [credential_username(username, g) for g in accepted_generations(rotation)]),
+        opts=resource_opts(parent),
+    )
     credentials = pulumi.Output.secret(current.apply(lambda p: {"username": current_user, "password": p}))
-    return credentials, secret_name, [envoy_filter]
+    return credentials, secret_name, [envoy_filter, gateway_policy]

@@ -12,6 +12,7 @@ from tests.conftest import base_config, render_raw, stack_plan
 PASSWORD = "random:index/randomPassword:RandomPassword"
 SECRET = "kubernetes:core/v1:Secret"
 ENVOY_FILTER = "kubernetes:networking.istio.io/v1alpha3:EnvoyFilter"
+POLICY = "kubernetes:security.istio.io/v1:AuthorizationPolicy"
 
 
 def rotated(generation: int, previous: int | None = None) -> dict:
@@ -56,24 +57,33 @@ def test_a_rotation_updates_the_filter_and_the_secret_in_place_and_the_old_crede
     start = diff_plans(before, during)
     assert [k.rsplit("::", 1)[1] for k in start["added"]] == ["svc-password-g2"]
     assert start["removed"] == [] and start["errors"] == []
-    assert sorted(k.rsplit("::", 1)[1] for k in start["changed"]) == ["svc-basic-auth", "svc-basic-auth-filter"]
-    # The filter is updated in place (istiod pushes it; the gateway pods keep running); the
-    # Secret's contents replace it (the provider's enableSecretMutable is off); no Deployment
-    # or Helm release changes, so no pod restarts.
+    assert sorted(k.rsplit("::", 1)[1] for k in start["changed"]) == ["svc-basic-auth", "svc-basic-auth-filter",
+                                                                     "svc-basic-auth-policy"]
+    # The filter and the gateway's policy are updated in place (istiod pushes them; the gateway
+    # pods keep running); the Secret's contents replace it (the provider's enableSecretMutable
+    # is off); no Deployment or Helm release changes, so no pod restarts.
     actions = {c.key.rsplit("::", 1)[1]: c.action for c in start["changes"] if c.paths}
-    assert actions == {"svc-basic-auth-filter": "update", "svc-basic-auth": "replace"}
+    assert actions == {"svc-basic-auth-filter": "update", "svc-basic-auth-policy": "update", "svc-basic-auth": "replace"}
 
     end = diff_plans(during, after)
     assert [k.rsplit("::", 1)[1] for k in end["removed"]] == ["svc-password"]
     assert end["added"] == [] and end["errors"] == []
-    assert [k.rsplit("::", 1)[1] for k in end["changed"]] == ["svc-basic-auth-filter"]
+    assert sorted(k.rsplit("::", 1)[1] for k in end["changed"]) == ["svc-basic-auth-filter", "svc-basic-auth-policy"]
+
+
+def test_the_gateway_policy_accepts_exactly_the_usernames_of_the_accepted_generations():
+    for config, users in ((base_config(), ["svc"]), (rotated(2, previous=1), ["svc-g2", "svc"]), (rotated(2), ["svc-g2"])):
+        policy = render_raw(config).get(POLICY, "svc-basic-auth-policy")
+        assert policy.inputs["metadata"]["namespace"] == "istio-system"
+        assert "selector" not in policy.inputs["spec"]
+        (rule,) = policy.inputs["spec"]["rules"]
+        assert rule["when"] == [{"key": "request.headers[authorization]", "notValues": users}]
 
 
 def test_the_routes_change_only_after_the_filter_that_checks_the_credential_exists():
     plan = stack_plan("studio-dev")
     for vs in plan.of_type("kubernetes:networking.istio.io/v1:VirtualService"):
         owner = vs.name.removesuffix("-virtualservice")
-        filters = [r for r in plan.of_type(ENVOY_FILTER) if r.name == f"{owner}-basic-auth-filter"]
-        if filters:
-            assert filters[0].urn in vs.depends_on, vs.name
+        checks = [r for r in plan.resources if r.name in (f"{owner}-basic-auth-filter", f"{owner}-basic-auth-policy")]
+        assert all(r.urn in vs.depends_on for r in checks), vs.name
     assert len(plan.of_type(ENVOY_FILTER)) == 2

@@ -1,4 +1,5 @@
-"""Basic Auth at the gateway: the htpasswd the EnvoyFilter carries, checked as Envoy checks it."""
+"""Basic Auth at the gateway: the htpasswd the EnvoyFilter carries, checked as Envoy checks it,
+and the gateway's DENY policy that refuses whatever the filter did not accept (fail closed)."""
 
 from __future__ import annotations
 
@@ -10,29 +11,25 @@ import pytest
 from inference_platform.mesh.basic_auth import (
     BASIC_AUTH_PER_ROUTE_TYPE,
     envoy_filter_spec,
+    gateway_policy_spec,
     htpasswd_line,
 )
+from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from tests.conftest import base_config
+from tests.support import mesh_eval
+
+HOST = "svc.example.com"
+INFER = "/v2/models/m/infer"
+# A rotation: generation 1 (`svc`) still accepted beside generation 2 (`svc-g2`).
+HTPASSWD = htpasswd_line("svc", "old-password") + "\n" + htpasswd_line("svc-g2", "new-password") + "\n"
+FILTER = envoy_filter_spec("inference-platform.basic-auth.ns.svc", [HOST], HTPASSWD)
+POLICY = gateway_policy_spec([HOST], ["svc-g2", "svc"])
 
 
 def envoy_accepts(htpasswd: str, authorization: str) -> bool:
-    """Envoy's basic_auth filter (source/extensions/filters/http/basic_auth: config.cc readHtpasswd,
-    basic_auth_filter.cc decodeHeaders and validateUser): `{SHA}` lines, one per user, and the
-    base64 SHA-1 of the presented password compared with the user's."""
-    users: dict[str, str] = {}
-    for line in htpasswd.split("\n"):
-        if not line or line.startswith("#"):
-            continue
-        name, _, hashed = line.partition(":")
-        assert name not in users, "Envoy refuses a duplicate user"
-        assert hashed.startswith("{SHA}") and len(hashed) == 5 + 28, "Envoy accepts {SHA} hashes only"
-        users[name] = hashed[5:]
-    if not authorization.startswith("Basic "):
-        return False
-    username, _, password = base64.b64decode(authorization[6:]).decode().partition(":")
-    return users.get(username) == base64.b64encode(hashlib.sha1(password.encode()).digest()).decode()
+    return mesh_eval.basic_auth_filter(htpasswd, "", {"authorization": authorization}) is not None
 
 
 def basic(username: str, password: str) -> str:
@@ -58,6 +55,9 @@ def test_the_filter_is_off_by_default_and_on_for_every_host_of_the_service():
     spec = envoy_filter_spec("f", ["a.example.com", "b.example.com"], htpasswd_line("svc", "pw"))
     insert, *enable = spec["configPatches"]
     assert insert["patch"]["value"]["disabled"] is True
+    # First of the gateway's HTTP filters, so it has rewritten the header before Istio's RBAC runs.
+    assert insert["patch"]["operation"] == "INSERT_FIRST"
+    assert insert["patch"]["value"]["typed_config"]["forward_username_header"] == "authorization"
     assert [p["match"]["routeConfiguration"]["vhost"] for p in enable] == [{"domainName": "a.example.com"},
                                                                          {"domainName": "b.example.com"}]
     assert all(p["match"]["context"] == "GATEWAY" for p in spec["configPatches"])
@@ -82,3 +82,50 @@ def test_rotation_settings_belong_to_basic_auth_only():
     raw["services"][0]["auth"] = {"mode": "none", "basic": {"generation": 2}}
     with pytest.raises(ConfigError, match="basic applies to mode 'basic' only"):
         parse_settings(raw, "stacks/Pulumi.t.yaml")
+
+
+def routes() -> dict:
+    return virtual_service_spec(parse_settings(base_config(), "stacks/Pulumi.t.yaml").services[0], "istio-system/gw")
+
+
+ATTEMPTS = {
+    "no credential": {},
+    "generation 1": {"Authorization": basic("svc", "old-password")},
+    "generation 2": {"Authorization": basic("svc-g2", "new-password")},
+    "wrong password": {"Authorization": basic("svc", "new-password")},
+    "any Basic value": {"Authorization": "Basic eDp4"},
+    "a bare accepted username": {"Authorization": "svc-g2"},
+    "a credential and a username": {"Authorization": [basic("svc", "x"), "svc"]},
+    "two credentials": {"Authorization": [basic("svc", "x"), basic("svc-g2", "new-password")]},
+    "a bearer token": {"Authorization": "Bearer abc"},
+}
+
+
+@pytest.mark.parametrize("patches", ["none applied", "no virtual host matched"])
+@pytest.mark.parametrize("host", [HOST, HOST + ":443", "SVC.example.com"])
+def test_a_request_the_filter_did_not_check_never_reaches_triton(patches, host):
+    """istiod skipped the EnvoyFilter, or its VIRTUAL_HOST patch matched no domain: the gateway's
+    DENY policy refuses every request, whatever Authorization it sends."""
+    envoy_filter = None if patches == "none applied" else envoy_filter_spec("f", ["other.example.com"], HTPASSWD)
+    for attempt, headers in ATTEMPTS.items():
+        answer = mesh_eval.gateway(routes(), [POLICY], envoy_filter, host, INFER, {"content-type": "application/json", **headers})
+        assert answer[0] == "status" and answer[1] in (401, 403), (attempt, answer)
+
+
+def test_with_the_filter_each_accepted_generation_reaches_triton_and_nothing_else():
+    reached = {attempt for attempt, headers in ATTEMPTS.items()
+               if mesh_eval.gateway(routes(), [POLICY], FILTER, HOST, INFER, {"content-type": "application/json", **headers})
+               == ("forward", 8000)}
+    assert reached == {"generation 1", "generation 2"}
+    # After a rotation ends, the old generation is refused by the filter and by the policy alone.
+    after = envoy_filter_spec("f", [HOST], htpasswd_line("svc-g2", "new-password") + "\n")
+    old = {"content-type": "application/json", "Authorization": basic("svc", "old-password")}
+    assert mesh_eval.gateway(routes(), [gateway_policy_spec([HOST], ["svc-g2"])], after, HOST, INFER, old) == ("status", 401)
+    assert not mesh_eval.allowed([gateway_policy_spec([HOST], ["svc-g2"])], "", 0, INFER, host=HOST,
+                                 headers={"authorization": "svc"})
+
+
+def test_the_gateway_policy_leaves_every_other_host_alone():
+    for host, headers in (("grafana.example.com", {}), ("jwt.example.com", {"authorization": "Bearer abc"}),
+                          ("svc.example.com.evil", {"authorization": "Basic eDp4"})):
+        assert mesh_eval.allowed([POLICY], "", 0, "/", host=host, headers=headers), host
