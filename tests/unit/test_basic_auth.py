@@ -4,7 +4,6 @@ and the gateway's DENY policy that refuses whatever the filter did not accept (f
 from __future__ import annotations
 
 import base64
-import hashlib
 
 import pytest
 
