@@ -158,7 +158,9 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
         kind="AuthorizationPolicy",
         metadata={"name": f"basic-auth.{namespace}.{username}", "namespace": ingress_namespace, "labels": labels},
         spec=gateway_policy_spec(hosts, [credential_username(username, g) for g in accepted_generations(rotation)]),
-        opts=resource_opts(parent),
+        # After the filter that writes the usernames it accepts, or the first rollout would deny
+        # the clients that the routes' exact credential let through until then.
+        opts=resource_opts(parent, depends_on=[envoy_filter]),
     )
     credentials = pulumi.Output.secret(current.apply(lambda p: {"username": current_user, "password": p}))
     return credentials, secret_name, [envoy_filter, gateway_policy]
