@@ -486,15 +486,26 @@ class JwtAuthArgs(TypedDict):
     """Accepted audiences (`aud`); empty accepts any."""
 
 
+class BasicAuthRotationArgs(TypedDict):
+    """Arguments of `BasicAuthRotation` (see the configuration reference, docs/reference.md)."""
+
+    generation: NotRequired[int]
+    """The credential clients are given (the Secret and the `credentials` output). Raise it by one to rotate: a new username and password are generated, and the gateway accepts them beside the `previous` generation's. Generation 1 has the username `<name>`, generation n the username `<name>-g<n>`. Default: `1`."""
+    previous: NotRequired[int]
+    """A generation the gateway still accepts while clients move to the new one (lower than `generation`); remove the key to revoke it."""
+
+
 class AuthSettingsArgs(TypedDict):
     """Arguments of `AuthSettings` (see the configuration reference, docs/reference.md)."""
 
     mode: NotRequired[Literal["basic", "jwt", "none"]]
     """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only). One of: `basic`, `jwt`, `none`. Default: `basic`."""
     realm: NotRequired[str]
-    """Basic Auth realm (default: the service name): 1-64 printable ASCII characters without `"` or `\\`."""
+    """Basic Auth realm (default: the service name) of the VirtualService's 401 to a request with no Basic credential, the gate behind the gateway's basic_auth filter: 1-64 printable ASCII characters without `"` or `\\`. The filter answers first, with the request's URL as the realm."""
     jwt: NotRequired[JwtAuthArgs]
     """Identity provider, for mode `jwt`."""
+    basic: NotRequired[BasicAuthRotationArgs]
+    """Basic Auth credential rotation, for mode `basic` (default: generation 1, no previous). See the rotation procedure in docs/operations.md."""
 
 
 class AutoscalingArgs(TypedDict):

@@ -237,6 +237,8 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
     "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
     "kubernetes:networking.istio.io/v1:DestinationRule",
+    # A CRD (Istio): a spec edit (Basic Auth users) is an update istiod pushes to the gateway.
+    "kubernetes:networking.istio.io/v1alpha3:EnvoyFilter",
     "kubernetes:networking.istio.io/v1:Gateway",
     "kubernetes:networking.istio.io/v1:VirtualService",
     "kubernetes:networking.k8s.io/v1:NetworkPolicy",

@@ -7,6 +7,16 @@ def envoy_duration(seconds: float) -> str:
     return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
 
+# What the routes of a Basic Auth workload require: one Basic credential, any. The gateway's
+# basic_auth filter (basic_auth.py) checks it and answers 401 itself; the route is chosen on
+# the header as the client sent it. A full match of one `Basic <base64>` value (Envoy joins
+# repeated headers with ',' before matching a route: source/common/http/header_utility.h
+# getAllOfHeaderAsString), so a request that adds a bare username as a second Authorization
+# value, to get past the gateway's DENY policy, is never forwarded; without a credential the
+# `unauthorized` route answers 401.
+BASIC_CREDENTIAL = {"authorization": {"regex": "Basic [A-Za-z0-9+/]+={0,2}"}}
+
+
 def unauthorized_route(realm: str) -> dict:
     """The route after the credentialed ones (Basic Auth): 401 with the Basic Auth challenge."""
     return {

@@ -1,17 +1,11 @@
 """Mesh security every workload behind the ingress gateway shares (Triton services, graphs).
 
 STRICT mTLS with the metrics port left to Prometheus, the ingress gateway as the only caller,
-JWT checks (`auth.mode: jwt`), and Basic Auth checked by the gateway's route (`auth.mode: basic`).
+and JWT checks (`auth.mode: jwt`); Basic Auth (`auth.mode: basic`) is the gateway's, in basic_auth.py.
 """
 
-import base64
 from typing import Callable
 
-import pulumi
-import pulumi_kubernetes as k8s
-import pulumi_random as random
-
-from inference_platform.core.common import resource_opts
 from inference_platform.settings.serving import AuthSettings, JwtAuth
 
 # Istio sidecar ports Prometheus scrapes besides a workload's own metrics.
@@ -51,26 +45,3 @@ def declare_mesh_security(custom: Callable[[str, str, str, dict], object], selec
     if auth.mode == "jwt":
         custom("requestauthentication", "security.istio.io/v1", "RequestAuthentication",
                request_authentication_spec(selector, auth.jwt))
-
-
-def basic_authorization(username: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
-
-
-def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str, labels: dict, auth: AuthSettings):
-    """With auth mode `basic`: generated credentials, a Secret with them for clients in
-    `namespace`, and the Authorization header they make (secret). Nothing otherwise."""
-    if auth.mode != "basic":
-        return None, None, None
-    password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=pulumi.ResourceOptions(parent=parent))
-    secret_name = f"{username}-basic-auth"
-    k8s.core.v1.Secret(
-        f"{name}-basic-auth",
-        metadata={"name": secret_name, "namespace": namespace, "labels": labels},
-        type="kubernetes.io/basic-auth",
-        string_data={"username": username, "password": password.result},
-        opts=resource_opts(parent),
-    )
-    authorization = pulumi.Output.secret(password.result.apply(lambda p: basic_authorization(username, p)))
-    credentials = pulumi.Output.secret(password.result.apply(lambda p: {"username": username, "password": p}))
-    return authorization, credentials, secret_name

@@ -40,8 +40,9 @@ from inference_platform.core.common import (
 )
 from inference_platform.core.grammar import quantity
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
-from inference_platform.mesh.routes import envoy_duration, unauthorized_route
-from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
+from inference_platform.mesh.basic_auth import basic_auth
+from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration, unauthorized_route
+from inference_platform.mesh.security import ISTIO_METRICS_PORTS, declare_mesh_security, ingress_source
 from inference_platform.observability.metrics import TRITON_METRICS_PORT, pod_monitor_spec
 from inference_platform.serving.inputs import InferenceGraphInputs
 from inference_platform.serving.model_config import ensemble_config
@@ -360,9 +361,10 @@ class InferenceGraph(pulumi.ComponentResource):
         labels = standard_labels(graph.name, app=graph.name)
         meta = {"name": graph.name, "namespace": ns, "labels": labels}
 
-        def custom(role: str, api_version: str, kind: str, spec, metadata=meta, opts=None):
-            return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind, metadata=metadata,
-                                                    spec=spec, opts=pulumi.ResourceOptions.merge(resource_opts(self), opts))
+        def custom(role: str, api_version: str, kind: str, spec, metadata=meta, opts=None, depends_on=()):
+            return k8s.apiextensions.CustomResource(
+                f"{name}-{role}", api_version=api_version, kind=kind, metadata=metadata, spec=spec,
+                opts=pulumi.ResourceOptions.merge(resource_opts(self, depends_on=depends_on), opts))
 
         # Auto-named: a new graph_app replaces the ConfigMap (create first, delete at the end of
         # `pulumi up`), and the RayService moves to a new cluster, which mounts the new one.
@@ -388,9 +390,10 @@ class InferenceGraph(pulumi.ComponentResource):
         custom("rayservice", "ray.io/v1", "RayService", spec, metadata={**meta, "annotations": WAIT_FOR_UPGRADE},
                opts=pulumi.ResourceOptions(custom_timeouts=ray_upgrade_timeouts(budget)))
 
-        authorization, credentials, _ = basic_auth(self, name, graph.name, ns, labels, graph.auth)
-        custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(graph, a.mesh.gateway, authorization))
+        credentials, _, checked_by = basic_auth(self, name, graph.name, ns, labels, graph.auth, list(graph.hosts),
+                                                a.mesh.ingress_namespace)
+        custom("virtualservice", "networking.istio.io/v1", "VirtualService", virtual_service_spec(graph, a.mesh.gateway),
+               depends_on=checked_by)
         selector = {GRAPH_LABEL: graph.name}
         declare_mesh_security(custom, selector, (METRICS_PORT, STEP_METRICS_PORT),
                               authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
@@ -407,14 +410,16 @@ def serve_service_host(graph: Graph) -> str:
     return f"{graph.name}-serve-svc.{graph.k8s_namespace}.svc.cluster.local"
 
 
-def virtual_service_spec(graph: Graph, gateway: str, authorization) -> dict:
-    auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
+def virtual_service_spec(graph: Graph, gateway: str) -> dict:
+    """With Basic Auth the gateway's filter checks the credential (basic_auth.py); a request without one gets 401 here."""
+    basic = graph.auth.mode == "basic"
+    auth = dict(BASIC_CREDENTIAL) if basic else {}
     route = {"name": "graph", "route": [{"destination": {"host": serve_service_host(graph), "port": {"number": SERVE_PORT}}}],
              "timeout": envoy_duration(graph.timeout_seconds)}
     if auth:
         route["match"] = [{"headers": auth}]
     http = [route]
-    if authorization is not None:
+    if basic:
         http.append(unauthorized_route(graph.auth.realm or graph.name))
     return {"hosts": list(graph.hosts), "gateways": [gateway], "http": http}
 

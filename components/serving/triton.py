@@ -34,8 +34,9 @@ from inference_platform.core import hardening
 from inference_platform.core.common import from_namespace, init_component, resource_opts, standard_labels
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
-from inference_platform.mesh.routes import envoy_duration, unauthorized_route
-from inference_platform.mesh.security import ISTIO_METRICS_PORTS, basic_auth, declare_mesh_security, ingress_source
+from inference_platform.mesh.basic_auth import basic_auth
+from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration, unauthorized_route
+from inference_platform.mesh.security import ISTIO_METRICS_PORTS, declare_mesh_security, ingress_source
 from inference_platform.observability.metrics import (
     PENDING_REQUESTS_METRIC,
     QUEUE_TIME_METRIC,
@@ -362,14 +363,13 @@ def _forward(service: Service, name: str, port: int, match: list[dict]) -> dict:
     return rule
 
 
-def virtual_service_spec(service: Service, gateway: str, authorization: Optional[pulumi.Input[str]]) -> dict:
+def virtual_service_spec(service: Service, gateway: str) -> dict:
     """Routes for gRPC and HTTP that forward only Triton's inference, health and metadata paths
-    (triton_api.py); any other path gets 404 from the gateway. With Basic Auth only requests
-    carrying the credentials are forwarded, and one without them gets 401.
-
-    `authorization` (the expected Authorization header) stays a secret leaf inside the spec.
+    (triton_api.py); any other path gets 404 from the gateway. With Basic Auth the gateway's
+    filter checks the credential (basic_auth.py); a request without one gets 401 here.
     """
-    auth = {"authorization": {"exact": authorization}} if authorization is not None else {}
+    basic = service.auth.mode == "basic"
+    auth = dict(BASIC_CREDENTIAL) if basic else {}
     headers = {"headers": auth} if auth else {}
     grpc_match = [{"uri": {"regex": OPEN_GRPC_PATH_REGEX},
                    "headers": {**auth, "content-type": {"prefix": "application/grpc"}}}]
@@ -379,7 +379,7 @@ def virtual_service_spec(service: Service, gateway: str, authorization: Optional
             _not_found("closed", closed_match),
             _forward(service, "http", HTTP_PORT, http_match),
             _not_found("not-found", [headers] if headers else None)]
-    if authorization is not None:
+    if basic:
         http.append(unauthorized_route(service.auth.realm or service.name))
     return {"hosts": list(service.hosts), "gateways": [gateway], "http": http}
 
@@ -490,21 +490,22 @@ class TritonService(pulumi.ComponentResource):
             self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
                                   configs_volume, admin_secret.metadata["name"])
 
-        authorization, credentials, secret_name = basic_auth(self, name, service.name, ns, labels, service.auth)
+        credentials, secret_name, checked_by = basic_auth(self, name, service.name, ns, labels, service.auth, list(service.hosts),
+                                              a.mesh.ingress_namespace)
 
-        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict]):
+        def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict], depends_on=()):
             return k8s.apiextensions.CustomResource(
                 f"{name}-{role}",
                 api_version=api_version,
                 kind=kind,
                 metadata={"name": service.name, "namespace": ns, "labels": labels},
                 spec=spec,
-                opts=resource_opts(self),
+                opts=resource_opts(self, depends_on=depends_on),
             )
 
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
         custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(service, a.mesh.gateway, authorization))
+               virtual_service_spec(service, a.mesh.gateway), depends_on=checked_by)
         selector = {"app": service.name}
         declare_mesh_security(custom, selector, metrics_ports(service), authorization_policy_spec(service, a.mesh.ingress_principal),
                               service.auth)

@@ -49,17 +49,35 @@ class JwtAuth(Model):
     """Accepted audiences (`aud`); empty accepts any."""
 
 
+class BasicAuthRotation(Model):
+    generation: int = Field(default=1, ge=1, le=1000)
+    """The credential clients are given (the Secret and the `credentials` output). Raise it by one to rotate: a new username and password are generated, and the gateway accepts them beside the `previous` generation's. Generation 1 has the username `<name>`, generation n the username `<name>-g<n>`."""
+    previous: Optional[int] = Field(default=None, ge=1, le=1000)
+    """A generation the gateway still accepts while clients move to the new one (lower than `generation`); remove the key to revoke it."""
+
+    @model_validator(mode="after")
+    def _previous_before_current(self) -> "BasicAuthRotation":
+        if self.previous is not None and self.previous >= self.generation:
+            raise ValueError(f"basic.previous {self.previous} must be lower than basic.generation {self.generation}; "
+                             "allowed: an earlier generation still accepted during a rotation")
+        return self
+
+
 class AuthSettings(Model):
     mode: Literal["basic", "jwt", "none"] = "basic"
     """`basic`: generated credentials checked at the mesh; `jwt`: tokens from an identity provider; `none`: open (non-production stacks only)."""
     realm: Optional[Annotated[str, AfterValidator(grammar.header_token)]] = None
-    """Basic Auth realm (default: the service name): 1-64 printable ASCII characters without `"` or `\\`."""
+    """Basic Auth realm (default: the service name) of the VirtualService's 401 to a request with no Basic credential, the gate behind the gateway's basic_auth filter: 1-64 printable ASCII characters without `"` or `\\`. The filter answers first, with the request's URL as the realm."""
     jwt: Optional[JwtAuth] = None
     """Identity provider, for mode `jwt`."""
+    basic: Optional[BasicAuthRotation] = None
+    """Basic Auth credential rotation, for mode `basic` (default: generation 1, no previous). See the rotation procedure in docs/operations.md."""
 
     @model_validator(mode="after")
     def _jwt_needs_issuer(self) -> "AuthSettings":
         _mode_settings("mode", self.mode, "jwt", "jwt", self.jwt, "jwt.issuer and jwt.jwksUri")
+        if self.basic is not None and self.mode != "basic":
+            raise ValueError(f"basic applies to mode 'basic' only, mode is '{self.mode}'")
         return self
 
 

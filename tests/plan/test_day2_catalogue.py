@@ -74,7 +74,7 @@ def _add_service(config):
 NEW_SERVICE = {
     ("create", name) for name in (
         "acme-prod-namespaces-rerank", "acme-prod-namespaces-rerank-mtls", "rerank", "rerank-v1", "rerank-v1-hpa",
-        "rerank-basic-auth", "rerank-service", "rerank-sa", "rerank-podmonitor", "rerank-destinationrule",
+        "rerank-basic-auth", "rerank-basic-auth-filter", "rerank-basic-auth-policy", "rerank-service", "rerank-sa", "rerank-podmonitor", "rerank-destinationrule",
         "rerank-virtualservice", "rerank-networkpolicy", "rerank-authorizationpolicy", "rerank-peerauthentication",
         "rerank-password", "rerank-admin-key", "acme-prod-weights-s3-rerank",
     )

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from inference_platform.mesh.security import basic_authorization
 from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
@@ -89,17 +88,16 @@ def test_credentials_never_unredacted():
     password = next(r for r in plan.resources if r.type == "random:index/randomPassword:RandomPassword").outputs["result"]
     text = json.dumps(plan.to_json())
     assert password not in text
-    assert basic_authorization("resnet", password).split()[1] not in text
+    assert base64.b64encode(f"resnet:{password}".encode()).decode() not in text
     assert plan.outputs["services"]["resnet"]["credentials"] == "[secret]"
 
 
-def test_basic_auth_routes_only_matching_header_and_answers_401():
+def test_basic_auth_routes_require_a_basic_credential_and_answer_401_without_one():
     settings = parse_settings(base_config(), "stacks/Pulumi.test-dev.yaml")
-    header = basic_authorization("svc", "pw")
-    assert base64.b64decode(header.split()[1]) == b"svc:pw"
-    spec = virtual_service_spec(settings.services[0], "istio-system/gw", header)
+    spec = virtual_service_spec(settings.services[0], "istio-system/gw")
     forward = [r for r in spec["http"] if "route" in r]
-    assert all(m["headers"]["authorization"] == {"exact": header} for r in forward for m in r["match"])
+    # The credential itself is checked by the gateway's basic_auth filter, never written in the routes.
+    assert all(m["headers"]["authorization"] == {"regex": "Basic [A-Za-z0-9+/]+={0,2}"} for r in forward for m in r["match"])
     last = spec["http"][-1]
     assert last["directResponse"]["status"] == 401
     assert last["headers"]["response"]["set"]["WWW-Authenticate"] == 'Basic realm="svc"'
@@ -125,6 +123,7 @@ def test_jwt_mode_renders_request_authentication():
     ap = cr(plan, "AuthorizationPolicy", "svc")
     assert ap.inputs["spec"]["rules"][0]["from"][0]["source"]["requestPrincipals"] == ["*"]
     assert not plan.of_type("kubernetes:core/v1:Secret") or all("basic-auth" not in r.name for r in plan.of_type("kubernetes:core/v1:Secret"))
+    assert plan.of_type("kubernetes:networking.istio.io/v1alpha3:EnvoyFilter") == []
     assert "unauthorized" not in route_weights(cr(plan, "VirtualService", "svc"))
 
 
@@ -282,7 +281,7 @@ def test_route_durations_are_exact_protobuf_durations():
     raw = base_config()
     raw["services"][0]["timeoutSeconds"] = 1234.5678
     raw["services"][0]["retries"] = {"perTryTimeoutSeconds": 0.25}
-    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
+    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw")
     for route in (r for r in spec["http"] if "route" in r):
         assert route["timeout"] == "1234568ms"
         assert route["retries"]["perTryTimeout"] == "250ms"
@@ -316,7 +315,7 @@ def test_a_long_llm_request_is_never_cut_and_rerun():
 def test_a_shorter_per_try_timeout_is_rendered():
     raw = base_config()
     raw["services"][0] |= {"timeoutSeconds": 90, "retries": {"perTryTimeoutSeconds": 30, "retryOn": "reset,503"}}
-    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
+    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw")
     assert {r["name"]: r["retries"] for r in spec["http"] if "route" in r} == {
         name: {"attempts": 2, "retryOn": "reset,503", "perTryTimeout": "30s"} for name in ("grpc", "http")
     }
@@ -325,7 +324,7 @@ def test_a_shorter_per_try_timeout_is_rendered():
 def test_zero_attempts_turns_retries_off_instead_of_istios_default():
     raw = base_config()
     raw["services"][0]["retries"] = {"attempts": 0}
-    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw", None)
+    spec = virtual_service_spec(parse_settings(raw, "stacks/Pulumi.t.yaml").services[0], "istio-system/gw")
     # Without a retries block Istio would retry twice; attempts 0 sets no retry policy.
     assert [r["retries"] for r in spec["http"] if "route" in r] == [{"attempts": 0}, {"attempts": 0}]
 

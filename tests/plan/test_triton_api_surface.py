@@ -123,24 +123,34 @@ def applies(policy: dict, namespace: str, labels: dict) -> bool:
 
 
 def credential(vs: dict) -> Optional[str]:
-    """The Authorization value the forwarding routes want (the rendered, redacted leaf)."""
-    values = {m["headers"]["authorization"]["exact"] for r in vs["http"] if "route" in r
+    """An Authorization value the forwarding routes let through: one Basic credential, any (the
+    gateway's basic_auth filter checks it first and its DENY policy refuses what the filter did
+    not accept: tests/unit/test_basic_auth.py)."""
+    values = {m["headers"]["authorization"]["regex"] for r in vs["http"] if "route" in r
               for m in r.get("match", []) if "authorization" in m.get("headers", {})}
     assert len(values) <= 1
-    return values.pop() if values else None
+    if not values:
+        return None
+    value = "Basic dXNlcjpwYXNzd29yZA=="
+    assert re.fullmatch(values.pop(), value)
+    return value
 
 
-def reached(vs: dict, policies: list[dict], principal: str, authorization: Optional[str]) -> set[tuple[str, str]]:
+def reached(vs: dict, policies: list[dict], principal: str, authorization: Optional[str],
+            accepted_user: Optional[str] = None) -> set[tuple[str, str]]:
     """(protocol, path) of every sample endpoint a request from the internet reaches: the
-    gateway's route forwards it to a Triton port, the sidecar admits it there, and Triton's
+    gateway's route forwards it to a Triton port, the sidecar admits it there (with the
+    Authorization the gateway forwards: the username its filter accepted), and Triton's
     server on that port serves that path. Sent as JSON and as gRPC: a client chooses its
     content type."""
     out = set()
+    forwarded = {"authorization": accepted_user} if accepted_user else {}
     for _, path, _ in samples():
         for content_type in ("application/json", "application/grpc"):
             headers = {"content-type": content_type, **({"authorization": authorization} if authorization else {})}
             kind, port = mesh_eval.route(vs, path, headers)
-            if kind != "forward" or not mesh_eval.allowed(policies, principal, port, path):
+            if kind != "forward" or not mesh_eval.allowed(policies, principal, port, path, host=vs["hosts"][0],
+                                                          headers={**headers, **forwarded}):
                 continue
             served = triton_endpoint(PORTS[port], path)
             if served is not None:
@@ -174,10 +184,13 @@ def test_a_client_reaches_exactly_inference_health_and_metadata(acme_prod):
     allow_list = {(protocol, path) for protocol, path, served in samples() if served.category in OPEN}
     assert {s.category for _, _, s in samples() if s.category in OPEN} == OPEN
     for labels, vs, policies in services:
-        got = reached(vs, policies, principal, credential(vs))
+        got = reached(vs, policies, principal, credential(vs), accepted_user=labels["app"])
         closed = {(p, path, s.category) for p, path, s in samples() if (p, path) in got and s.category not in OPEN}
         assert closed == set(), labels["app"]
         assert got == allow_list, labels["app"]
+        # A Basic credential the gateway's filter did not replace with an accepted username is
+        # refused by the sidecar too: the gateway's DENY policy sits in Istio's root namespace.
+        assert reached(vs, policies, principal, credential(vs)) == set(), labels["app"]
 
 
 def test_the_routes_and_the_policy_each_alone_let_through_only_the_allow_list(acme_prod):

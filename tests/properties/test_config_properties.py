@@ -56,6 +56,20 @@ def test_hostile_values_never_escape_as_other_errors(path, value):
         assert isinstance(result, Settings)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.sampled_from([None, "generation", "previous"]), value=json_values)
+def test_hostile_basic_auth_rotations_fail_with_one_clear_error(key, value):
+    raw = base_config()
+    raw["services"][0]["auth"] = {"mode": "basic", "basic": value if key is None else {"generation": 2, key: value}}
+    try:
+        result = parse_settings(raw, STACK_FILE)
+    except ConfigError as err:
+        assert "\n" not in err.one_line()
+        assert err.paths and all(p.startswith("inference-platform:services[svc].auth") for p in err.paths)
+    else:
+        assert isinstance(result, Settings)
+
+
 @st.composite
 def weight_splits(draw) -> list[int]:
     """2-4 non-negative weights summing to 100."""

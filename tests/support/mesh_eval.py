@@ -15,6 +15,16 @@ Semantics, Istio 1.30.3 / Envoy:
   URI template (pilot/pkg/security/authz/matcher/template.go), whose `*` matches one segment of
   RFC 3986 pchars and `**` any run of them and '/' (envoy
   source/extensions/path/uri_template_lib/uri_template_internal.cc kLiteral, toRegexPattern).
+  `hosts` match `:authority` ignoring case (pilot/pkg/security/authz/matcher/header.go
+  HostMatcher); a `request.headers[...]` condition is an OR of exact header matches, `notValues`
+  its NOT (model/model.go rule.principal), so a missing header matches no value and every
+  `notValues`. A header sent more than once: a route matches the values joined with ','
+  (envoy source/common/http/header_utility.h getAllOfHeaderAsString); RBAC matches each value
+  on its own (Envoy 1.38 `rbac_match_headers_individually`), so any one can satisfy an exact match.
+- The gateway's basic_auth filter (envoy source/extensions/filters/http/basic_auth, Envoy 1.38):
+  off unless the virtual host enables it; 401 without a valid `Basic` credential, else the
+  Authorization header becomes the username (`forward_username_header`). The route was chosen
+  before it ran, on the header as sent.
 
 Python's `re` agrees with RE2 on the patterns the platform renders (no backreferences or
 lookaround); the evaluator refuses a field it does not model rather than ignore it.
@@ -22,6 +32,8 @@ lookaround); the evaluator refuses a field it does not model rather than ignore 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from typing import Iterable, Mapping, Optional
 
@@ -108,9 +120,15 @@ def _source_matches(source: Mapping, principal: str) -> bool:
     return True
 
 
-def _operation_matches(operation: Mapping, port: int, path: str) -> bool:
-    unknown = set(operation) - {"ports", "notPorts", "paths", "notPaths"}
+def _host_matches(pattern: str, host: Optional[str]) -> bool:
+    return host is not None and istio_string_match(pattern.lower(), host.lower())
+
+
+def _operation_matches(operation: Mapping, port: int, path: str, host: Optional[str]) -> bool:
+    unknown = set(operation) - {"ports", "notPorts", "paths", "notPaths", "hosts"}
     assert not unknown, f"Operation fields not modelled: {unknown}"
+    if "hosts" in operation and not any(_host_matches(h, host) for h in operation["hosts"]):
+        return False
     if "ports" in operation and str(port) not in operation["ports"]:
         return False
     if str(port) in operation.get("notPorts", []):
@@ -120,23 +138,91 @@ def _operation_matches(operation: Mapping, port: int, path: str) -> bool:
     return not any(istio_string_match(p, path, path=True) for p in operation.get("notPaths", []))
 
 
-def _rule_matches(rule: Mapping, principal: str, port: int, path: str) -> bool:
-    assert "when" not in rule, "conditions are not modelled"
+def _condition_matches(condition: Mapping, headers: Mapping[str, str]) -> bool:
+    key = re.fullmatch(r"request\.headers\[([^\]]+)\]", condition["key"])
+    assert key and set(condition) <= {"key", "values", "notValues"}, f"condition not modelled: {condition}"
+    value = headers.get(key.group(1).lower())
+    sent = [] if value is None else [value] if isinstance(value, str) else list(value)
+    exact = lambda values: any(v in values for v in sent)  # noqa: E731
+    return (("values" not in condition or exact(condition["values"]))
+            and ("notValues" not in condition or not exact(condition["notValues"])))
+
+
+def _rule_matches(rule: Mapping, principal: str, port: int, path: str, host: Optional[str],
+                  headers: Mapping[str, str]) -> bool:
     sources = [f["source"] for f in rule.get("from", [])]
     operations = [t["operation"] for t in rule.get("to", [])]
     return ((not sources or any(_source_matches(s, principal) for s in sources))
-            and (not operations or any(_operation_matches(o, port, path) for o in operations)))
+            and (not operations or any(_operation_matches(o, port, path, host) for o in operations))
+            and all(_condition_matches(c, headers) for c in rule.get("when", [])))
 
 
-def allowed(policies: Iterable[Mapping], principal: str, port: int, path: str) -> bool:
-    """Whether the workload's sidecar admits a request from `principal` to `port` and `path`,
-    under the AuthorizationPolicy specs that apply to it."""
-    policies = list(policies)
+def allowed(policies: Iterable[Mapping], principal: str, port: int, path: str, host: Optional[str] = None,
+            headers: Optional[Mapping[str, object]] = None) -> bool:
+    """Whether a proxy admits a request from `principal` to `port`, `path` and `host` with
+    `headers`, under the AuthorizationPolicy specs that apply to it."""
+    policies, headers = list(policies), {k.lower(): v for k, v in (headers or {}).items()}
     actions = {p.get("action", "ALLOW") for p in policies}
     assert actions <= {"ALLOW", "DENY"}, f"actions not modelled: {actions}"
     rules = lambda action: [r for p in policies if p.get("action", "ALLOW") == action for r in p.get("rules", [])]  # noqa: E731
-    if any(_rule_matches(r, principal, port, path) for r in rules("DENY")):
+    if any(_rule_matches(r, principal, port, path, host, headers) for r in rules("DENY")):
         return False
     if "ALLOW" not in actions:
         return True
-    return any(_rule_matches(r, principal, port, path) for r in rules("ALLOW"))
+    return any(_rule_matches(r, principal, port, path, host, headers) for r in rules("ALLOW"))
+
+
+def basic_auth_users(htpasswd: str) -> dict[str, str]:
+    """User -> base64 SHA-1, as Envoy reads an htpasswd (basic_auth/config.cc readHtpasswd)."""
+    users: dict[str, str] = {}
+    for line in htpasswd.split("\n"):
+        if not line or line.startswith("#"):
+            continue
+        name, _, hashed = line.partition(":")
+        assert name not in users, "Envoy refuses a duplicate user"
+        assert hashed.startswith("{SHA}") and len(hashed) == 5 + 28, "Envoy accepts {SHA} hashes only"
+        users[name] = hashed[5:]
+    return users
+
+
+def basic_auth_filter(htpasswd: str, forward_username_header: str, headers: Mapping[str, object]) -> Optional[dict]:
+    """The headers after Envoy's basic_auth filter (basic_auth_filter.cc decodeHeaders), or None
+    for its 401: the first Authorization value must be `Basic <base64 user:password>` of a user
+    whose SHA-1 matches; the username then replaces `forward_username_header`."""
+    authorization = headers.get("authorization")
+    if isinstance(authorization, (list, tuple)):
+        authorization = authorization[0]
+    if authorization is None or not authorization.startswith("Basic "):
+        return None
+    try:
+        decoded = base64.b64decode(authorization[6:] + "==", validate=False).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    username, colon, password = decoded.partition(":")
+    digest = base64.b64encode(hashlib.sha1(password.encode()).digest()).decode()
+    if not colon or basic_auth_users(htpasswd).get(username) != digest:
+        return None
+    return {**headers, forward_username_header: username} if forward_username_header else dict(headers)
+
+
+def gateway(vs_spec: Mapping, gateway_policies: Iterable[Mapping], envoy_filter: Optional[Mapping], host: str,
+            path: str, headers: Mapping[str, object]) -> tuple[str, int]:
+    """What the ingress gateway does with a request: the route is chosen on the headers as sent;
+    the basic_auth filter of `envoy_filter` (an EnvoyFilter spec; None: istiod applied none of it)
+    runs first when a VIRTUAL_HOST patch enables it for `host`; then the gateway's RBAC. A
+    ("status", 401/403) or the route's answer. A header value may be a list: sent that many times."""
+    headers = {k.lower(): v for k, v in headers.items()}
+    chosen = route(vs_spec, path, {k: v if isinstance(v, str) else ",".join(v) for k, v in headers.items()})
+    if envoy_filter is not None:
+        insert, *enable = envoy_filter["configPatches"]
+        typed = insert["patch"]["value"]["typed_config"]
+        domains = [p["match"]["routeConfiguration"]["vhost"]["domainName"] for p in enable]
+        if host.split(":")[0].lower() in domains:
+            per_host = enable[domains.index(host.split(":")[0].lower())]["patch"]["value"]["typed_per_filter_config"]
+            users = next(iter(per_host.values()))["config"]["users"]["inline_string"]
+            headers = basic_auth_filter(users, typed.get("forward_username_header", ""), headers)
+            if headers is None:
+                return "status", 401
+    if not allowed(gateway_policies, "", 0, path, host=host, headers=headers):
+        return "status", 403
+    return chosen

@@ -1,0 +1,89 @@
+"""Basic Auth: the plaintext credential lives only in Secrets, and a rotation keeps both credentials for a while."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from inference_platform.mesh.basic_auth import htpasswd_line
+from platformctl.diff import diff_plans
+from tests.conftest import base_config, render_raw, stack_plan
+
+PASSWORD = "random:index/randomPassword:RandomPassword"
+SECRET = "kubernetes:core/v1:Secret"
+ENVOY_FILTER = "kubernetes:networking.istio.io/v1alpha3:EnvoyFilter"
+POLICY = "kubernetes:security.istio.io/v1:AuthorizationPolicy"
+
+
+def rotated(generation: int, previous: int | None = None) -> dict:
+    raw = base_config()
+    raw["services"][0]["auth"] = {"mode": "basic", "basic": {"generation": generation}
+                                  | ({"previous": previous} if previous else {})}
+    return raw
+
+
+def test_no_plaintext_credential_in_any_object_but_a_secret():
+    plan = stack_plan("acme-prod")
+    passwords = [r for r in plan.resources if r.type == PASSWORD and r.name in ("embed-password", "llm-chat-password")]
+    assert {r.name for r in passwords} == {"embed-password", "llm-chat-password"}
+    leaks = []
+    for pw in passwords:
+        user = pw.name.removesuffix("-password")
+        password = pw.outputs["result"]
+        forms = [password, base64.b64encode(password.encode()).decode(),
+                 base64.b64encode(f"{user}:{password}".encode()).decode()]
+        for r in plan.resources:
+            if r.type.startswith("kubernetes:") and r.type != SECRET:
+                text = json.dumps(r.inputs)
+                leaks += [(r.name, f) for f in forms if f in text]
+    assert leaks == []
+    # A secret-marked leaf in a non-Secret object is plaintext to whoever can read that object.
+    assert [r.name for r in plan.resources if r.type.startswith("kubernetes:") and r.type != SECRET
+            and "[secret]" in json.dumps(r.inputs)] == []
+
+
+def test_the_gateway_filter_holds_the_hash_of_each_accepted_generation():
+    plan = render_raw(rotated(2, previous=1))
+    old, new = plan.get(PASSWORD, "svc-password"), plan.get(PASSWORD, "svc-password-g2")
+    (envoy_filter,) = plan.of_type(ENVOY_FILTER)
+    assert envoy_filter.inputs["metadata"]["namespace"] == "istio-system"
+    users = envoy_filter.inputs["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["users"]["inline_string"]
+    assert users == (htpasswd_line("svc-g2", new.outputs["result"]) + "\n"
+                     + htpasswd_line("svc", old.outputs["result"]) + "\n")
+
+
+def test_a_rotation_updates_the_filter_and_the_secret_in_place_and_the_old_credential_goes_later():
+    before, during, after = (render_raw(r).to_json() for r in (base_config(), rotated(2, previous=1), rotated(2)))
+    start = diff_plans(before, during)
+    assert [k.rsplit("::", 1)[1] for k in start["added"]] == ["svc-password-g2"]
+    assert start["removed"] == [] and start["errors"] == []
+    assert sorted(k.rsplit("::", 1)[1] for k in start["changed"]) == ["svc-basic-auth", "svc-basic-auth-filter",
+                                                                     "svc-basic-auth-policy"]
+    # The filter and the gateway's policy are updated in place (istiod pushes them; the gateway
+    # pods keep running); the Secret's contents replace it (the provider's enableSecretMutable
+    # is off); no Deployment or Helm release changes, so no pod restarts.
+    actions = {c.key.rsplit("::", 1)[1]: c.action for c in start["changes"] if c.paths}
+    assert actions == {"svc-basic-auth-filter": "update", "svc-basic-auth-policy": "update", "svc-basic-auth": "replace"}
+
+    end = diff_plans(during, after)
+    assert [k.rsplit("::", 1)[1] for k in end["removed"]] == ["svc-password"]
+    assert end["added"] == [] and end["errors"] == []
+    assert sorted(k.rsplit("::", 1)[1] for k in end["changed"]) == ["svc-basic-auth-filter", "svc-basic-auth-policy"]
+
+
+def test_the_gateway_policy_accepts_exactly_the_usernames_of_the_accepted_generations():
+    for config, users in ((base_config(), ["svc"]), (rotated(2, previous=1), ["svc-g2", "svc"]), (rotated(2), ["svc-g2"])):
+        policy = render_raw(config).get(POLICY, "svc-basic-auth-policy")
+        assert policy.inputs["metadata"]["namespace"] == "istio-system"
+        assert "selector" not in policy.inputs["spec"]
+        (rule,) = policy.inputs["spec"]["rules"]
+        assert rule["when"] == [{"key": "request.headers[authorization]", "notValues": users}]
+
+
+def test_the_routes_change_only_after_the_filter_that_checks_the_credential_exists():
+    plan = stack_plan("studio-dev")
+    for vs in plan.of_type("kubernetes:networking.istio.io/v1:VirtualService"):
+        owner = vs.name.removesuffix("-virtualservice")
+        checks = [r for r in plan.resources if r.name in (f"{owner}-basic-auth-filter", f"{owner}-basic-auth-policy")]
+        assert all(r.urn in vs.depends_on for r in checks), vs.name
+    assert len(plan.of_type(ENVOY_FILTER)) == 2
