@@ -266,7 +266,6 @@ def test_graphs_dashboard_shows_each_step_requests_errors_latency_replicas_and_q
     assert not elsewhere & ray
 
 
-<<<<<<< HEAD
 def test_training_dashboard_is_provisioned_only_where_teams_train():
     settings = stack_settings("demo-dev")
     stems = {p.stem for p in provisioned_dashboards(settings.services, settings.graphs)}
@@ -290,7 +289,8 @@ def test_training_dashboard_shows_each_job_state_nodes_gpu_restarts_and_kueues_q
     # Every per-job panel follows the TrainJob variable.
     for title in ("Node pods by state", "Nodes running", "Restarts in the last hour", "GPU use per node pod"):
         assert all("$trainjob" in e for e in panels[title]), title
-=======
+
+
 def test_graphs_dashboard_shows_the_triton_queue_and_compute_time_inside_each_step():
     """A step's Triton runs in its replica, on the graph's worker pods, which the Triton
     dashboards (per service and version) do not select. The graphs dashboard reads its
@@ -317,4 +317,3 @@ def test_graphs_dashboard_shows_the_triton_queue_and_compute_time_inside_each_st
         pod = group["template"]
         assert pod["metadata"]["labels"]["app"] == service["metadata"]["name"]
         assert pod["spec"]["containers"][0]["name"] == "ray-worker"
->>>>>>> graphs27
