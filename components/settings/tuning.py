@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Mapping, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from inference_platform.settings.base import DnsLabel, Image, Model, Number, RelativePath, TritonModelName
 from inference_platform.settings.errors import KeyPath
@@ -86,12 +86,13 @@ class LlmTuning(Model):
     measurement_interval_ms: int = Field(default=10_000, ge=1_000, le=600_000)
     """Length of each measurement window, ms (`--measurement-interval`)."""
 
-    @model_validator(mode="after")
-    def _increasing(self) -> "LlmTuning":
-        if self.concurrency != sorted(set(self.concurrency)):
-            raise ValueError(f"concurrency {self.concurrency} is not strictly increasing; allowed: distinct values, "
-                             "lowest first (the sweep stops at the first that misses an objective)")
-        return self
+    @field_validator("concurrency")
+    @classmethod
+    def _increasing(cls, concurrency: list[int]) -> list[int]:
+        if concurrency != sorted(set(concurrency)):
+            raise ValueError(f"{concurrency} is not strictly increasing; allowed: distinct values, lowest first "
+                             "(the sweep stops at the first that misses an objective)")
+        return concurrency
 
 
 class Tuning(TuningGoals):
@@ -148,11 +149,12 @@ def llm_tuning_problems(tuning: Tuning, engine: Optional[str], max_sequences: Op
                  "leave tuning.llm out here (Model Analyzer tunes this version)")] if tuning.llm is not None else []
     problems: list[tuple[KeyPath, str]] = []
     for field in sorted(MODEL_ANALYZER_KEYS.keys() & tuning.model_fields_set):
-        problems.append(((MODEL_ANALYZER_KEYS[field],), f"a Model Analyzer key, and an {engine} version tunes with "
-                         "GenAI-Perf (its search over batch sizes and instance counts does not fit a decoupled, "
-                         "in-flight-batching engine); allowed: model, llm, deadlineHours, run, sdkImage"))
+        problems.append(((MODEL_ANALYZER_KEYS[field],), f"a Model Analyzer key, and a version with an LLM engine "
+                         f"({engine}) tunes with GenAI-Perf (Model Analyzer's search over batch sizes and instance counts "
+                         "does not fit a decoupled, in-flight-batching engine); allowed: model, llm, deadlineHours, run, sdkImage"))
     if tuning.llm is None:
-        problems.append(((), f"an {engine} version tunes with GenAI-Perf: required: llm (at least llm.tokenizer)"))
+        problems.append(((), f"a version with an LLM engine ({engine}) tunes with GenAI-Perf; required: llm "
+                         "(at least llm.tokenizer)"))
         return problems
     if not objectives:
         problems.append((("llm",), "the sweep chooses the highest concurrency that meets the service's time-to-first-token "
