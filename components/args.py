@@ -608,7 +608,7 @@ class LlmTuningArgs(TypedDict):
     """GenAI-Perf's concurrency sweep of a version with an LLM engine (docs/tuning.md: Tuning an LLM)."""
 
     tokenizer: str
-    """The model's tokenizer directory (tokenizer.json, tokenizer_config.json) inside the version's model repository, e.g. `tokenizer`: GenAI-Perf writes prompts of the given lengths and counts output tokens with it (its `--tokenizer`). The run cannot reach the HuggingFace Hub."""
+    """Folder of the model's Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json) in the version's weight cache, relative to it like modelRepository.path (and llm.openai.tokenizer), e.g. `llama/tokenizer`: GenAI-Perf writes prompts of the given lengths and counts output tokens with it (its `--tokenizer`). The run cannot reach the Hugging Face Hub."""
     concurrency: NotRequired[list[int]]
     """Requests in flight GenAI-Perf holds against the version's server, one measurement each, in increasing order (its `--concurrency`); each at most the version's `llm.maxConcurrentSequences`. The sweep stops at the first one that misses an objective. Default: `[1, 2, 4, 8, 16, 32]`."""
     input_tokens_mean: NotRequired[int]

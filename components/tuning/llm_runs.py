@@ -104,9 +104,7 @@ def artifact_dir(concurrency: int) -> str:
 
 def tokenizer_path(version: Version, mount_path: Optional[str]) -> str:
     """The tokenizer directory as the sweep sees it: in the read-only claim, or copied from S3."""
-    if mount_path is None:
-        return TOKENIZER_DIR
-    return f"{mount_path}/{version.model_repository.path.strip('/')}/{version.tuning.llm.tokenizer}"
+    return TOKENIZER_DIR if mount_path is None else f"{mount_path}/{version.tuning.llm.tokenizer}"
 
 
 def sweep_config(version: Version, objectives: LlmObjectives, tokenizer: str) -> dict[str, Any]:
@@ -145,8 +143,7 @@ def sweep_container(image: str, cache_read: Optional[dict]) -> dict:
 
 def tokenizer_container(bucket: pulumi.Input[str], version: Version, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
     """Copy the tokenizer directory out of the bucket into the pod's work volume."""
-    path = f"{version.model_repository.path.strip('/')}/{version.tuning.llm.tokenizer}"
-    source = pulumi.Output.concat(f"{RCLONE_REMOTE}:", bucket, f"/{path}")
+    source = pulumi.Output.concat(f"{RCLONE_REMOTE}:", bucket, f"/{version.tuning.llm.tokenizer}")
     return {
         "name": "tokenizer",
         "image": versions.RCLONE_IMAGE,

@@ -81,7 +81,7 @@ def test_genai_perf_parses_every_command_the_runs_render_as_meant(plans):
             assert args["output_tokens_mean"] == tuning["llm"]["outputTokensMean"]
             assert args["output_tokens_mean_deterministic"] is True
             assert args["measurement_interval"] == 10_000
-            assert args["tokenizer"] == ("/work/tokenizer" if case.endswith("s3") else "/models/svc/v1/llama/tokenizer")
+            assert args["tokenizer"] == ("/work/tokenizer" if case.endswith("s3") else "/models/llama/tokenizer")
             assert results[f"{case}:{run['concurrency']}"]["passthrough"] == []
 
 

@@ -81,7 +81,7 @@ def test_the_sweep_runs_genai_perf_once_per_concurrency_against_the_service_obje
     first = config["runs"][0]["command"]
     assert first[:4] == ["genai-perf", "profile", "-m", "llama"]
     assert first[first.index("--backend") + 1] == "vllm"
-    assert first[first.index("--tokenizer") + 1] == "/models/svc/v1/llama/tokenizer"
+    assert first[first.index("--tokenizer") + 1] == "/models/llama/tokenizer"
     assert first[first.index("--synthetic-input-tokens-mean") + 1] == "1024"
     assert first[first.index("--output-tokens-mean") + 1] == "128"
     assert "--streaming" in first
@@ -94,7 +94,7 @@ def test_on_s3_the_tokenizer_is_copied_in_and_the_results_uploaded(on_s3):
     assert [c["name"] for c in pod["initContainers"]] == ["triton", "tokenizer", "sweep", "publish"]
     assert [c["name"] for c in pod["containers"]] == ["upload"]
     tokenizer = steps(job)["tokenizer"]
-    assert tokenizer["args"] == ["copy", "--checksum", "weights:test-weights/svc/v1/llama/tokenizer", "/work/tokenizer"]
+    assert tokenizer["args"] == ["copy", "--checksum", "weights:test-weights/llama/tokenizer", "/work/tokenizer"]
     config = json.loads(config_map["data"][llm_runs.SWEEP_CONFIG])
     command = config["runs"][0]["command"]
     assert command[command.index("--tokenizer") + 1] == "/work/tokenizer"
