@@ -615,6 +615,25 @@ class TuningSearchArgs(TypedDict):
     """Highest client concurrency Perf Analyzer drives. Default: `1024`."""
 
 
+class LlmTuningArgs(TypedDict):
+    """GenAI-Perf's concurrency sweep of a version with an LLM engine (docs/tuning.md: Tuning an LLM)."""
+
+    tokenizer: str
+    """Folder of the model's Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json) in the version's weight cache, relative to it like modelRepository.path (and llm.openai.tokenizer), e.g. `llama/tokenizer`: GenAI-Perf writes prompts of the given lengths and counts output tokens with it (its `--tokenizer`). The run cannot reach the Hugging Face Hub."""
+    concurrency: NotRequired[list[int]]
+    """Requests in flight GenAI-Perf holds against the version's server, one measurement each, in increasing order (its `--concurrency`); each at most the version's `llm.maxConcurrentSequences`. The sweep stops at the first one that misses an objective. Default: `[1, 2, 4, 8, 16, 32]`."""
+    input_tokens_mean: NotRequired[int]
+    """Mean prompt length in tokens of the synthetic prompts (`--synthetic-input-tokens-mean`). Default: `512`."""
+    input_tokens_stddev: NotRequired[int]
+    """Standard deviation of the prompt length (`--synthetic-input-tokens-stddev`). Default: `0`."""
+    output_tokens_mean: NotRequired[int]
+    """Mean answer length in tokens GenAI-Perf asks for (`--output-tokens-mean`, with `--output-tokens-mean-deterministic`). Default: `256`."""
+    output_tokens_stddev: NotRequired[int]
+    """Standard deviation of the answer length (`--output-tokens-stddev`). Default: `0`."""
+    measurement_interval_ms: NotRequired[int]
+    """Length of each measurement window, ms (`--measurement-interval`). Default: `10000`."""
+
+
 class TuningArgs(TypedDict):
     """Arguments of `Tuning` (see the configuration reference, docs/reference.md)."""
 
@@ -628,6 +647,8 @@ class TuningArgs(TypedDict):
     """How many of the best configurations are written to the weight cache (`<model>/configs/tuned-<id>-<rank>.pbtxt`). Default: `3`."""
     model: str
     """Triton model to tune, by its name in the version's model repository."""
+    llm: NotRequired[LlmTuningArgs]
+    """For a version with an LLM engine (`llm` or `llmBackend`), and required there: GenAI-Perf's sweep of requests in flight against the service's `llmObjectives`, instead of Model Analyzer's search (docs/tuning.md: Tuning an LLM)."""
     shapes: NotRequired[dict[str, list[int]]]
     """The shape Perf Analyzer sends for each input with variable dims (-1) besides the batch dimension, e.g. `{input_ids: [128], attention_mask: [128]}`: the input's dims as its config lists them (without the batch dimension when max_batch_size > 0), Perf Analyzer's `--shape`. Required for every such input: Perf Analyzer cannot invent them."""
     input_data: NotRequired[Literal["random", "zero"]]
@@ -637,7 +658,7 @@ class TuningArgs(TypedDict):
     run: NotRequired[int]
     """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change). Default: `1`."""
     sdk_image: NotRequired[str]
-    """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+    """Model Analyzer's (or, for an LLM version, GenAI-Perf's) image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`, which ships both)."""
 
 
 class ProvenanceArgs(TypedDict):
@@ -737,7 +758,7 @@ class VersionArgs(TypedDict):
     autoscaling: NotRequired[AutoscalingArgs]
     """Autoscaling of this version (default: the service's)."""
     tuning: NotRequired[TuningArgs]
-    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
+    """Tune this version's model: a Job on the version's GPU group and share. Model Analyzer writes the best configurations to the weight cache; for a version with an LLM engine, GenAI-Perf finds the most requests in flight that meet the service's llmObjectives (`tuning.llm`; docs/tuning.md)."""
     provenance: NotRequired[ProvenanceArgs]
     """Set by the model pipeline's patch: the workflow and the ONNX file (path and SHA-256) the version was built from, recorded as annotations on its Deployment."""
     llm_backend: NotRequired[Literal["tensorrtllm", "vllm"]]

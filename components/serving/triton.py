@@ -86,6 +86,7 @@ from inference_platform.settings.llm import Llm
 from inference_platform.settings.serving import Autoscaling, Service, Version, deployment_name
 from inference_platform.timing.estimates import GroupEstimate, estimates_or_defaults
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
+from inference_platform.tuning.llm_runs import declare_llm_tuning_run, tokenizer_container
 from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
 
 # The volume of the platform-written model configs (triton_server.MODEL_CONFIGS_PATH).
@@ -597,11 +598,13 @@ class TritonService(pulumi.ComponentResource):
             )
 
     def _declare_tuning(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup, repository):
-        """The version's Model Analyzer run (tuning/runs.py): its server, and where it publishes."""
+        """The version's tuning run: Model Analyzer's (tuning/runs.py) or, with an LLM engine,
+        GenAI-Perf's (tuning/llm_runs.py); its server, and where it publishes."""
         weights, repo = a.weights, version.model_repository
         claim = weights.claim_name if repo.cache == "fileShare" else None
         s3_secret = weights.s3_secret_name if repo.cache == "s3" else None
-        server, volumes = analysis_server(version, group, repository, s3_secret, claim, weights.mount_path)
+        llm = version.llm_backend is not None
+        server, volumes = analysis_server(version, group, repository, s3_secret, claim, weights.mount_path, as_served=llm)
         if claim:
             # One volume of the claim: the server mounts it read-only, only the publish step writable.
             models = next(v for v in volumes if v["name"] == "models")
@@ -609,4 +612,10 @@ class TritonService(pulumi.ComponentResource):
             cache_mount, upload = {"name": "models", "mountPath": weights.mount_path}, None
         else:
             cache_mount, upload = None, upload_container(weights.s3_bucket, repo.path, weights.s3_endpoint, s3_secret)
+        if llm:
+            tokenizer = (tokenizer_container(weights.s3_bucket, version, weights.s3_endpoint, s3_secret)
+                         if upload is not None else None)
+            declare_llm_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, tokenizer,
+                                   a.tuning_priority_class)
+            return
         declare_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, a.tuning_priority_class)

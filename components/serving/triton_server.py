@@ -82,13 +82,20 @@ def triton_args(version: Version, repository: str, exit_timeout: int, model_conf
         *_listening_flags(),
         *restriction_flags(),
     ]
+    args += _model_loading_flags(version)
+    args.append(f"--{EXIT_TIMEOUT_FLAG}={exit_timeout}")
+    return args + _server_arg_flags(version)
+
+
+def _model_loading_flags(version: Version) -> list[str]:
+    """What the version's model control loads, and which config (after `--model-control-mode`)."""
+    args = []
     if version.model_control.mode == "poll":
         args.append(f"--repository-poll-secs={version.model_control.poll_seconds}")
     args += [f"--load-model={m}" for m in version.model_control.load]
     if version.model_config_name:
         args.append(f"--model-config-name={version.model_config_name}")
-    args.append(f"--{EXIT_TIMEOUT_FLAG}={exit_timeout}")
-    return args + _server_arg_flags(version)
+    return args
 
 
 def probes(version: Version, ready_path: str = "/v2/health/ready", ready_port: str = "http") -> dict[str, dict]:
@@ -145,10 +152,12 @@ def server_volumes(version: Version, claim: Optional[pulumi.Input[str]], mount_p
 
 
 def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input[str], s3_secret: Optional[str],
-                    claim: Optional[pulumi.Input[str]], mount_path: str) -> tuple[dict, list[dict]]:
+                    claim: Optional[pulumi.Input[str]], mount_path: str, as_served: bool = False) -> tuple[dict, list[dict]]:
     """The Triton server a tuning run measures, and its volumes: the version's image, GPU share,
     resources, repository and server flags, with explicit model control and nothing loaded
-    (Model Analyzer loads each variant it tries).
+    (Model Analyzer loads each variant it tries); `as_served` (an LLM version's GenAI-Perf run)
+    loads the models as the version's own model control does, and the startup probe (Triton's
+    strict readiness) holds GenAI-Perf back until they are ready.
 
     Its API stays unrestricted: Model Analyzer, beside it in the same pod, loads and unloads each
     variant through the model-repository API (with the variant's config as the load's override)
@@ -158,6 +167,9 @@ def analysis_server(version: Version, group: NodeGroup, repository: pulumi.Input
     volumes, mounts = server_volumes(version, claim, mount_path)
 
     def args(repo: str) -> list[str]:
+        if as_served:
+            return [f"--model-repository={repo}", f"--model-control-mode={version.model_control.mode}",
+                    *_listening_flags(), *_model_loading_flags(version), *_server_arg_flags(version)]
         return [f"--model-repository={repo}", "--model-control-mode=explicit", *_listening_flags(),
                 *_server_arg_flags(version)]
 

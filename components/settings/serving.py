@@ -35,7 +35,7 @@ from inference_platform.settings.tuning import (
     ServicePipeline,
     Tuning,
     TuningGoals,
-    llm_tuning_problem,
+    llm_tuning_problems,
     mig_goal_problems,
 )
 
@@ -232,7 +232,7 @@ class Version(Model):
     autoscaling: Optional[Autoscaling] = None
     """Autoscaling of this version (default: the service's)."""
     tuning: Optional[Tuning] = None
-    """Tune this version's model with Model Analyzer: a Job on the version's GPU group and share that writes the best configurations to the weight cache (docs/tuning.md)."""
+    """Tune this version's model: a Job on the version's GPU group and share. Model Analyzer writes the best configurations to the weight cache; for a version with an LLM engine, GenAI-Perf finds the most requests in flight that meet the service's llmObjectives (`tuning.llm`; docs/tuning.md)."""
     provenance: Optional[Provenance] = None
     """Set by the model pipeline's patch: the workflow and the ONNX file (path and SHA-256) the version was built from, recorded as annotations on its Deployment."""
     llm_backend: Optional[Literal["tensorrtllm", "vllm"]] = None
@@ -370,6 +370,10 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
                              "allowed: a Model Analyzer image of the same Triton release"))
         problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
         problems += [(vpath + path, why) for path, why in openai_frontend_problems(v)]
+        if v.tuning is not None:
+            problems += [(vpath + ("tuning", *path), why) for path, why in llm_tuning_problems(
+                v.tuning, v.llm_backend, v.llm.max_concurrent_sequences if v.llm else None,
+                v.llm.max_context_tokens if v.llm else None, svc.llm_objectives is not None)]
     if svc.pipeline is not None:
         base = next((v for v in svc.versions if v.name == svc.pipeline.base_version), None)
         if base is not None:
@@ -445,13 +449,11 @@ def openai_frontend_problems(version: Version) -> list[tuple[KeyPath, str]]:
 
 def tuning_share_problems(version: Version, groups: Mapping[str, NodeGroup], at: KeyPath,
                           goals: Optional[TuningGoals]) -> list[tuple[KeyPath, str]]:
-    """Tuning goals (a version's `tuning`, or a pipeline's measured on `version`) that its
-    engine or GPU share cannot honour: Model Analyzer on an LLM engine, GPU metrics on MIG."""
+    """Tuning goals (a version's `tuning`, or a pipeline's measured on `version`) that its GPU
+    share cannot honour: GPU metrics on MIG (an LLM version's `tuning`: llm_tuning_problems)."""
     if goals is None:
         return []
     problems: list[tuple[KeyPath, str]] = []
-    if version.llm_backend is not None and isinstance(goals, Tuning):
-        problems.append((at, llm_tuning_problem()))
     group = groups.get(version.gpu.group)
     if group is not None and group.is_gpu and group.gpu.sharing.mode == "mig":
         problems += [(at + path, why) for path, why in mig_goal_problems(goals)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Mapping, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from inference_platform.settings.base import DnsLabel, Image, Model, Number, RelativePath, TritonModelName
 from inference_platform.settings.errors import KeyPath
@@ -63,9 +63,43 @@ InputName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")]
 InputDims = Annotated[list[Annotated[int, Field(ge=1, le=1 << 20)]], Field(min_length=1, max_length=8)]
 
 
+# How many requests in flight GenAI-Perf measures at once; an LLM engine's own cap
+# (llm.maxConcurrentSequences) is the real bound where the version declares it.
+Concurrency = Annotated[int, Field(ge=1, le=65_536)]
+
+
+class LlmTuning(Model):
+    """GenAI-Perf's concurrency sweep of a version with an LLM engine (docs/tuning.md: Tuning an LLM)."""
+
+    tokenizer: RelativePath
+    """Folder of the model's Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json) in the version's weight cache, relative to it like modelRepository.path (and llm.openai.tokenizer), e.g. `llama/tokenizer`: GenAI-Perf writes prompts of the given lengths and counts output tokens with it (its `--tokenizer`). The run cannot reach the Hugging Face Hub."""
+    concurrency: list[Concurrency] = Field(default=[1, 2, 4, 8, 16, 32], min_length=1, max_length=16)
+    """Requests in flight GenAI-Perf holds against the version's server, one measurement each, in increasing order (its `--concurrency`); each at most the version's `llm.maxConcurrentSequences`. The sweep stops at the first one that misses an objective."""
+    input_tokens_mean: int = Field(default=512, ge=1, le=1_048_576)
+    """Mean prompt length in tokens of the synthetic prompts (`--synthetic-input-tokens-mean`)."""
+    input_tokens_stddev: int = Field(default=0, ge=0, le=1_048_576)
+    """Standard deviation of the prompt length (`--synthetic-input-tokens-stddev`)."""
+    output_tokens_mean: int = Field(default=256, ge=1, le=1_048_576)
+    """Mean answer length in tokens GenAI-Perf asks for (`--output-tokens-mean`, with `--output-tokens-mean-deterministic`)."""
+    output_tokens_stddev: int = Field(default=0, ge=0, le=1_048_576)
+    """Standard deviation of the answer length (`--output-tokens-stddev`)."""
+    measurement_interval_ms: int = Field(default=10_000, ge=1_000, le=600_000)
+    """Length of each measurement window, ms (`--measurement-interval`)."""
+
+    @field_validator("concurrency")
+    @classmethod
+    def _increasing(cls, concurrency: list[int]) -> list[int]:
+        if concurrency != sorted(set(concurrency)):
+            raise ValueError(f"{concurrency} is not strictly increasing; allowed: distinct values, lowest first "
+                             "(the sweep stops at the first that misses an objective)")
+        return concurrency
+
+
 class Tuning(TuningGoals):
     model: TritonModelName
     """Triton model to tune, by its name in the version's model repository."""
+    llm: Optional[LlmTuning] = None
+    """For a version with an LLM engine (`llm` or `llmBackend`), and required there: GenAI-Perf's sweep of requests in flight against the service's `llmObjectives`, instead of Model Analyzer's search (docs/tuning.md: Tuning an LLM)."""
     shapes: dict[InputName, InputDims] = Field(default={}, max_length=32)
     """The shape Perf Analyzer sends for each input with variable dims (-1) besides the batch dimension, e.g. `{input_ids: [128], attention_mask: [128]}`: the input's dims as its config lists them (without the batch dimension when max_batch_size > 0), Perf Analyzer's `--shape`. Required for every such input: Perf Analyzer cannot invent them."""
     input_data: Literal["random", "zero"] = "random"
@@ -75,7 +109,7 @@ class Tuning(TuningGoals):
     run: int = Field(default=1, ge=1, le=1_000_000)
     """Run number: raise it to run again with unchanged settings (a run happens only when the tuning inputs change)."""
     sdk_image: Optional[Image] = None
-    """Model Analyzer image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`)."""
+    """Model Analyzer's (or, for an LLM version, GenAI-Perf's) image (default: the Triton SDK image of the version's Triton release, `<release>-py3-sdk`, which ships both)."""
 
 
 # Triton reports no GPU metrics on MIG devices (triton-inference-server/server#5324, open: one
@@ -100,10 +134,42 @@ def mig_goal_problems(goals: TuningGoals) -> list[tuple[KeyPath, str]]:
     return problems
 
 
-def llm_tuning_problem() -> str:
-    return ("Model Analyzer's search over batch sizes and instance counts does not fit an LLM engine (decoupled, "
-            "in-flight batching): tune LLM versions with GenAI-Perf (time to first token, inter-token latency), "
-            "which replaces this key for them (issue 28); allowed: no tuning on a version with llmBackend")
+# Model Analyzer's keys of `tuning` (field name -> stack-file name): an LLM version's run is GenAI-Perf's.
+MODEL_ANALYZER_KEYS = {"objectives": "objectives", "constraints": "constraints", "search": "search", "keep": "keep",
+                       "shapes": "shapes", "input_data": "inputData"}
+
+
+def llm_tuning_problems(tuning: Tuning, engine: Optional[str], max_sequences: Optional[int],
+                        max_context: Optional[int], objectives: bool) -> list[tuple[KeyPath, str]]:
+    """A version's `tuning` against its LLM engine (`engine`, None for a classic model), the
+    engine's declared caps, and whether its service has `llmObjectives` (paths relative to the
+    tuning): an LLM version tunes with GenAI-Perf alone, a classic one with Model Analyzer alone."""
+    if engine is None:
+        return [(("llm",), "GenAI-Perf's sweep applies to versions with an LLM engine (llm or llmBackend); allowed: "
+                 "leave tuning.llm out here (Model Analyzer tunes this version)")] if tuning.llm is not None else []
+    problems: list[tuple[KeyPath, str]] = []
+    for field in sorted(MODEL_ANALYZER_KEYS.keys() & tuning.model_fields_set):
+        problems.append(((MODEL_ANALYZER_KEYS[field],), f"a Model Analyzer key, and a version with an LLM engine "
+                         f"({engine}) tunes with GenAI-Perf (Model Analyzer's search over batch sizes and instance counts "
+                         "does not fit a decoupled, in-flight-batching engine); allowed: model, llm, deadlineHours, run, sdkImage"))
+    if tuning.llm is None:
+        problems.append(((), f"a version with an LLM engine ({engine}) tunes with GenAI-Perf; required: llm "
+                         "(at least llm.tokenizer)"))
+        return problems
+    if not objectives:
+        problems.append((("llm",), "the sweep chooses the highest concurrency that meets the service's time-to-first-token "
+                         "and inter-token-latency objectives, and the service declares none; required: the service's "
+                         "llmObjectives"))
+    for i, c in enumerate(tuning.llm.concurrency):
+        if max_sequences is not None and c > max_sequences:
+            problems.append((("llm", "concurrency", i), f"{c} exceeds llm.maxConcurrentSequences ({max_sequences}): "
+                             f"the engine serves at most that many at once; allowed: 1..{max_sequences}"))
+    tokens = tuning.llm.input_tokens_mean + tuning.llm.output_tokens_mean
+    if max_context is not None and tokens > max_context:
+        problems.append((("llm", "outputTokensMean"), f"prompt and answer ({tokens} tokens on average) exceed "
+                         f"llm.maxContextTokens ({max_context}), so the engine refuses the requests; allowed: "
+                         f"inputTokensMean + outputTokensMean up to {max_context}"))
+    return problems
 
 
 class BatchingPreset(Model):

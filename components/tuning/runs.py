@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -174,16 +174,21 @@ def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
     return config
 
 
-def tools_files() -> dict[str, str]:
-    """model_tools as ConfigMap data: file name -> text."""
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(TOOLS_SOURCE.glob("*.py"))}
+# The model_tools files a Model Analyzer run or pipeline executes (a file it does not run must
+# not rename, and so rerun, every run when it is added).
+MODEL_ANALYZER_TOOLS = ("__init__.py", "publish.py")
 
 
-def tools_volume(config_map: pulumi.Input[str], files: Mapping[str, str]) -> dict:
-    """The tools ConfigMap as `<TOOLS_DIR>/model_tools/<file>` and the analyzer config beside it."""
-    items = [{"key": f, "path": f"model_tools/{f}"} for f in sorted(files) if f != ANALYZER_CONFIG]
-    if ANALYZER_CONFIG in files:
-        items.append({"key": ANALYZER_CONFIG, "path": ANALYZER_CONFIG})
+def tools_files(names: tuple[str, ...] = MODEL_ANALYZER_TOOLS) -> dict[str, str]:
+    """model_tools files `names` as ConfigMap data: file name -> text."""
+    return {name: (TOOLS_SOURCE / name).read_text(encoding="utf-8") for name in sorted(names)}
+
+
+def tools_volume(config_map: pulumi.Input[str], files: Mapping[str, str], config: str = ANALYZER_CONFIG) -> dict:
+    """The tools ConfigMap as `<TOOLS_DIR>/model_tools/<file>` and the run's `config` beside it."""
+    items = [{"key": f, "path": f"model_tools/{f}"} for f in sorted(files) if f != config]
+    if config in files:
+        items.append({"key": config, "path": config})
     return {"name": "tools", "configMap": {"name": config_map, "items": items}}
 
 
@@ -265,8 +270,8 @@ def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Inpu
 # --------------------------------------------------------------------------- the Job
 
 
-# Version settings a run does not read (`llm`: LLM versions are not tuned by Model Analyzer, and
-# a key a run does not read must not rename, and so rerun, every run when it is added).
+# Version settings a Model Analyzer run does not read (a key a run does not read must not rename,
+# and so rerun, every run when it is added).
 SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_config_name", "llm_backend", "llm",
                 "provenance"}
 
@@ -274,12 +279,16 @@ SERVING_ONLY = {"weight", "replicas", "autoscaling", "model_control", "model_con
 # Tuning keys added after runs were named, left out of the hash at their defaults, so that an
 # upgrade does not run every unchanged tuning again (their values reach the run through its
 # config anyway).
-LATER_TUNING_DEFAULTS = {"shapes": {}, "input_data": "random"}
+LATER_TUNING_DEFAULTS = {"shapes": {}, "input_data": "random", "llm": None}
+
+
+# What an LLM version's run reads besides: it measures the engine with the models loaded as served.
+LLM_RUN_READS = {"model_control", "model_config_name", "llm_backend", "llm"}
 
 
 def run_inputs(service: Service, version: Version, group: NodeGroup, files: Mapping[str, str]) -> dict:
     """Everything a run depends on; its hash names the Job."""
-    settings = version.model_dump(mode="json", exclude=SERVING_ONLY)
+    settings = version.model_dump(mode="json", exclude=SERVING_ONLY - LLM_RUN_READS if version.llm_backend else SERVING_ONLY)
     if settings.get("tuning"):
         settings["tuning"] = {k: v for k, v in settings["tuning"].items() if LATER_TUNING_DEFAULTS.get(k, ...) != v}
     return {
@@ -307,9 +316,9 @@ def config_tag(run: str) -> str:
     return f"tuned-{run}"
 
 
-def pod_labels(service: Service, version: Version) -> dict[str, str]:
+def pod_labels(service: Service, version: Version, tool: str = "model-analyzer") -> dict[str, str]:
     # Not `app`: the service's Service and mesh policies select `app`; a run serves no one.
-    return {**standard_labels("model-analyzer"), COMPONENT_KEY: COMPONENT, TUNING_LABEL: run_label(service, version),
+    return {**standard_labels(tool), COMPONENT_KEY: COMPONENT, TUNING_LABEL: run_label(service, version),
             "sidecar.istio.io/inject": "false"}
 
 
@@ -332,7 +341,8 @@ def gpu_placement(service: Service, version: Version, group: NodeGroup,
 
 
 def job_spec(service: Service, version: Version, group: NodeGroup, server: dict, volumes: list[dict],
-             init: list[dict], main: dict, priority_class: Optional[pulumi.Input[str]]) -> dict:
+             init: list[dict], main: dict, priority_class: Optional[pulumi.Input[str]],
+             tool: str = "model-analyzer") -> dict:
     """The run's Job spec: `server` (Triton) as a native sidecar, then `init` in order, then `main`,
     on the version's GPU group."""
     pod: dict[str, Any] = {
@@ -349,7 +359,7 @@ def job_spec(service: Service, version: Version, group: NodeGroup, server: dict,
         "activeDeadlineSeconds": round(version.tuning.deadline_hours * 3600),
         # A serving replica that preempts the run is not the run's failure.
         "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
-        "template": {"metadata": {"labels": pod_labels(service, version)}, "spec": pod},
+        "template": {"metadata": {"labels": pod_labels(service, version, tool)}, "spec": pod},
     }
 
 
@@ -367,31 +377,35 @@ def tuning_network_policy_spec(service: Service, tuned: list[Version]) -> dict:
             "policyTypes": ["Ingress"] if s3 else ["Ingress", "Egress"]}
 
 
-def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
-                       server: dict, server_volumes: list[dict], cache_mount: Optional[dict], upload: Optional[dict],
-                       priority_class: Optional[pulumi.Input[str]]) -> None:
-    """One version's run, children of `parent` (its TritonService): the tools ConfigMap and the Job.
-    `cache_mount` is the weights claim's writable mount (file share), else `upload` copies the
-    staged results into the bucket."""
-    tuning = version.tuning
-    files = {**tools_files(), ANALYZER_CONFIG: yaml.safe_dump(analyzer_config(tuning, tuning.model), sort_keys=True)}
+def run_dest(version: Version, model: str, cache_mount: Optional[dict], upload: Optional[dict]) -> str:
+    """Where a run's publish step writes: the model's directory in the claim, or its staging copy
+    that `upload` copies into the bucket."""
+    return (f"{cache_mount['mountPath']}/{version.model_repository.path.strip('/')}/{model}" if upload is None
+            else f"{STAGING_DIR}/{model}")
+
+
+def publish_steps(first: dict, publish: dict, upload: Optional[dict]) -> tuple[list[dict], dict]:
+    """(init containers, main container): `first`, then `publish`, then on S3 `upload`."""
+    return ([first], publish) if upload is None else ([first, publish], upload)
+
+
+def declare_run(parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
+                tool: str, config: str, files: Mapping[str, str], server: dict, server_volumes: list[dict],
+                steps: Callable[[str, str], tuple[list[dict], dict]], priority_class: Optional[pulumi.Input[str]]) -> None:
+    """One version's run, children of `parent` (its TritonService): the ConfigMap of the tools and
+    the run's `config`, and the Job. `steps(run id, SDK image)` gives its init and main containers."""
     run = run_id(run_inputs(service, version, group, files))
     run_name = job_name(service, version, run)
     ns = service.k8s_namespace
-    labels = standard_labels("model-analyzer", **{TUNING_LABEL: run_label(service, version)})
+    labels = standard_labels(tool, **{TUNING_LABEL: run_label(service, version)})
     config_map = k8s.core.v1.ConfigMap(
         f"{name}-{version.name}-tuning",
         metadata={"name": run_name, "namespace": ns, "labels": labels},
-        data=files,
+        data=dict(files),
         opts=resource_opts(parent),
     )
-    image = analyzer_image(version)
-    dest = (f"{cache_mount['mountPath']}/{version.model_repository.path.strip('/')}/{tuning.model}" if upload is None
-            else f"{STAGING_DIR}/{tuning.model}")
-    publish = publish_container(image, publish_args(tuning.model, config_tag(run), tuning.keep, dest),
-                                [cache_mount] if upload is None else [])
-    init, main = ([analyzer_container(image)], publish) if upload is None else ([analyzer_container(image), publish], upload)
-    volumes = [*server_volumes, {"name": "work", "emptyDir": {}}, tools_volume(config_map.metadata["name"], files)]
+    init, main = steps(run, analyzer_image(version))
+    volumes = [*server_volumes, {"name": "work", "emptyDir": {}}, tools_volume(config_map.metadata["name"], files, config)]
     k8s.batch.v1.Job(
         f"{name}-{version.name}-tune",
         metadata={
@@ -404,8 +418,26 @@ def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, ver
                 **hardening.skip_annotations(*hardening.tuning_workloads(version)),
             },
         },
-        spec=job_spec(service, version, group, server, volumes, init, main, priority_class),
+        spec=job_spec(service, version, group, server, volumes, init, main, priority_class, tool),
         # A Job's pod template is immutable: a change the name does not carry (a name handed in by
         # another stack) replaces the Job under the same name, so the old one must go first.
         opts=pulumi.ResourceOptions.merge(resource_opts(parent), pulumi.ResourceOptions(delete_before_replace=True)),
     )
+
+
+def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
+                       server: dict, server_volumes: list[dict], cache_mount: Optional[dict], upload: Optional[dict],
+                       priority_class: Optional[pulumi.Input[str]]) -> None:
+    """One version's Model Analyzer run. `cache_mount` is the weights claim's writable mount (file
+    share), else `upload` copies the staged results into the bucket."""
+    tuning = version.tuning
+    files = {**tools_files(), ANALYZER_CONFIG: yaml.safe_dump(analyzer_config(tuning, tuning.model), sort_keys=True)}
+
+    def steps(run: str, image: str) -> tuple[list[dict], dict]:
+        dest = run_dest(version, tuning.model, cache_mount, upload)
+        publish = publish_container(image, publish_args(tuning.model, config_tag(run), tuning.keep, dest),
+                                    [cache_mount] if upload is None else [])
+        return publish_steps(analyzer_container(image), publish, upload)
+
+    declare_run(parent, name, service, version, group, "model-analyzer", ANALYZER_CONFIG, files, server, server_volumes,
+                steps, priority_class)

@@ -505,8 +505,44 @@ def finding_cases() -> Iterator[tuple[str, bytes, Any]]:
                key_path(("services", 1, "name")))
 
 
+# acme-prod's llm-chat v7 (TensorRT-LLM, maxConcurrentSequences 32, maxContextTokens 8192), tuned
+# with GenAI-Perf: a hostile leaf of `tuning.llm`, or a key the engine's run cannot take.
+LLM_TUNING = ("services", 0, "versions", 0, "tuning")
+LLM_TUNING_VALUES: list[tuple[str, tuple, Any]] = [
+    ("llm-tuning-tokenizer-dotdot", ("llm", "tokenizer"), "../../etc"),
+    ("llm-tuning-tokenizer-absolute", ("llm", "tokenizer"), "/root/.cache"),
+    ("llm-tuning-tokenizer-hub-name", ("llm", "tokenizer"), "meta-llama/Llama-3.1-8B --tokenizer-trust-remote-code"),
+    ("llm-tuning-tokenizer-newline", ("llm", "tokenizer"), "tokenizer\n"),
+    ("llm-tuning-concurrency-zero", ("llm", "concurrency", 0), 0),
+    ("llm-tuning-concurrency-negative", ("llm", "concurrency", 0), -1),
+    ("llm-tuning-concurrency-string", ("llm", "concurrency", 0), "8"),
+    ("llm-tuning-concurrency-over-engine", ("llm", "concurrency"), [1, 64]),
+    ("llm-tuning-concurrency-huge", ("llm", "concurrency", 0), 10**9),
+    ("llm-tuning-concurrency-empty", ("llm", "concurrency"), []),
+    ("llm-tuning-concurrency-unsorted", ("llm", "concurrency"), [8, 4]),
+    ("llm-tuning-concurrency-flag", ("llm", "concurrency"), "1 --url evil:8001"),
+    ("llm-tuning-input-tokens-zero", ("llm", "inputTokensMean"), 0),
+    ("llm-tuning-input-tokens-float", ("llm", "inputTokensMean"), 1.5),
+    ("llm-tuning-output-tokens-over-context", ("llm", "outputTokensMean"), 8000),
+    ("llm-tuning-output-stddev-negative", ("llm", "outputTokensStddev"), -5),
+    ("llm-tuning-interval-tiny", ("llm", "measurementIntervalMs"), 10),
+    ("llm-tuning-interval-inf", ("llm", "measurementIntervalMs"), float("inf")),
+    ("llm-tuning-unknown-key", ("llm", "extraInputs"), {"max_tokens": 1}),
+    ("llm-tuning-model-analyzer-key", ("objectives",), {"throughput": 10}),
+]
+
+
+def llm_tuning_cases() -> Iterator[tuple[str, bytes, Any]]:
+    prod = example("acme-prod")
+    valid = {"model": "ensemble", "llm": {"tokenizer": "tokenizer", "concurrency": [1, 2, 4, 8, 16, 32]}}
+    for case, path, value in LLM_TUNING_VALUES:
+        doc = _set(_set(prod, LLM_TUNING, copy.deepcopy(valid)), LLM_TUNING + path, value)
+        where = LLM_TUNING + path + ((1,) if case == "llm-tuning-concurrency-over-engine" else ())
+        yield f"acme-prod:{case}", dump(doc), key_path(where, doc)
+
+
 def hostile_cases() -> list[tuple[str, bytes, Any]]:
-    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases()]
+    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases(), *llm_tuning_cases()]
 
 
 def valid_cases() -> list[tuple[str, bytes]]:

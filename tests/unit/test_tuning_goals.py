@@ -1,5 +1,5 @@
 """What a tuning run can measure: the shapes and data Perf Analyzer sends a model with variable
-inputs, goals a MIG share cannot report, and LLM versions, which Model Analyzer does not tune."""
+inputs, and goals a MIG share cannot report (LLM versions tune with GenAI-Perf: test_llm_tuning.py)."""
 
 from __future__ import annotations
 
@@ -120,14 +120,6 @@ def test_gpu_metric_objectives_on_a_mig_share_are_refused_for_runs_and_pipelines
     error = refused(raw)
     assert error.paths == ["inference-platform:services[svc].versions[v1].tuning.objectives.gpuUtilization",
                            "inference-platform:services[svc].pipeline.tuning.objectives.gpuMemory"]
-
-
-def test_tuning_an_llm_version_is_refused_pointing_at_genai_perf():
-    raw = tuned()
-    raw["services"][0]["versions"][0]["llmBackend"] = "vllm"
-    error = refused(raw)
-    assert error.paths == ["inference-platform:services[svc].versions[v1].tuning"]
-    assert "GenAI-Perf" in error.one_line()
 
 
 def test_the_new_perf_analyzer_keys_rename_a_run_only_when_set():
