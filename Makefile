@@ -8,9 +8,11 @@ CHECKOV_VENV := .venv-checkov
 DOCS_VENV := .venv-docs
 # Triton Model Analyzer's argument definitions check the tuning configs; it pins packages of its own too.
 MODEL_ANALYZER_VENV := .venv-model-analyzer
+# PyTorch (the CPU build) and Lightning for the real torchrun runs of the training runtimes.
+TORCH_VENV := .venv-torch
 STACK ?= demo-dev
 
-.PHONY: venv plan-venv tools helm checkov model-analyzer docs-venv plan test test-fast bench-smoke lint bench docs clean
+.PHONY: venv plan-venv tools helm checkov model-analyzer torch docs-venv plan test test-fast bench-smoke lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-plan.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +52,15 @@ $(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
 # Model Analyzer for tests/live/test_tuning.py.
 model-analyzer: $(MODEL_ANALYZER_VENV)/.installed
 
+$(TORCH_VENV)/.installed: requirements-torch.txt
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TORCH_VENV)/bin/python -m pip install --quiet -r requirements-torch.txt
+	touch $@
+
+# torch and lightning for tests/live/test_torchrun_distributed.py.
+torch: $(TORCH_VENV)/.installed
+
 $(DOCS_VENV)/.installed: requirements-docs.txt
 	$(PYTHON) -m venv $(DOCS_VENV)
 	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -83,10 +94,10 @@ plan: plan-venv
 	$(PLAN_PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
 # Test tiers (tests/<tier>/): unit (pure functions), plan (the mock runtime), conformance (schemas,
-# real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer),
+# real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer, torchrun),
 # properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
 # smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
-test: venv tools helm checkov model-analyzer docs-venv
+test: venv tools helm checkov model-analyzer torch docs-venv
 	$(PY) -m pytest -n auto
 	$(MAKE) bench-smoke
 
