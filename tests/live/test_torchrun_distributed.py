@@ -10,6 +10,7 @@ live in .venv-torch (`make torch`); all runs happen once and together, in the mo
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -63,16 +64,30 @@ def finished_report(kind: str, out: Path, nodes: list[subprocess.Popen]) -> dict
     return {"failure": f"{kind}: nodes failed: {failed}"} if failed else json.loads(out.read_text())
 
 
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict[str, dict]:
+def run_all(workdir: Path) -> dict[str, dict]:
     """Every kind's run and the one-process reference, all at once (the machine's cores stay busy
     while others import torch)."""
-    workdir = tmp_path_factory.mktemp("torchrun")
+    workdir.mkdir()
     reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
                                  env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started = {kind: start_nodes(kind, workdir) for kind in KINDS}
     found = {kind: finished_report(kind, *run) for kind, run in started.items()}
     found["reference"] = finished_report("reference", workdir / "reference.json", [reference])
+    return found
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, dict]:
+    """The runs, once per session even where pytest-xdist spreads these tests over workers: the
+    first worker runs them under a lock in the session's shared temp folder, the others read its result."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    with open(shared / "torchrun.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "torchrun-reports.json"
+        if not done.exists():
+            done.write_text(json.dumps(run_all(shared / "torchrun")))
+    found = json.loads(done.read_text())
     assert "failure" not in found["reference"], found["reference"]["failure"]
     return found
 
