@@ -10,9 +10,11 @@ DOCS_VENV := .venv-docs
 MODEL_ANALYZER_VENV := .venv-model-analyzer
 # GenAI-Perf's argument parser checks the LLM tuning Jobs' command lines; it pins packages of its own too.
 GENAI_PERF_VENV := .venv-genai-perf
+# PyTorch (the CPU build) and Lightning for the real torchrun runs of the training runtimes.
+TORCH_VENV := .venv-torch
 STACK ?= demo-dev
 
-.PHONY: venv plan-venv tools helm checkov model-analyzer genai-perf docs-venv plan test test-fast bench-smoke lint bench docs clean
+.PHONY: venv plan-venv tools helm checkov model-analyzer genai-perf torch docs-venv plan test test-fast bench-smoke lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-plan.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +63,15 @@ $(GENAI_PERF_VENV)/.installed: requirements-genai-perf.txt
 # GenAI-Perf for tests/live/test_llm_tuning.py.
 genai-perf: $(GENAI_PERF_VENV)/.installed
 
+$(TORCH_VENV)/.installed: requirements-torch.txt
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TORCH_VENV)/bin/python -m pip install --quiet -r requirements-torch.txt
+	touch $@
+
+# torch and lightning for tests/live/test_torchrun_distributed.py.
+torch: $(TORCH_VENV)/.installed
+
 $(DOCS_VENV)/.installed: requirements-docs.txt
 	$(PYTHON) -m venv $(DOCS_VENV)
 	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -94,10 +105,10 @@ plan: plan-venv
 	$(PLAN_PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
 # Test tiers (tests/<tier>/): unit (pure functions), plan (the mock runtime), conformance (schemas,
-# real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer, GenAI-Perf),
-# properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
+# real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer, GenAI-Perf,
+# torchrun), properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
 # smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
-test: venv tools helm checkov model-analyzer genai-perf docs-venv
+test: venv tools helm checkov model-analyzer genai-perf torch docs-venv
 	$(PY) -m pytest -n auto
 	$(MAKE) bench-smoke
 

@@ -26,7 +26,7 @@ from platformctl.replacement import (
     sdk_inputs,
 )
 from tests.conftest import ROOT
-from tests.plan.test_examples import PLANNED, example_plan
+from tests.plan.test_examples import PLANNED, example_plan, example_programs
 
 # Every stack file (stacks/ and the tests' data stacks) and every example program.
 STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml")) + sorted((ROOT / "tests").rglob("Pulumi.*.yaml"))
@@ -54,7 +54,7 @@ def _types_without_rules(plan) -> set[str]:
 
 
 def test_every_stack_file_and_example_is_checked_for_rules():
-    assert len(STACK_FILES) >= 6 and sorted(PLANNED) == sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir())
+    assert len(STACK_FILES) >= 6 and sorted(PLANNED) == example_programs()
 
 
 @pytest.mark.parametrize("source", [f"stack:{_stack_name(p)}" for p in STACK_FILES] + [f"example:{n}" for n in sorted(PLANNED)])

@@ -1,0 +1,1 @@
+"""Training: Kubeflow Trainer runtimes and jobs, and what Trainer hands each training node."""

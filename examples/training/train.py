@@ -1,0 +1,136 @@
+"""A small deterministic training program for the platform's torch runtimes, launched by `torchrun`.
+
+The strategy and the device mesh come from the node container's env, as the platform's
+ClusterTrainingRuntimes set it: PLATFORM_TRAIN_STRATEGY (torch-ddp, torch-fsdp, torch-fsdp-tp),
+PLATFORM_SHARD_DEGREE (hybrid shard: size of a shard group; absent: one group, full shard) and
+PLATFORM_TP_DEGREE (torch-fsdp-tp: size of a tensor-parallel group). Without torchrun (no WORLD_SIZE)
+it trains the same model on the same data in one process: the reference a distributed run must match.
+
+Every strategy trains on the same global batch per step: each data-parallel rank takes its slice, the
+loss is a mean over the slice, and DDP and FSDP average gradients over the data-parallel ranks, so the
+update equals that of the mean loss over the whole batch. Rank 0 writes the final parameters as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+IN, HIDDEN, OUT = 8, 16, 4
+GLOBAL_BATCH = 8
+STEPS = 5
+LR = 0.05
+
+
+def make_model() -> nn.Sequential:
+    """The same initial weights in every process (seeded)."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(IN, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, OUT)).double()
+
+
+def global_batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """STEPS batches of GLOBAL_BATCH samples, the same in every process (seeded)."""
+    generator = torch.Generator().manual_seed(1)
+    return [(torch.randn(GLOBAL_BATCH, IN, generator=generator, dtype=torch.float64),
+             torch.randn(GLOBAL_BATCH, OUT, generator=generator, dtype=torch.float64)) for _ in range(STEPS)]
+
+
+def degree(name: str, world: int, default: int) -> int:
+    """A mesh degree from the env: a divisor of the world size."""
+    value = int(os.environ.get(name, default))
+    if value < 1 or world % value:
+        raise SystemExit(f"{name}={value}: must divide the world size {world}")
+    return value
+
+
+def train(model: nn.Module, dp_rank: int, dp_size: int) -> None:
+    """SGD on this data-parallel rank's slice of every global batch."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    size = GLOBAL_BATCH // dp_size
+    for x, y in global_batches():
+        optimizer.zero_grad()
+        F.mse_loss(model(x[dp_rank * size:(dp_rank + 1) * size]), y[dp_rank * size:(dp_rank + 1) * size]).backward()
+        optimizer.step()
+
+
+def full_parameters(model: nn.Module) -> dict[str, list[float]]:
+    """Every parameter whole (a collective for sharded ones: every rank calls it)."""
+    return {name: (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().flatten().tolist()
+            for name, p in model.named_parameters()}
+
+
+def ddp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = DistributedDataParallel(make_model())
+    train(model, rank, world)
+    return model.module, [world]
+
+
+def fsdp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
+    """FSDP2; hybrid shard over a (replicate, shard) mesh when PLATFORM_SHARD_DEGREE is set."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    shard = degree("PLATFORM_SHARD_DEGREE", world, world)
+    mesh = init_device_mesh("cpu", (world // shard, shard), mesh_dim_names=("replicate", "shard"))
+    model = make_model()
+    for layer in (model[0], model[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    train(model, rank, world)  # every rank is a data-parallel rank: replicas and shards alike
+    return model, list(mesh.shape)
+
+
+def fsdp_tp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
+    """Tensor parallel inside groups of PLATFORM_TP_DEGREE ranks, FSDP2 across them (a dp x tp mesh)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    if "PLATFORM_SHARD_DEGREE" in os.environ:
+        raise SystemExit("PLATFORM_SHARD_DEGREE: this program shards torch-fsdp-tp fully over the data-parallel ranks")
+    tp = degree("PLATFORM_TP_DEGREE", world, 1)
+    mesh = init_device_mesh("cpu", (world // tp, tp), mesh_dim_names=("dp", "tp"))
+    model = make_model()
+    # The first layer split by output features, the second by input features: one all-reduce per forward.
+    parallelize_module(model, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    fully_shard(model, mesh=mesh["dp"])
+    train(model, mesh.get_local_rank("dp"), world // tp)  # the ranks of a tp group see the same samples
+    return model, list(mesh.shape)
+
+
+STRATEGIES = {"torch-ddp": ddp, "torch-fsdp": fsdp, "torch-fsdp-tp": fsdp_tp}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="where rank 0 writes the final parameters (JSON)")
+    out = parser.parse_args().out
+    if "WORLD_SIZE" not in os.environ:
+        model = make_model()
+        train(model, 0, 1)
+        report = {"strategy": "reference", "world_size": 1, "mesh": [1], "params": full_parameters(model)}
+    else:
+        strategy = os.environ["PLATFORM_TRAIN_STRATEGY"]
+        if strategy not in STRATEGIES:
+            raise SystemExit(f"PLATFORM_TRAIN_STRATEGY={strategy!r}: this program runs {', '.join(STRATEGIES)}")
+        dist.init_process_group("gloo")
+        world, rank = dist.get_world_size(), dist.get_rank()
+        model, mesh = STRATEGIES[strategy](world, rank)
+        report = {"strategy": strategy, "world_size": world, "mesh": mesh, "params": full_parameters(model)}
+        dist.destroy_process_group()
+        if rank != 0:
+            return
+    with open(out, "w") as f:
+        json.dump(report, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""A real distributed run on this machine: each training runtime's TrainJob runs as Kubeflow Trainer
+would run it, on two "nodes" (two torchrun processes, node ranks 0 and 1) of two processes each, on
+CPU with gloo, and must reach the parameters of a one-process run on the same data.
+
+The runtime and job come from tests/support/training.py; each node's command and env from
+inference_platform.training.trainer_env (Trainer v2.3.0's rules); only the master address and port
+change: loopback and a free port instead of the first pod's DNS name and 29500. Torch and Lightning
+live in .venv-torch (`make torch`); all runs happen once and together, in the module fixture.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from inference_platform.training.trainer_env import node_launch, num_nodes
+from tests.conftest import ROOT
+from tests.support import conformance
+from tests.support.netutil import free_port
+from tests.support.training import KINDS, runtime_and_trainjob
+
+TORCH_BIN = ROOT / ".venv-torch" / "bin"
+PROGRAMS = ROOT / "examples" / "training"
+TOLERANCE = 1e-5
+# The device mesh each kind must build from its runtime's env on 2 x 2 processes.
+MESHES = {"torch-ddp": [4], "torch-fsdp": [2, 2], "torch-fsdp-tp": [2, 2]}
+RUN_LIMIT_S = 240  # a bound on a hung rendezvous, not a timing assertion
+
+pytestmark = pytest.mark.skipif(not (TORCH_BIN / "torchrun").exists(), reason="torch is not installed: run `make torch`")
+
+
+def _program(kind: str) -> Path:
+    return PROGRAMS / ("lightning_job.py" if kind == "lightning" else "train.py")
+
+
+def _clean_env() -> dict[str, str]:
+    """What every process starts from: the torch venv first on PATH, nothing of this shell's PET_* or PLATFORM_*."""
+    env = {k: os.environ[k] for k in ("HOME", "LANG", "TMPDIR") if k in os.environ}
+    return {**env, "PATH": f"{TORCH_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
+
+
+def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]:
+    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports."""
+    out = workdir / f"{kind}.json"
+    runtime, trainjob = runtime_and_trainjob(kind, [str(_program(kind)), "--out", str(out)])
+    port = free_port()
+    nodes = []
+    for rank in range(num_nodes(runtime, trainjob)):
+        launch = node_launch(runtime, trainjob, rank)
+        env = {**_clean_env(), **launch.env, "PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": str(port)}
+        nodes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return out, nodes
+
+
+def finished_report(kind: str, out: Path, nodes: list[subprocess.Popen]) -> dict:
+    """Rank 0's JSON report once every node exited, or the failure (reported by the test of that kind)."""
+    logs = [node.communicate(timeout=RUN_LIMIT_S)[0] for node in nodes]
+    failed = [(rank, node.returncode, log[-3000:]) for rank, (node, log) in enumerate(zip(nodes, logs, strict=True)) if node.returncode]
+    return {"failure": f"{kind}: nodes failed: {failed}"} if failed else json.loads(out.read_text())
+
+
+def run_all(workdir: Path) -> dict[str, dict]:
+    """Every kind's run and the one-process reference, all at once (the machine's cores stay busy
+    while others import torch)."""
+    workdir.mkdir()
+    reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
+                                 env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started = {kind: start_nodes(kind, workdir) for kind in KINDS}
+    found = {kind: finished_report(kind, *run) for kind, run in started.items()}
+    found["reference"] = finished_report("reference", workdir / "reference.json", [reference])
+    return found
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, dict]:
+    """The runs, once per session even where pytest-xdist spreads these tests over workers: the
+    first worker runs them under a lock in the session's shared temp folder, the others read its result."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    with open(shared / "torchrun.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "torchrun-reports.json"
+        if not done.exists():
+            done.write_text(json.dumps(run_all(shared / "torchrun")))
+    found = json.loads(done.read_text())
+    assert "failure" not in found["reference"], found["reference"]["failure"]
+    return found
+
+
+def largest_difference(a: dict[str, list[float]], b: dict[str, list[float]]) -> float:
+    assert sorted(a) == sorted(b) and all(len(a[k]) == len(b[k]) for k in a), "different parameter shapes"
+    return max(abs(x - y) for name in a for x, y in zip(a[name], b[name], strict=True))
+
+
+def _report(reports: dict, kind: str) -> dict:
+    assert "failure" not in reports[kind], reports[kind].get("failure")
+    return reports[kind]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_runtime_and_trainjob_the_run_uses_validate_against_the_trainer_crds(kind, tmp_path):
+    if conformance.reference_dir() is None:
+        pytest.skip("no ../shared/reference")
+    for doc in runtime_and_trainjob(kind, ["train.py"]):
+        conformance.validate_custom(doc)
+
+
+@pytest.mark.parametrize("kind", sorted(MESHES))
+def test_two_nodes_of_two_processes_reach_the_one_process_parameters(reports, kind):
+    report = _report(reports, kind)
+    assert (report["strategy"], report["world_size"], report["mesh"]) == (kind, 4, MESHES[kind])
+    difference = largest_difference(report["params"], reports["reference"]["params"])
+    assert difference <= TOLERANCE, f"{kind}: parameters differ from the one-process run by {difference:.3g}"
+
+
+def test_a_shifted_reference_fails_the_comparison(reports):
+    """The comparison is not vacuous: moving one reference value by 2e-5 puts every run out of tolerance."""
+    shifted = {name: list(values) for name, values in reports["reference"]["params"].items()}
+    shifted["2.bias"][0] += 2 * TOLERANCE
+    for kind in MESHES:
+        assert largest_difference(_report(reports, kind)["params"], shifted) > TOLERANCE
+
+
+def test_lightning_sees_the_four_processes_of_the_two_nodes(reports):
+    report = _report(reports, "lightning")
+    assert (report["strategy"], report["world_size"], report["num_nodes"]) == ("lightning", 4, 2)
