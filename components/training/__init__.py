@@ -1,0 +1,1 @@
+"""Training: Kubeflow Trainer (TrainJobs on ClusterTrainingRuntimes, on JobSet) beside serving."""
