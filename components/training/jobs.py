@@ -27,8 +27,8 @@ from inference_platform.settings.training import (
     TP_DEGREE_ENV,
     CachePath,
     GroupNetwork,
-    TrainJobSettings,
     TrainingTeam,
+    TrainJobSettings,
 )
 from inference_platform.training.runtimes import COMPONENT, NODE, WORKSPACE, variant_name
 from inference_platform.weights.inputs import WeightsRef

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.core.common import COMPONENT_KEY, restricted_security_context, standard_labels
 from inference_platform.core import versions
+from inference_platform.core.common import COMPONENT_KEY, restricted_security_context, standard_labels
 from inference_platform.settings.training import STRATEGY_ENV, TrainingRuntimeSettings, runtime_name
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"

@@ -20,7 +20,7 @@ def problems(edit) -> dict[str, str]:
     edit(raw)
     with pytest.raises(ConfigError) as err:
         parse_settings(raw, "Pulumi.test-dev.yaml")
-    return dict(zip(err.value.paths, (msg for _, msg in err.value.problems)))
+    return dict(zip(err.value.paths, (msg for _, msg in err.value.problems), strict=True))
 
 
 def job(index: int, **keys):
