@@ -1,8 +1,6 @@
 """Training: Kubeflow Trainer from its pinned chart, the platform's ClusterTrainingRuntimes and
 the teams' TrainJobs on the GPU groups (docs/training.md)."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 import pulumi

@@ -10,7 +10,9 @@ import pytest
 from inference_platform.core import versions
 from inference_platform.gpu.profiles import gpu_scheduling
 from inference_platform.settings.cluster import NodeGroup
+from platformctl import ordering
 from platformctl.__main__ import main
+from platformctl.invariants import plan_resources
 from platformctl.plan import manifest, write_plan
 from tests.conftest import as_magnum, base_config, render_raw
 from tests.support import conformance
@@ -192,3 +194,15 @@ def test_an_edit_trainer_refuses_on_a_created_job_replaces_it_deleting_the_old_o
 def test_suspending_a_job_is_an_update_of_the_same_job(tmp_path, capsys):
     lines = _diff(tmp_path, capsys, lambda job: job.update(suspend=True))
     assert lines == ["  ~ update kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob test-dev-training-job-vision-ddp"]
+
+
+def test_the_ordering_invariant_holds_and_fails_a_trainjob_created_before_the_trainer_release(plan):
+    resources = plan_resources(plan)
+    assert ordering.violations(resources) == []
+    release = next(r["urn"] for r in resources if r["type"] == RELEASE and r["inputs"]["chart"].endswith("/kubeflow-trainer"))
+    job = next(r for r in resources if r["type"] == TRAINJOB)
+    job["dependsOn"] = [d for d in job["dependsOn"] if d != release]
+    # The component's own dependencies reach the job through its parent: cut those too.
+    job["parent"] = None
+    found = ordering.violations(resources)
+    assert found and all("trainer-crds" in line for line in found)
