@@ -267,8 +267,13 @@ def job_placement_problems(job: TrainJobSettings, groups: dict[str, NodeGroup]) 
     if job.processes_per_node is not None and job.processes_per_node > job.gpu.count:
         found.append((("processesPerNode",), f"{job.processes_per_node} processes but {job.gpu.count} GPUs per node pod; "
                                              "allowed: at most one process per GPU"))
-    if job.nodes > group.max_nodes:
-        found.append((("nodes",), f"{job.nodes} node pods, but group {group.name!r} has at most {group.max_nodes} nodes"))
+    if sharing.mode == "none" and job.gpu.count <= group.gpu.per_node:
+        # Node pods of whole GPUs: as many per node as its GPUs hold (MIG slices: the capacity proof's).
+        per_node = group.gpu.per_node // job.gpu.count
+        needed = -(-job.nodes // per_node)
+        if needed > group.max_nodes:
+            found.append((("nodes",), f"{job.nodes} node pods of {job.gpu.count} GPUs need {needed} nodes of "
+                                      f"{group.name!r} ({per_node} per node), which has at most {group.max_nodes}"))
     return found
 
 

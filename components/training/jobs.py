@@ -49,7 +49,7 @@ def s3_initializers(job: TrainJobSettings) -> tuple[str, ...]:
     return tuple(w for w in ("dataset", "model") if getattr(job, w) is not None and getattr(job, w).cache == "s3")
 
 
-def _mounts(job: TrainJobSettings, weights: WeightsRef) -> list[dict[str, Any]]:
+def _mounts(job: TrainJobSettings) -> list[dict[str, Any]]:
     """The file share's claim in the node container: datasets and models read-only where they are
     read, the checkpoint directory read-write."""
     mounts = [{"name": CACHE_VOLUME, "mountPath": f"{WORKSPACE}/{what}", "subPath": place.path, "readOnly": True}
@@ -92,7 +92,7 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
     gpu = gpu_scheduling(group, job.gpu.count, job.gpu.mig_profile)
     requests = {"cpu": job.cpu, "memory": job.memory, gpu.resource_name: str(gpu.quantity)}
     pod: dict[str, Any] = {"nodeSelector": gpu.node_selector, "tolerations": gpu.tolerations}
-    mounts = _mounts(job, weights)
+    mounts = _mounts(job)
     if mounts:
         pod["volumes"] = [{"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": weights.claim_name}}]
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]

@@ -101,3 +101,14 @@ def test_checkpoints_go_to_the_file_share_and_caches_must_exist():
 def test_the_groups_network_and_the_jobs_env_may_not_both_set_an_nccl_variable():
     found = problems(job(0, env={"NCCL_SOCKET_IFNAME": "eth0"}))
     assert list(found) == [f"{JOB.format('ddp')}.env"] and "training.networks.gpu" in found[f"{JOB.format('ddp')}.env"]
+
+
+def test_node_pods_of_part_of_a_node_share_nodes_before_the_group_runs_out():
+    # 4 GPUs per node, 2 per pod: 8 pods fit the group's 4 nodes, 9 do not.
+    assert parse_settings(training_config(jobs=[{**_ddp(), "nodes": 8, "gpu": {"group": "gpu", "count": 2}}]), "P.yaml")
+    found = problems(job(0, nodes=9, gpu={"group": "gpu", "count": 2}))
+    assert "need 5 nodes of 'gpu' (2 per node), which has at most 4" in found[f"{JOB.format('ddp')}.nodes"]
+
+
+def _ddp() -> dict:
+    return copy.deepcopy(training_config()["training"]["jobs"][0])
