@@ -9,7 +9,6 @@ from inference_platform import COMPONENTS
 from inference_platform.core.aliases import RELEASES, legacy_types
 from tests.conftest import ROOT
 
-
 # Components first published with an index token: no state names them otherwise.
 ADDED_AFTER_INDEX_TOKENS = frozenset({"Training"})
 
