@@ -34,6 +34,7 @@ COMPONENTS: dict[str, Registered] = {
     "TritonService": Registered("serving.triton", "serving.inputs:TritonServiceInputs"),
     "InferenceGraph": Registered("serving.graphs", "serving.inputs:InferenceGraphInputs"),
     "ModelPipeline": Registered("tuning.pipeline", "tuning.inputs:ModelPipelineInputs"),
+    "Training": Registered("training.training", "training.inputs:TrainingInputs"),
 }
 
 

@@ -946,6 +946,119 @@ class ModelPipelineSettingsArgs(TypedDict):
     """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
+class TrainingTeamArgs(TypedDict):
+    """Arguments of `TrainingTeam` (see the configuration reference, docs/reference.md)."""
+
+    name: str
+    """Team name (DNS label); a TrainJob names its team, and the team's Kueue LocalQueue is named after it."""
+    namespace: str
+    """Namespace of the team's TrainJobs (created by the platform unless a service lives there already)."""
+
+
+class DataLoaderArgs(TypedDict):
+    """Arguments of `DataLoader` (see the configuration reference, docs/reference.md)."""
+
+    image: str
+    """Image of the CPU data-loader pods (they pre-process and feed the GPU nodes)."""
+    command: list[str]
+    """Entry point of the data-loader container."""
+    replicas: NotRequired[int]
+    """Data-loader pods per TrainJob. Default: `1`."""
+    cpu: NotRequired[str]
+    """CPU request (and limit) of each data-loader pod. Default: `4`."""
+    memory: NotRequired[str]
+    """Memory request (and limit) of each data-loader pod. Default: `16Gi`."""
+
+
+class TrainingRuntimeSettingsArgs(TypedDict):
+    """Arguments of `TrainingRuntimeSettings` (see the configuration reference, docs/reference.md)."""
+
+    kind: Literal["torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning"]
+    """Strategy: `torch-ddp`, `torch-fsdp` (full or hybrid shard), `torch-fsdp-tp` (2-D mesh: shard x tensor parallel) or `lightning`; the ClusterTrainingRuntime is `ip-<kind>`. One of: `torch-ddp`, `torch-fsdp`, `torch-fsdp-tp`, `lightning`."""
+    shm_size: NotRequired[str]
+    """Size of the memory-backed /dev/shm of each node pod (PyTorch DataLoader workers and NCCL's shared-memory transport use it); counted against the pod's memory. Default: `8Gi`."""
+    run_as_user: NotRequired[int]
+    """UID the node containers run as (the namespace enforces Pod Security `restricted`: never root). Default: `1000`."""
+    initializer_volume: NotRequired[str]
+    """Size of the ReadWriteMany claim a job's Trainer initializers download an S3 dataset or model into (one per job, deleted with it); the cluster's default StorageClass must offer ReadWriteMany. Default: `100Gi`."""
+    data_loader: NotRequired[DataLoaderArgs]
+    """A CPU replicated job `data-loader` beside the GPU `node` job, on CPU nodes (the system group)."""
+
+
+class CachePathArgs(TypedDict):
+    """Arguments of `CachePath` (see the configuration reference, docs/reference.md)."""
+
+    cache: Literal["fileShare", "s3"]
+    """Weight cache holding it: `s3` (read by Trainer's initializer, s3://<bucket>/<path>) or `fileShare` (the team namespace's claim, mounted). One of: `fileShare`, `s3`."""
+    path: str
+    """Path inside the file share, or key prefix inside the bucket."""
+
+
+class TrainJobSettingsArgs(TypedDict):
+    """Arguments of `TrainJobSettings` (see the configuration reference, docs/reference.md)."""
+
+    name: str
+    """TrainJob name (DNS label, at most 40: Trainer names the pods `<name>-node-<i>-<j>` and the rendezvous host `<name>-node-0-0.<name>`)."""
+    team: str
+    """The team (`training.teams[].name`) whose namespace and Kueue LocalQueue the job uses."""
+    runtime: Literal["torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning"]
+    """Runtime kind (`training.runtimes[].kind`). One of: `torch-ddp`, `torch-fsdp`, `torch-fsdp-tp`, `lightning`."""
+    image: str
+    """Training image (PyTorch, with torchrun; Lightning for `lightning`)."""
+    command: list[str]
+    """Entry point of the node container, e.g. `[torchrun, train.py]`: torchrun takes its rendezvous from Trainer's PET_* variables, so give it no --nnodes/--nproc-per-node/--master-addr."""
+    env: NotRequired[dict[str, str]]
+    """Extra environment of the node container; PET_* and PLATFORM_* are refused (Trainer and the platform set them)."""
+    nodes: NotRequired[int]
+    """Training nodes (pods of the `node` job), one per GPU node at most. Default: `1`."""
+    processes_per_node: NotRequired[int]
+    """torchrun processes per node (PET_NPROC_PER_NODE); default and most: the GPUs of `gpu.count`, one per GPU."""
+    gpu: GpuRequestArgs
+    """GPU group (`cluster.nodeGroups[].name`) and share per node: whole GPUs (`count`), or a MIG slice (`migProfile`) on a group with MIG strategy `mixed`."""
+    cpu: NotRequired[str]
+    """CPU request per node pod. Default: `8`."""
+    memory: NotRequired[str]
+    """Memory request (and limit) per node pod, /dev/shm included. Default: `64Gi`."""
+    hybrid_shard_degree: NotRequired[int]
+    """FSDP only: ranks in one shard group (PLATFORM_SHARD_DEGREE; the replicate dimension is the rest). Absent: full shard over all ranks. Must divide nodes x processesPerNode (divided by tensorParallelDegree with `torch-fsdp-tp`)."""
+    tensor_parallel_degree: NotRequired[int]
+    """`torch-fsdp-tp` only, required: ranks in one tensor-parallel group (PLATFORM_TP_DEGREE), within a node: divides processesPerNode."""
+    dataset: NotRequired[CachePathArgs]
+    """Dataset in a weight cache, at /workspace/dataset in the node pods."""
+    model: NotRequired[CachePathArgs]
+    """Pre-trained model in a weight cache, at /workspace/model in the node pods."""
+    checkpoint: NotRequired[CachePathArgs]
+    """Where the job writes its checkpoints (PLATFORM_CHECKPOINT_DIR): a directory of the file share's claim (cache `fileShare` only: the node pods mount it read-write)."""
+    active_deadline_seconds: NotRequired[int]
+    """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
+    suspend: NotRequired[bool]
+    """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job). Default: `false`."""
+
+
+class GroupNetworkArgs(TypedDict):
+    """Arguments of `GroupNetwork` (see the configuration reference, docs/reference.md)."""
+
+    socket_ifname: NotRequired[str]
+    """NCCL_SOCKET_IFNAME on the group's training pods: the interfaces NCCL's socket transport (and bootstrap) uses, as prefixes (`eth`), exact names (`=eth1`) or exclusions (`^docker`); default: NCCL's own choice."""
+    ib_disable: NotRequired[bool]
+    """NCCL_IB_DISABLE=1: no InfiniBand/RoCE verbs transport (groups without RDMA NICs). Default: `false`."""
+    ib_hca: NotRequired[str]
+    """NCCL_IB_HCA: the RDMA devices (and ports) NCCL uses, e.g. `mlx5_0:1,mlx5_1:1`; not with ibDisable."""
+
+
+class TrainingSettingsArgs(TypedDict):
+    """Arguments of `TrainingSettings` (see the configuration reference, docs/reference.md)."""
+
+    teams: NotRequired[list[TrainingTeamArgs]]
+    """Teams that train: each has a namespace and a Kueue LocalQueue."""
+    runtimes: NotRequired[list[TrainingRuntimeSettingsArgs]]
+    """ClusterTrainingRuntimes, one per kind (default: the four kinds with default settings). Default: `[TrainingRuntimeSettings(kind='torch-ddp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='torch-fsdp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='torch-fsdp-tp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='lightning', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None)]`."""
+    jobs: NotRequired[list[TrainJobSettingsArgs]]
+    """TrainJobs, each of a team, on a runtime and a GPU group."""
+    networks: NotRequired[dict[str, GroupNetworkArgs]]
+    """Per GPU group (`cluster.nodeGroups[].name`), the NCCL settings of its nodes' network, set on every TrainJob placed there."""
+
+
 class PolicySettingsArgs(TypedDict):
     """Arguments of `PolicySettings` (see the configuration reference, docs/reference.md)."""
 
@@ -984,6 +1097,8 @@ class InferencePlatformArgs(TypedDict):
     """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (docs/tuning.md)."""
     model_pipeline: NotRequired[ModelPipelineSettingsArgs]
     """Argo Workflows for the model pipeline (docs/tuning.md)."""
+    training: NotRequired[TrainingSettingsArgs]
+    """Kubeflow Trainer, its runtimes and the teams' TrainJobs on the GPU groups (docs/training.md); absent: nothing of it is installed."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: NotRequired[str]
@@ -1243,3 +1358,18 @@ class ModelPipelineArgs(TypedDict):
     """Subjects bound to each pipeline's submit Role (`<service>-pipeline-submit`: run the service's template, follow its workflows)."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
+
+
+class TrainingArgs(TypedDict):
+    """Kubeflow Trainer (with JobSet) from its pinned chart, the platform's ClusterTrainingRuntimes, and the teams' TrainJobs on the GPU groups."""
+
+    training: NotRequired[TrainingSettingsArgs]
+    """Teams, runtimes, jobs and the GPU groups' NCCL networks (the stack file's `training`)."""
+    gpu_groups: NotRequired[list[NodeGroupArgs]]
+    """The GPU node groups the jobs run on: their node contract (selector, taints) and GPU shares."""
+    weights: NotRequired[dict[str, WeightsRefArgs]]
+    """Per team namespace whose jobs read or write a weight cache, that namespace's caches (the file share's claim, the S3 Secret)."""
+    create_namespaces: NotRequired[bool]
+    """Create each team's namespace (Pod Security `restricted`). The platform creates them itself, before the weight caches' claims in them, and passes false. Default: `true`."""
+    system_node_selector: NotRequired[dict[str, str]]
+    """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders select (the system group). Empty: any node that admits them."""

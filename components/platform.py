@@ -40,6 +40,8 @@ from inference_platform.settings.component_args import M
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
+from inference_platform.training.inputs import TrainingInputs, cache_namespaces
+from inference_platform.training.training import Training, team_namespace
 from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.pipeline import ModelPipeline
 from inference_platform.weights.caches import WeightCaches, namespaces_using
@@ -102,11 +104,16 @@ def namespaces_inputs(s: Settings) -> InferenceNamespacesInputs:
 def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate],
                          namespaces: Optional[dict[str, pulumi.Resource]] = None) -> WeightCachesInputs:
     # Names as the Namespaces output them: each claim and Secret waits for its namespace only.
+    # Training teams' namespaces get the caches their jobs read or write.
+    def using(cache: str) -> list[str]:
+        teams = cache_namespaces(s.training, cache) if s.training is not None else []
+        return sorted({*namespaces_using(s.services, cache, s.graphs), *teams})
+
     return _given(
         WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
-        file_share_namespaces=namespaces_using(s.services, "fileShare", s.graphs),
-        s3_namespaces=namespaces_using(s.services, "s3", s.graphs),
+        file_share_namespaces=using("fileShare"),
+        s3_namespaces=using("s3"),
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,
         namespace_names={ns: n.metadata["name"] for ns, n in (namespaces or {}).items()},
@@ -146,6 +153,11 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
         weights={svc.k8s_namespace: weights[svc.k8s_namespace] for svc in services}, priority_class=priority_class,
         system_node_selector=s.cluster.system_selector, submitters=s.model_pipeline.submitters,
     )
+
+
+def training_inputs(s: Settings, weights: dict[str, WeightsRef]) -> TrainingInputs:
+    return _given(TrainingInputs, training=s.training, gpu_groups=s.gpu_groups, weights=weights,
+                  create_namespaces=False, system_node_selector=s.cluster.system_selector)
 
 
 def _settings(args: Union[Settings, InferencePlatformArgs]) -> Settings:
@@ -199,9 +211,14 @@ class InferencePlatform(pulumi.ComponentResource):
         # Inference namespaces: after istiod, so every pod in them is injected.
         self.namespaces = InferenceNamespaces(
             f"{name}-namespaces", namespaces_inputs(settings), opts=after(self.mesh.injector, self.mesh.crds))
+        # Training teams' namespaces, before the weight caches' claims and Secrets in them.
+        self.team_namespaces = {
+            t.namespace: team_namespace(f"{name}-team-{t.name}", t, k8s) for t in settings.training.teams
+        } if settings.training is not None else {}
         self.weights = WeightCaches(
             f"{name}-weights",
-            weight_caches_inputs(settings, self.cluster.subnet_cidr, estimates, self.namespaces.namespaces), opts=k8s)
+            weight_caches_inputs(settings, self.cluster.subnet_cidr, estimates,
+                                 {**self.namespaces.namespaces, **self.team_namespaces}), opts=k8s)
         # Where services and graphs are served: the gateway, its ingress, the monitoring namespace, TLS.
         self.mesh_ref = self.mesh.reference(self.observability.namespace)
         self.services: dict[str, TritonService] = {}
@@ -215,6 +232,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
         self.graphs = self._graphs(name, settings, after, estimates)
         self.pipeline = self._pipeline(name, settings, after) if settings.model_pipeline.enabled else None
+        self.training = self._training(name, settings, after) if settings.training is not None else None
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
         self.outputs["serving"] = {
             **self.mesh_ref.model_dump(by_alias=True),
@@ -225,6 +243,8 @@ class InferencePlatform(pulumi.ComponentResource):
             self.outputs["graphs"] = {g: {"urls": c.urls, "credentials": c.credentials} for g, c in self.graphs.items()}
         if self.pipeline is not None:
             self.outputs["workflowTemplates"] = self.pipeline.workflow_templates
+        if self.training is not None:
+            self.outputs["training"] = {"runtimes": self.training.runtimes, "jobs": self.training.jobs}
         self.outputs["services"] = {
             svc_name: {"urls": t.urls, "weights": t.weights, "authSecret": t.auth_secret, "credentials": t.credentials}
             for svc_name, t in self.services.items()
@@ -260,3 +280,10 @@ class InferencePlatform(pulumi.ComponentResource):
                                priority.metadata["name"] if priority else None)
         deps = [d for ns in namespaces for d in (self.namespaces.namespaces[ns], *self.weights.depends_on(ns))]
         return ModelPipeline(f"{name}-pipeline", args, opts=after(*deps, self.observability.crds))
+
+    def _training(self, name: str, settings: Settings, after) -> Training:
+        """Kubeflow Trainer and the teams' jobs, after the teams' namespaces and their weight caches."""
+        namespaces = sorted(self.team_namespaces)
+        deps = [d for ns in namespaces for d in (self.team_namespaces[ns], *self.weights.depends_on(ns))]
+        args = training_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces})
+        return Training(f"{name}-training", args, opts=after(*deps))

@@ -257,6 +257,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          dependents=CustomResources(("argoproj.io",)),
          after=Charts(("argo-workflows",)),
          reason="the argo-workflows chart installs Argo's CRDs: a WorkflowTemplate created before them is rejected"),
+    Rule("trainer-crds",
+         dependents=CustomResources(("trainer.kubeflow.org",)),
+         after=Charts(("kubeflow-trainer",)),
+         reason="the kubeflow-trainer chart installs Trainer's CRDs and the webhooks that admit runtimes and "
+                "TrainJobs: one created before them is rejected"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

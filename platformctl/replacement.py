@@ -253,6 +253,10 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:security.istio.io/v1:AuthorizationPolicy",
     "kubernetes:security.istio.io/v1:PeerAuthentication",
     "kubernetes:telemetry.istio.io/v1:Telemetry",
+    # Kubeflow Trainer's CRDs: identity rules alone from the provider; a TrainJob's immutable
+    # fields replace it through its own replaceOnChanges (components/training/jobs.py).
+    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
 })
 HELM_RELEASE = ("name", "namespace")
 # The provider's config diff is a function, not a table (kubernetes_diff_config below); the

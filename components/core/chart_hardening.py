@@ -94,6 +94,9 @@ HARDENING: dict[str, dict[str, Any]] = {
         "seccompProfile": {"type": "RuntimeDefault"}}},
     # argo-workflows 1.0.18 values.yaml controller.resources (the pipeline sets the rest of it).
     versions.ARGO_WORKFLOWS.name: {"controller.resources.limits.cpu": "1"},
+    # kubeflow-trainer 2.3.0 values.yaml manager.resources (empty by default; jobset 0.12.0's
+    # controller.resources already has requests and limits).
+    versions.KUBEFLOW_TRAINER.name: {"manager.resources": _resources("100m", "256Mi", "1", "1Gi")},
     # kuberay-operator 1.7.0 values.yaml podSecurityContext (empty by default; its container's
     # securityContext already runs non-root without escalation).
     versions.KUBERAY_OPERATOR.name: {"podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},

@@ -37,6 +37,14 @@ CSI_S3 = Chart("csi-s3", "0.43.7", "https://yandex-cloud.github.io/k8s-csi-s3/ch
 ARGO_WORKFLOWS = Chart("argo-workflows", "1.0.18", "https://argoproj.github.io/argo-helm")
 # appVersion of argo-workflows 1.0.18: the release of the controller and of the executor image.
 ARGO_WORKFLOWS_VERSION = "v4.0.6"
+# Kubeflow Trainer v2 (kubeflow/trainer charts/kubeflow-trainer, tag v2.3.0), published as an OCI
+# chart; it vendors JobSet 0.12.0 as a dependency (Chart.yaml, condition jobset.install).
+KUBEFLOW_TRAINER = Chart("kubeflow-trainer", "2.3.0", "oci://ghcr.io/kubeflow/charts")
+# The Trainer release's own images are tagged v<chart version> (charts/kubeflow-trainer
+# templates/_helpers.tpl trainer.version); the initializers come from the same release.
+TRAINER_VERSION = "v2.3.0"
+DATASET_INITIALIZER_IMAGE = f"ghcr.io/kubeflow/trainer/dataset-initializer:{TRAINER_VERSION}"
+MODEL_INITIALIZER_IMAGE = f"ghcr.io/kubeflow/trainer/model-initializer:{TRAINER_VERSION}"
 
 # Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).
 REFERENCE_DIR = {
@@ -53,6 +61,7 @@ REFERENCE_DIR = {
     KUBERAY_OPERATOR: "kuberay-operator",
     CSI_S3: "csi-s3",
     ARGO_WORKFLOWS: "argo-workflows",
+    KUBEFLOW_TRAINER: "kubeflow-trainer",
 }
 
 # NVIDIA driver the GPU operator compiles on nodes (driver mode `compiled`): the

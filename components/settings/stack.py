@@ -15,6 +15,7 @@ from inference_platform.settings.mesh import MeshSettings
 from inference_platform.settings.observability import ObservabilitySettings
 from inference_platform.settings.policies import PolicySettings
 from inference_platform.settings.serving import Service
+from inference_platform.settings.training import TrainingSettings
 from inference_platform.settings.tuning import BatchingPreset, ModelPipelineSettings, PresetName
 from inference_platform.settings.ui import UiSettings
 from inference_platform.settings.weights import WeightCacheSettings
@@ -49,6 +50,8 @@ class Settings(Model):
     """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (docs/tuning.md)."""
     model_pipeline: ModelPipelineSettings = ModelPipelineSettings()
     """Argo Workflows for the model pipeline (docs/tuning.md)."""
+    training: Optional[TrainingSettings] = None
+    """Kubeflow Trainer, its runtimes and the teams' TrainJobs on the GPU groups (docs/training.md); absent: nothing of it is installed."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None

@@ -1,1 +1,2 @@
-"""Training: Kubeflow Trainer runtimes and jobs, and what Trainer hands each training node."""
+"""Training: Kubeflow Trainer (TrainJobs on ClusterTrainingRuntimes, on JobSet) beside serving, and what
+Trainer hands each training node."""

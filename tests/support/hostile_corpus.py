@@ -397,10 +397,72 @@ _REDIRECTED = {
 }
 
 
+# demo-dev with a valid `training` section, which the TRAINING_VALUES cases break one key at a time.
+TRAINING_SECTION = {
+    "teams": [{"name": "vision", "namespace": "vision-train"}],
+    "runtimes": [{"kind": "torch-ddp", "dataLoader": {"image": "example.com/loader:1.0", "command": ["python", "load.py"]}}],
+    "networks": {"gpu-a100": {"socketIfname": "=eth1"}},
+    "jobs": [{"name": "ddp", "team": "vision", "runtime": "torch-ddp", "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+              "command": ["torchrun", "train.py"], "gpu": {"group": "gpu-a100"},
+              "dataset": {"cache": "fileShare", "path": "data/imagenet"}}],
+}
+T = ("training",)
+TJ = T + ("jobs", 0)
+TRAINING_VALUES: list[tuple[str, tuple, Any]] = [
+    ("training-team-name-upper", T + ("teams", 0, "name"), "Vision"),
+    ("training-team-namespace-newline", T + ("teams", 0, "namespace"), "vision-train\n"),
+    ("training-job-name-41", TJ + ("name",), "j" * 41),
+    ("training-job-name-dots", TJ + ("name",), "a.b"),
+    ("training-runtime-unknown", TJ + ("runtime",), "deepspeed"),
+    ("training-image-latest", TJ + ("image",), "pytorch/pytorch:latest"),
+    ("training-command-empty", TJ + ("command",), []),
+    ("training-command-nul", TJ + ("command", 0), "torchrun\x00"),
+    ("training-command-string", TJ + ("command",), "torchrun train.py"),
+    ("training-env-pet-reserved", TJ + ("env",), {"PET_NNODES": "8"}),
+    ("training-env-pet-torchrun-flag", TJ + ("env",), {"PET_RDZV_ENDPOINT": "evil:29500"}),
+    ("training-env-platform", TJ + ("env",), {"PLATFORM_TP_DEGREE": "8"}),
+    ("training-env-name-injection", TJ + ("env",), {"A=B": "x"}),
+    ("training-env-value-number", TJ + ("env",), {"WORKERS": 8}),
+    ("training-nodes-zero", TJ + ("nodes",), 0),
+    ("training-nodes-string", TJ + ("nodes",), "2"),
+    ("training-nodes-huge", TJ + ("nodes",), 10**9),
+    ("training-processes-huge", TJ + ("processesPerNode",), 1000),
+    ("training-tp-on-ddp", TJ + ("tensorParallelDegree",), 2),
+    ("training-hybrid-zero", TJ + ("hybridShardDegree",), 0),
+    ("training-deadline-zero", TJ + ("activeDeadlineSeconds",), 0),
+    ("training-deadline-huge", TJ + ("activeDeadlineSeconds",), 10**12),
+    ("training-suspend-yes", TJ + ("suspend",), "yes"),
+    ("training-memory-unit", TJ + ("memory",), "64GB"),
+    ("training-dataset-dotdot", TJ + ("dataset",), {"cache": "fileShare", "path": "../etc"}),
+    ("training-dataset-absolute", TJ + ("dataset",), {"cache": "fileShare", "path": "/etc/shadow"}),
+    ("training-checkpoint-s3", TJ + ("checkpoint",), {"cache": "s3", "path": "ckpt"}),
+    ("training-mig-profile-on-single", TJ + ("gpu", "migProfile"), "1g.10gb"),
+    ("training-gpu-group-cpu", TJ + ("gpu", "group"), "cpu"),
+    ("training-shm-text", T + ("runtimes", 0, "shmSize"), "lots"),
+    ("training-run-as-root", T + ("runtimes", 0, "runAsUser"), 0),
+    ("training-initializer-volume-zero", T + ("runtimes", 0, "initializerVolume"), "0"),
+    ("training-data-loader-replicas-zero", T + ("runtimes", 0, "dataLoader", "replicas"), 0),
+    ("training-data-loader-image-untagged", T + ("runtimes", 0, "dataLoader", "image"), "example.com/loader"),
+    ("training-ifname-flag-injection", T + ("networks", "gpu-a100", "socketIfname"), "eth0 --x"),
+    ("training-ifname-too-long", T + ("networks", "gpu-a100", "socketIfname"), "e" * 16),
+    ("training-hca-shell", T + ("networks", "gpu-a100", "ibHca"), "mlx5_0;reboot"),
+    ("training-network-unknown-group", T + ("networks",), {"gpu-h100": {"ibDisable": True}}),
+]
+_REDIRECTED.update({
+    "training-dataset-dotdot": TJ + ("dataset", "path"),
+    "training-dataset-absolute": TJ + ("dataset", "path"),
+    "training-checkpoint-s3": TJ + ("checkpoint", "cache"),
+    "training-network-unknown-group": T + ("networks", "gpu-h100"),
+})
+
+
 def value_cases() -> Iterator[tuple[str, bytes, Any]]:
     demo = example("demo-dev")
     prod = example("acme-prod")
-    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES), ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES + OPENAI_VALUES)):
+    training = _set(demo, T, TRAINING_SECTION)
+    for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES),
+                                    ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES + OPENAI_VALUES),
+                                    ("demo-dev-training", training, TRAINING_VALUES)):
         for case, path, value in values:
             if value == "MIRROR0":
                 doc = _set(base, path + ("mirror",), {"version": "v2", "percent": 0})

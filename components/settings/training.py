@@ -1,0 +1,330 @@
+"""`training`: Kubeflow Trainer runtimes and the teams' TrainJobs, with their checks.
+
+Trainer's own rules, read in kubeflow/trainer v2.3.0, are refused here before apply:
+- pkg/runtime/framework/plugins/torch/torch.go Validate: the job's env must not hold
+  constants.TorchRunReservedEnvNames (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
+  PET_MASTER_ADDR, PET_MASTER_PORT); torchrun (torch/distributed/argparse_util.py `env`)
+  also reads every other `PET_<FLAG>` as its own flag, so the platform refuses the whole prefix:
+  the launcher is configured by Trainer and the runtime alone.
+- pkg/apis/trainer/v1alpha1/trainjob_types.go: env at most 128 items, command at most 128,
+  activeDeadlineSeconds at least 1, storageUri `scheme://...` of at most 2048 characters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Optional
+
+from pydantic import AfterValidator, Field, model_validator
+
+from inference_platform.core import grammar
+from inference_platform.settings.base import DnsLabel, Image, Model, Quantity, RelativePath, ShortName
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.serving import GpuRequest
+from inference_platform.settings.training_teams import TrainingTeam
+
+RUNTIME_KINDS = ("torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning")
+RuntimeKind = Literal["torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning"]
+SHARDED_KINDS = frozenset({"torch-fsdp", "torch-fsdp-tp"})
+
+# Environment the platform sets on a job's node container (components/training/jobs.py); a job's
+# own env may not set these, nor Trainer's PET_* (see the module docstring).
+STRATEGY_ENV = "PLATFORM_TRAIN_STRATEGY"
+SHARD_DEGREE_ENV = "PLATFORM_SHARD_DEGREE"
+TP_DEGREE_ENV = "PLATFORM_TP_DEGREE"
+CHECKPOINT_DIR_ENV = "PLATFORM_CHECKPOINT_DIR"
+RESERVED_ENV_PREFIXES = ("PET_", "PLATFORM_")
+# NVIDIA NCCL user guide, Environment Variables (env.html): System configuration.
+NCCL_SOCKET_IFNAME = "NCCL_SOCKET_IFNAME"
+NCCL_IB_DISABLE = "NCCL_IB_DISABLE"
+NCCL_IB_HCA = "NCCL_IB_HCA"
+
+# A Kubernetes env var name as the API accepts it (k8s.io/apimachinery validation
+# IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*); the platform keeps to the portable C identifier.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# NCCL_SOCKET_IFNAME: comma-separated interface-name prefixes, the whole list optionally
+# negated with ^ and each exact with = (NCCL env.html); Linux names are at most 15 characters.
+_IFNAMES = re.compile(r"\^?=?[A-Za-z0-9_.:-]{1,15}(,=?[A-Za-z0-9_.:-]{1,15}){0,15}")
+# NCCL_IB_HCA: device names with optional :port, same prefix rules.
+_HCAS = re.compile(r"\^?=?[A-Za-z0-9_.-]{1,32}(:[0-9]{1,2})?(,=?[A-Za-z0-9_.-]{1,32}(:[0-9]{1,2})?){0,31}")
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError(f"{value!r} is not an environment variable name (a letter or '_', then letters, digits, '_'; at most 128)")
+    if value.startswith(RESERVED_ENV_PREFIXES):
+        raise ValueError(f"{value!r} is reserved: Trainer and torchrun own PET_*, the platform PLATFORM_*; "
+                         "set nodes, processesPerNode and the degrees instead")
+    return value
+
+
+def _command_word(value: str) -> str:
+    # trainjob_types.go: items of at most 1 MiB; the platform keeps a word to 4096 printable characters.
+    if not value or len(value) > 4096 or grammar.CONTROL.search(value.replace("\n", "")):
+        raise ValueError(f"{value[:40]!r} is not a command word (1-4096 characters, no control characters but newline)")
+    return value
+
+
+def _pattern(regex: re.Pattern, what: str):
+    def check(value: str) -> str:
+        if not regex.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+    return AfterValidator(check)
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+CommandWord = Annotated[str, AfterValidator(_command_word)]
+EnvValue = Annotated[str, AfterValidator(grammar.annotation_value)]
+
+
+class GroupNetwork(Model):
+    socket_ifname: Optional[Annotated[str, _pattern(_IFNAMES, "an NCCL interface list such as =eth1 or ^docker,lo")]] = None
+    """NCCL_SOCKET_IFNAME on the group's training pods: the interfaces NCCL's socket transport (and bootstrap) uses, as prefixes (`eth`), exact names (`=eth1`) or exclusions (`^docker`); default: NCCL's own choice."""
+    ib_disable: bool = False
+    """NCCL_IB_DISABLE=1: no InfiniBand/RoCE verbs transport (groups without RDMA NICs)."""
+    ib_hca: Optional[Annotated[str, _pattern(_HCAS, "an NCCL HCA list such as mlx5_0:1,mlx5_1:1")]] = None
+    """NCCL_IB_HCA: the RDMA devices (and ports) NCCL uses, e.g. `mlx5_0:1,mlx5_1:1`; not with ibDisable."""
+
+    @model_validator(mode="after")
+    def _hca_needs_ib(self) -> "GroupNetwork":
+        if self.ib_disable and self.ib_hca is not None:
+            raise ValueError("ibHca names RDMA devices but ibDisable turns RDMA off; set one of them")
+        return self
+
+    def env(self) -> dict[str, str]:
+        """The NCCL variables these settings stand for."""
+        out: dict[str, str] = {}
+        if self.socket_ifname is not None:
+            out[NCCL_SOCKET_IFNAME] = self.socket_ifname
+        if self.ib_disable:
+            out[NCCL_IB_DISABLE] = "1"
+        if self.ib_hca is not None:
+            out[NCCL_IB_HCA] = self.ib_hca
+        return out
+
+
+class DataLoader(Model):
+    image: Image
+    """Image of the CPU data-loader pods (they pre-process and feed the GPU nodes)."""
+    command: list[CommandWord] = Field(min_length=1, max_length=128)
+    """Entry point of the data-loader container."""
+    replicas: int = Field(default=1, ge=1, le=64)
+    """Data-loader pods per TrainJob."""
+    cpu: Quantity = "4"
+    """CPU request (and limit) of each data-loader pod."""
+    memory: Quantity = "16Gi"
+    """Memory request (and limit) of each data-loader pod."""
+
+
+class TrainingRuntimeSettings(Model):
+    kind: RuntimeKind
+    """Strategy: `torch-ddp`, `torch-fsdp` (full or hybrid shard), `torch-fsdp-tp` (2-D mesh: shard x tensor parallel) or `lightning`; the ClusterTrainingRuntime is `ip-<kind>`."""
+    shm_size: Quantity = "8Gi"
+    """Size of the memory-backed /dev/shm of each node pod (PyTorch DataLoader workers and NCCL's shared-memory transport use it); counted against the pod's memory."""
+    run_as_user: int = Field(default=1000, ge=1, le=2147483647)
+    """UID the node containers run as (the namespace enforces Pod Security `restricted`: never root)."""
+    initializer_volume: Quantity = "100Gi"
+    """Size of the ReadWriteMany claim a job's Trainer initializers download an S3 dataset or model into (one per job, deleted with it); the cluster's default StorageClass must offer ReadWriteMany."""
+    data_loader: Optional[DataLoader] = None
+    """A CPU replicated job `data-loader` beside the GPU `node` job, on CPU nodes (the system group)."""
+
+
+def _default_runtimes() -> list[TrainingRuntimeSettings]:
+    return [TrainingRuntimeSettings(kind=k) for k in RUNTIME_KINDS]
+
+
+class CachePath(Model):
+    cache: Literal["fileShare", "s3"]
+    """Weight cache holding it: `s3` (read by Trainer's initializer, s3://<bucket>/<path>) or `fileShare` (the team namespace's claim, mounted)."""
+    path: RelativePath
+    """Path inside the file share, or key prefix inside the bucket."""
+
+
+class TrainJobSettings(Model):
+    name: Annotated[str, AfterValidator(lambda v: grammar.dns_label(v, 40))]
+    """TrainJob name (DNS label, at most 40: Trainer names the pods `<name>-node-<i>-<j>` and the rendezvous host `<name>-node-0-0.<name>`)."""
+    team: ShortName
+    """The team (`training.teams[].name`) whose namespace and Kueue LocalQueue the job uses."""
+    runtime: RuntimeKind
+    """Runtime kind (`training.runtimes[].kind`)."""
+    image: Image
+    """Training image (PyTorch, with torchrun; Lightning for `lightning`)."""
+    command: list[CommandWord] = Field(min_length=1, max_length=128)
+    """Entry point of the node container, e.g. `[torchrun, train.py]`: torchrun takes its rendezvous from Trainer's PET_* variables, so give it no --nnodes/--nproc-per-node/--master-addr."""
+    env: dict[EnvName, EnvValue] = Field(default={}, max_length=100)
+    """Extra environment of the node container; PET_* and PLATFORM_* are refused (Trainer and the platform set them)."""
+    nodes: int = Field(default=1, ge=1, le=1000)
+    """Training nodes (pods of the `node` job), one per GPU node at most."""
+    processes_per_node: Optional[int] = Field(default=None, ge=1, le=16)
+    """torchrun processes per node (PET_NPROC_PER_NODE); default and most: the GPUs of `gpu.count`, one per GPU."""
+    gpu: GpuRequest
+    """GPU group (`cluster.nodeGroups[].name`) and share per node: whole GPUs (`count`), or a MIG slice (`migProfile`) on a group with MIG strategy `mixed`."""
+    cpu: Quantity = "8"
+    """CPU request per node pod."""
+    memory: Quantity = "64Gi"
+    """Memory request (and limit) per node pod, /dev/shm included."""
+    hybrid_shard_degree: Optional[int] = Field(default=None, ge=1, le=16000)
+    """FSDP only: ranks in one shard group (PLATFORM_SHARD_DEGREE; the replicate dimension is the rest). Absent: full shard over all ranks. Must divide nodes x processesPerNode (divided by tensorParallelDegree with `torch-fsdp-tp`)."""
+    tensor_parallel_degree: Optional[int] = Field(default=None, ge=2, le=16)
+    """`torch-fsdp-tp` only, required: ranks in one tensor-parallel group (PLATFORM_TP_DEGREE), within a node: divides processesPerNode."""
+    dataset: Optional[CachePath] = None
+    """Dataset in a weight cache, at /workspace/dataset in the node pods."""
+    model: Optional[CachePath] = None
+    """Pre-trained model in a weight cache, at /workspace/model in the node pods."""
+    checkpoint: Optional[CachePath] = None
+    """Where the job writes its checkpoints (PLATFORM_CHECKPOINT_DIR): a directory of the file share's claim (cache `fileShare` only: the node pods mount it read-write)."""
+    active_deadline_seconds: Optional[int] = Field(default=None, ge=1, le=31_536_000)
+    """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
+    suspend: bool = False
+    """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job)."""
+
+    @property
+    def processes(self) -> int:
+        return self.processes_per_node or self.gpu.count
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.processes
+
+
+class TrainingSettings(Model):
+    teams: list[TrainingTeam] = Field(default=[], max_length=64)
+    """Teams that train: each has a namespace and a Kueue LocalQueue."""
+    runtimes: list[TrainingRuntimeSettings] = Field(default_factory=_default_runtimes, max_length=4)
+    """ClusterTrainingRuntimes, one per kind (default: the four kinds with default settings)."""
+    jobs: list[TrainJobSettings] = Field(default=[], max_length=200)
+    """TrainJobs, each of a team, on a runtime and a GPU group."""
+    networks: dict[DnsLabel, GroupNetwork] = {}
+    """Per GPU group (`cluster.nodeGroups[].name`), the NCCL settings of its nodes' network, set on every TrainJob placed there."""
+
+    def runtime(self, kind: str) -> Optional[TrainingRuntimeSettings]:
+        return next((r for r in self.runtimes if r.kind == kind), None)
+
+    def team(self, name: str) -> Optional[TrainingTeam]:
+        return next((t for t in self.teams if t.name == name), None)
+
+
+def runtime_name(kind: str) -> str:
+    """The ClusterTrainingRuntime of a kind."""
+    return f"ip-{kind}"
+
+
+def _duplicates(items: list, key) -> list[int]:
+    seen: set = set()
+    out = []
+    for i, item in enumerate(items):
+        k = key(item)
+        if k in seen:
+            out.append(i)
+        seen.add(k)
+    return out
+
+
+def mesh_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
+    """The job's degrees against its runtime kind and world size (nodes x processesPerNode)."""
+    found: list[tuple[KeyPath, str]] = []
+    world = job.world_size
+    if job.hybrid_shard_degree is not None and job.runtime not in SHARDED_KINDS:
+        found.append((("hybridShardDegree",), f"applies to torch-fsdp and torch-fsdp-tp only, runtime is {job.runtime}"))
+    if job.runtime == "torch-fsdp-tp":
+        tp = job.tensor_parallel_degree
+        if tp is None:
+            found.append((("tensorParallelDegree",), "required with runtime torch-fsdp-tp (ranks in one tensor-parallel group, 2-16)"))
+        elif job.processes % tp:
+            found.append((("tensorParallelDegree",), f"{tp} does not divide processesPerNode {job.processes}; "
+                                                     "allowed: a divisor of it (tensor parallelism stays within a node)"))
+        elif job.hybrid_shard_degree is not None and (world // tp) % job.hybrid_shard_degree:
+            found.append((("hybridShardDegree",), f"{job.hybrid_shard_degree} does not divide the data-parallel size "
+                                                  f"{world // tp} (nodes {job.nodes} x processesPerNode {job.processes} / tensorParallelDegree {tp})"))
+    else:
+        if job.tensor_parallel_degree is not None:
+            found.append((("tensorParallelDegree",), f"applies to torch-fsdp-tp only, runtime is {job.runtime}"))
+        if job.hybrid_shard_degree is not None and job.runtime == "torch-fsdp" and world % job.hybrid_shard_degree:
+            found.append((("hybridShardDegree",), f"{job.hybrid_shard_degree} does not divide the world size {world} "
+                                                  f"(nodes {job.nodes} x processesPerNode {job.processes})"))
+    return found
+
+
+def job_placement_problems(job: TrainJobSettings, groups: dict[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
+    """The job's GPU group exists and has GPUs, its share exists there, one node pod fits one node."""
+    group = groups.get(job.gpu.group)
+    if group is None or group.gpu is None:
+        gpu_names = ", ".join(sorted(g for g, ng in groups.items() if ng.gpu is not None)) or "none"
+        return [(("gpu", "group"), f"no GPU node group {job.gpu.group!r}; GPU groups: {gpu_names}")]
+    sharing = group.gpu.sharing
+    found: list[tuple[KeyPath, str]] = []
+    if sharing.mode in ("time-slicing", "mps"):
+        found.append((("gpu", "group"), f"group {group.name!r} shares GPUs by {sharing.mode}; training needs whole GPUs or MIG slices"))
+    mixed = sharing.mode == "mig" and sharing.effective_mig_strategy == "mixed"
+    if mixed and job.gpu.mig_profile is None:
+        found.append((("gpu", "migProfile"), f"group {group.name!r} has MIG strategy mixed: name the slice's profile"))
+    if not mixed and job.gpu.mig_profile is not None:
+        found.append((("gpu", "migProfile"), f"group {group.name!r} advertises no MIG slices by profile (MIG strategy mixed only)"))
+    if sharing.mode == "none" and job.gpu.count > group.gpu.per_node:
+        found.append((("gpu", "count"), f"{job.gpu.count} GPUs per node pod, but a node of {group.name!r} has {group.gpu.per_node}"))
+    if job.processes_per_node is not None and job.processes_per_node > job.gpu.count:
+        found.append((("processesPerNode",), f"{job.processes_per_node} processes but {job.gpu.count} GPUs per node pod; "
+                                             "allowed: at most one process per GPU"))
+    if sharing.mode == "none" and job.gpu.count <= group.gpu.per_node:
+        # Node pods of whole GPUs: as many per node as its GPUs hold (MIG slices: the capacity proof's).
+        per_node = group.gpu.per_node // job.gpu.count
+        needed = -(-job.nodes // per_node)
+        if needed > group.max_nodes:
+            found.append((("nodes",), f"{job.nodes} node pods of {job.gpu.count} GPUs need {needed} nodes of "
+                                      f"{group.name!r} ({per_node} per node), which has at most {group.max_nodes}"))
+    return found
+
+
+def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
+                      serving_namespaces: frozenset[str] = frozenset(),
+                      caches: Optional[frozenset[str]] = None) -> list[tuple[KeyPath, str]]:
+    """Every problem of the `training` section, paths below it: names unique, each job's team,
+    runtime, GPU placement, mesh and caches (`caches`: the weight caches the stack has, None: not
+    known here); a team namespace not shared with a service (its pods would get Istio's sidecar,
+    which never exits and so never lets a Job complete)."""
+    found: list[tuple[KeyPath, str]] = []
+    found += [(("teams", i, "name"), "a second team of this name") for i in _duplicates(training.teams, lambda t: t.name)]
+    found += [(("teams", i, "namespace"), "a second team in this namespace; allowed: one team per namespace")
+              for i in _duplicates(training.teams, lambda t: t.namespace)]
+    found += [(("teams", i, "namespace"), f"namespace {t.namespace!r} is a service's (mesh-injected); give the team its own")
+              for i, t in enumerate(training.teams) if t.namespace in serving_namespaces]
+    found += [(("runtimes", i, "kind"), "a second runtime of this kind") for i in _duplicates(training.runtimes, lambda r: r.kind)]
+    groups = {g.name: g for g in node_groups}
+    found += [(("networks", name), f"no GPU node group {name!r}")
+              for name in training.networks if groups.get(name) is None or groups[name].gpu is None]
+    kinds = ", ".join(r.kind for r in training.runtimes) or "none"
+    teams = ", ".join(t.name for t in training.teams) or "none"
+    for i in _duplicates(training.jobs, lambda j: (j.team, j.name)):
+        found.append((("jobs", i, "name"), "a second job of this name in its team"))
+    for i, job in enumerate(training.jobs):
+        at: KeyPath = ("jobs", i)
+        if training.team(job.team) is None:
+            found.append((at + ("team",), f"no team {job.team!r}; teams: {teams}"))
+        if training.runtime(job.runtime) is None:
+            found.append((at + ("runtime",), f"no runtime of kind {job.runtime!r}; runtimes: {kinds}"))
+        found += [(at + path, why) for path, why in job_placement_problems(job, groups)]
+        found += [(at + path, why) for path, why in mesh_problems(job)]
+        for what in ("dataset", "model", "checkpoint"):
+            place = getattr(job, what)
+            if place is not None and caches is not None and place.cache not in caches:
+                found.append((at + (what, "cache"), f"the stack has no weight cache {place.cache!r} (weightCaches.{place.cache})"))
+        if job.checkpoint is not None and job.checkpoint.cache != "fileShare":
+            found.append((at + ("checkpoint", "cache"), "checkpoints go to the file share (the node pods mount its claim); allowed: fileShare"))
+        clash = sorted(set(job.env) & set(training.networks.get(job.gpu.group, GroupNetwork()).env()))
+        if clash:
+            found.append((at + ("env",), f"{', '.join(clash)} set by training.networks.{job.gpu.group}; set it there or here, not both"))
+    return found
+
+
+def training_section_problems(settings) -> list[tuple[KeyPath, str]]:
+    """The stack's `training` section (absent: nothing to check), paths from the stack's root."""
+    training = settings.training
+    if training is None:
+        return []
+    caches = frozenset(k for k, v in (("fileShare", settings.weight_caches.file_share), ("s3", settings.weight_caches.s3))
+                       if v is not None)
+    serving = frozenset(w.k8s_namespace for w in settings.workloads)
+    return [(("training", *path), why)
+            for path, why in training_problems(training, settings.cluster.node_groups, serving, caches)]

@@ -1,0 +1,52 @@
+"""What Training takes: the `training` settings, the GPU groups it places jobs on, and per team
+namespace the weight caches its jobs read and write."""
+
+from __future__ import annotations
+
+from inference_platform.settings.base import DnsLabel, Labels, Model
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.training import TrainingSettings, training_problems
+from inference_platform.training.jobs import s3_initializers
+from inference_platform.weights.inputs import WeightsRef
+
+
+def cache_namespaces(training: TrainingSettings, cache: str) -> list[str]:
+    """Team namespaces whose jobs read or write the weight cache `cache` ("fileShare" or "s3"), sorted."""
+    teams = {t.name: t.namespace for t in training.teams}
+    return sorted({teams[j.team] for j in training.jobs if j.team in teams
+                   for place in (j.dataset, j.model, j.checkpoint) if place is not None and place.cache == cache})
+
+
+class TrainingInputs(Model):
+    """Kubeflow Trainer (with JobSet) from its pinned chart, the platform's ClusterTrainingRuntimes, and the teams' TrainJobs on the GPU groups."""
+
+    training: TrainingSettings = TrainingSettings()
+    """Teams, runtimes, jobs and the GPU groups' NCCL networks (the stack file's `training`)."""
+    gpu_groups: list[NodeGroup] = []
+    """The GPU node groups the jobs run on: their node contract (selector, taints) and GPU shares."""
+    weights: dict[DnsLabel, WeightsRef] = {}
+    """Per team namespace whose jobs read or write a weight cache, that namespace's caches (the file share's claim, the S3 Secret)."""
+    create_namespaces: bool = True
+    """Create each team's namespace (Pod Security `restricted`). The platform creates them itself, before the weight caches' claims in them, and passes false."""
+    system_node_selector: Labels = {}
+    """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders select (the system group). Empty: any node that admits them."""
+
+    def problems(self) -> list[tuple[KeyPath, str]]:
+        """The `training` checks against the given groups, and every cache a job uses named in `weights`."""
+        found = [(("training", *path), why) for path, why in training_problems(self.training, self.gpu_groups)]
+        for i, job in enumerate(self.training.jobs):
+            team = self.training.team(job.team)
+            if team is None:
+                continue
+            ref = self.weights.get(team.namespace, WeightsRef())
+            for what in ("dataset", "model", "checkpoint"):
+                place = getattr(job, what)
+                if place is None:
+                    continue
+                needed = ("s3_secret_name", "s3_endpoint", "s3_bucket") if what in s3_initializers(job) else ("claim_name",)
+                missing = [k for k in needed if getattr(ref, k) is None]
+                if missing:
+                    found.append((("training", "jobs", i, what, "cache"),
+                                  f"cache {place.cache!r} needs weights[{team.namespace!r}].{', '.join(missing)}"))
+        return found

@@ -1,0 +1,31 @@
+"""Kubeflow Trainer's chart: the controller, its webhooks and CRDs, and JobSet under it.
+
+kubeflow-trainer 2.3.0 (kubeflow/trainer charts/kubeflow-trainer at v2.3.0) renders its CRDs as
+templates (`crds.enabled`, default true: Helm's crds/ folder no longer applies), so they come and
+go with the release, as the platform's other charts' CRDs do, and every TrainJob and runtime
+depends on the release. JobSet 0.12.0 is the chart's dependency (`jobset.install`). The chart's
+own ClusterTrainingRuntimes stay off (`runtimes.*.enabled` false by default): they would come
+from a post-install hook Job that installs kubectl from the network into an alpine image
+(templates/runtimes/installer-job.yaml), and the platform declares its own (runtimes.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from inference_platform.core.common import with_node_selector
+
+RELEASE = "kubeflow-trainer"
+# The namespace of the upstream install manifests (kubeflow/trainer manifests/overlays/manager:
+# kubeflow-system); Pod Security `restricted`: the manager and JobSet's controller run non-root
+# without escalation or capabilities (values manager.securityContext, jobset controller.securityContext).
+NAMESPACE = "kubeflow-system"
+
+
+def trainer_values(system_node_selector: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """The kubeflow-trainer chart: Trainer's manager and JobSet, on the system nodes, no built-in runtimes."""
+    return with_node_selector({
+        "crds": {"enabled": True},
+        "jobset": {"install": True},
+        "runtimes": {"defaultEnabled": False},
+    }, system_node_selector or {}, "manager.nodeSelector", "jobset.controller.nodeSelector")

@@ -1,0 +1,128 @@
+"""A team's TrainJob: its runtime, trainer, placement on the node contract, caches and queue.
+
+Read in kubeflow/trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go:
+- `spec.trainer` (image, command, env, numNodes, numProcPerNode, resourcesPerNode),
+  `spec.initializer`, `spec.runtimeRef` and `spec.activeDeadlineSeconds` are immutable
+  (`self == oldSelf`): an edit of any of them replaces the TrainJob (replace_on_changes), and as
+  its name is fixed, the old one is deleted first: an edited job runs again from the start.
+- `spec.runtimePatches` (a list keyed by `manager`, which must be a domain-prefixed path:
+  plugins/jobset/jobset.go Validate) is how a job places the runtime's pods: nodeSelector,
+  tolerations, volumes and the `node` container's volumeMounts; not env (refused for `node`).
+  The same Validate refuses a patch change unless the job is suspended, so it replaces too.
+- `spec.suspend` may change at any time: an update.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pulumi
+
+from inference_platform.core.common import COMPONENT_KEY, standard_labels
+from inference_platform.gpu.profiles import gpu_scheduling
+from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.training import (
+    CHECKPOINT_DIR_ENV,
+    SHARD_DEGREE_ENV,
+    TP_DEGREE_ENV,
+    CachePath,
+    GroupNetwork,
+    TrainingTeam,
+    TrainJobSettings,
+)
+from inference_platform.training.runtimes import COMPONENT, NODE, WORKSPACE, variant_name
+from inference_platform.weights.inputs import WeightsRef
+
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
+# kueue.x-k8s.io/queue-name (Kueue's constants.QueueLabel): the LocalQueue, named after the team.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# The platform's entry in spec.runtimePatches (domain-prefixed path; Kueue writes its own).
+PATCH_MANAGER = "inference-platform/node-contract"
+# Immutable in Trainer's API (above): a change of any replaces the job.
+IMMUTABLE_PATHS = ["spec.runtimeRef", "spec.trainer", "spec.initializer", "spec.activeDeadlineSeconds",
+                   "spec.runtimePatches"]
+CACHE_VOLUME = "weights"
+
+
+def s3_initializers(job: TrainJobSettings) -> tuple[str, ...]:
+    """The Trainer initializers a job needs: the dataset and model it reads from the S3 cache."""
+    return tuple(w for w in ("dataset", "model") if getattr(job, w) is not None and getattr(job, w).cache == "s3")
+
+
+def _mounts(job: TrainJobSettings) -> list[dict[str, Any]]:
+    """The file share's claim in the node container: datasets and models read-only where they are
+    read, the checkpoint directory read-write."""
+    mounts = [{"name": CACHE_VOLUME, "mountPath": f"{WORKSPACE}/{what}", "subPath": place.path, "readOnly": True}
+              for what in ("dataset", "model") if (place := getattr(job, what)) is not None and place.cache == "fileShare"]
+    if job.checkpoint is not None:
+        mounts.append({"name": CACHE_VOLUME, "mountPath": f"{WORKSPACE}/checkpoint", "subPath": job.checkpoint.path})
+    return mounts
+
+
+def _s3_env(weights: WeightsRef) -> list[dict[str, Any]]:
+    """The S3 cache's endpoint and keys as Trainer's initializers read them (v2.3.0
+    pkg/initializers/types/types.py S3*Initializer fields, upper-cased by utils.get_config_from_env),
+    from the namespace's weights Secret (weights/caches.py: AWS_* keys)."""
+    def key(name: str, secret_key: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": weights.s3_secret_name, "key": secret_key}}}
+    return [{"name": "ENDPOINT", "value": weights.s3_endpoint}, key("ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
+            key("SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"), key("REGION", "AWS_DEFAULT_REGION")]
+
+
+def trainer_env(job: TrainJobSettings, network: Optional[GroupNetwork]) -> list[dict[str, str]]:
+    """spec.trainer.env: the job's own, the group's NCCL settings, the mesh degrees, the checkpoint directory."""
+    env = dict(job.env)
+    env.update(network.env() if network else {})
+    if job.hybrid_shard_degree is not None:
+        env[SHARD_DEGREE_ENV] = str(job.hybrid_shard_degree)
+    if job.tensor_parallel_degree is not None:
+        env[TP_DEGREE_ENV] = str(job.tensor_parallel_degree)
+    if job.checkpoint is not None:
+        env[CHECKPOINT_DIR_ENV] = f"{WORKSPACE}/checkpoint"
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]:
+    return standard_labels(job.name, **{COMPONENT_KEY: COMPONENT, QUEUE_LABEL: team.name})
+
+
+def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[GroupNetwork],
+                  weights: WeightsRef) -> dict[str, Any]:
+    """A TrainJob's spec: the runtime of its kind and initializers, the trainer, its placement."""
+    gpu = gpu_scheduling(group, job.gpu.count, job.gpu.mig_profile)
+    requests = {"cpu": job.cpu, "memory": job.memory, gpu.resource_name: str(gpu.quantity)}
+    pod: dict[str, Any] = {"nodeSelector": gpu.node_selector, "tolerations": gpu.tolerations}
+    mounts = _mounts(job)
+    if mounts:
+        pod["volumes"] = [{"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": weights.claim_name}}]
+        pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
+    spec: dict[str, Any] = {
+        "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
+                       "name": variant_name(job.runtime, s3_initializers(job))},
+        "trainer": {
+            "image": job.image,
+            "command": list(job.command),
+            "env": trainer_env(job, network),
+            "numNodes": job.nodes,
+            "numProcPerNode": job.processes,
+            "resourcesPerNode": {"requests": requests,
+                                 "limits": {"memory": job.memory, gpu.resource_name: str(gpu.quantity)}},
+        },
+        "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+            {"name": NODE, "template": {"spec": {"template": {"spec": pod}}}}]}}}}],
+    }
+    initializers = {}
+    for what in s3_initializers(job):
+        place: CachePath = getattr(job, what)
+        # The bucket may be another part's output: concatenated, not formatted.
+        uri = pulumi.Output.concat("s3://", weights.s3_bucket, "/", place.path)
+        initializers[what] = {"storageUri": uri, "env": _s3_env(weights)}
+    if initializers:
+        spec["initializer"] = initializers
+    if job.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.active_deadline_seconds
+    if job.suspend:
+        # Only to hold a job: otherwise Kueue owns the field (it suspends a queued job on
+        # creation and lifts that on admission).
+        spec["suspend"] = True
+    return spec

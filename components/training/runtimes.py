@@ -1,0 +1,144 @@
+"""The platform's ClusterTrainingRuntimes: one per kind (`ip-<kind>`), and a variant per set of
+Trainer initializers the jobs of a kind use (`ip-<kind>-dataset`, `-model`, `-dataset-model`).
+
+Read in kubeflow/trainer v2.3.0:
+- pkg/apis/trainer/v1alpha1/trainingruntime_types.go: `mlPolicy` holds `numNodes` and one
+  source; `torch` has only `envInjection` (no numProcPerNode: a TrainJob sets
+  `spec.trainer.numProcPerNode`, default `auto`).
+- pkg/runtime/framework/plugins/torch/torch.go EnforceMLPolicy: in the container `node` of the
+  replicated job labelled `trainer.kubeflow.org/trainjob-ancestor-step: trainer`, Trainer sets
+  PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the Job completion index), PET_MASTER_ADDR
+  (`<job>-node-0-0.<job>`) and PET_MASTER_PORT (29500), and opens that port. torchrun reads
+  each PET_<FLAG> as its --<flag>, so a job's command is `torchrun <script>` with no launcher flags.
+- pkg/webhooks/trainingruntime_webhook.go validateReplicatedJobs: a replicated job of a known
+  ancestor has 1 replica and the container of its ancestor (`node`, `dataset-initializer`,
+  `model-initializer`).
+- pkg/runtime/framework/plugins/jobset/jobset.go Validate: a job with an initializer needs the
+  runtime's replicated job and container of that name with a volumeMount `initializer`.
+- pkg/initializers/utils/utils.py: the initializers write to /workspace/dataset and /workspace/model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference_platform.core import versions
+from inference_platform.core.common import COMPONENT_KEY, restricted_security_context, standard_labels
+from inference_platform.settings.training import STRATEGY_ENV, TrainingRuntimeSettings, runtime_name
+
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+NODE = "node"
+DATA_LOADER = "data-loader"
+INITIALIZERS = {"dataset": ("dataset-initializer", versions.DATASET_INITIALIZER_IMAGE),
+                "model": ("model-initializer", versions.MODEL_INITIALIZER_IMAGE)}
+INITIALIZER_VOLUME = "initializer"
+WORKSPACE = "/workspace"
+SHM_VOLUME = "dshm"
+TMP_VOLUME = "tmp"
+COMPONENT = "training"
+
+
+def variant_name(kind: str, initializers: tuple[str, ...] = ()) -> str:
+    """The runtime a job of `kind` with these Trainer initializers ("dataset", "model") runs on."""
+    return "-".join((runtime_name(kind), *sorted(initializers)))
+
+
+def _pod_labels(kind: str, role: str) -> dict[str, str]:
+    return standard_labels(runtime_name(kind), **{COMPONENT_KEY: COMPONENT, "inference-platform/training-role": role})
+
+
+def _workspace_mount() -> dict[str, str]:
+    return {"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}
+
+
+def node_job(r: TrainingRuntimeSettings, initializers: tuple[str, ...]) -> dict[str, Any]:
+    """The `node` replicated job: torchrun's pods on the GPU group (placement and GPUs come from each TrainJob)."""
+    mounts = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}, {"name": TMP_VOLUME, "mountPath": "/tmp"}]
+    if initializers:
+        mounts.append(_workspace_mount())
+    container = {
+        "name": NODE,
+        # Replaced by each TrainJob's spec.trainer.image; a runtime needs one.
+        "image": versions.PAUSE_IMAGE,
+        "env": [{"name": STRATEGY_ENV, "value": r.kind}],
+        "securityContext": {**restricted_security_context(runAsUser=r.run_as_user, runAsGroup=r.run_as_user),
+                            # Training images write their caches (torch, triton kernels) below $HOME.
+                            "readOnlyRootFilesystem": False},
+        "volumeMounts": mounts,
+    }
+    job: dict[str, Any] = {
+        "name": NODE,
+        "template": {
+            "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
+            "spec": {"template": {
+                "metadata": {"labels": _pod_labels(r.kind, NODE)},
+                "spec": {
+                    "containers": [container],
+                    # /dev/shm as memory, sized: the container runtime's default is 64 MiB.
+                    "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": r.shm_size}},
+                                {"name": TMP_VOLUME, "emptyDir": {}}],
+                    "securityContext": {"runAsNonRoot": True, "fsGroup": r.run_as_user,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "automountServiceAccountToken": False,
+                }}},
+        },
+    }
+    if initializers:
+        job["dependsOn"] = [{"name": INITIALIZERS[i][0], "status": "Complete"} for i in sorted(initializers)]
+    return job
+
+
+def initializer_job(which: str, r: TrainingRuntimeSettings) -> dict[str, Any]:
+    """A Trainer initializer job: downloads into the shared `initializer` volume (its STORAGE_URI and
+    credentials come from the TrainJob's spec.initializer)."""
+    name, image = INITIALIZERS[which]
+    return {
+        "name": name,
+        "template": {
+            "metadata": {"labels": {ANCESTOR_LABEL: name}},
+            "spec": {"template": {
+                "metadata": {"labels": _pod_labels(r.kind, name)},
+                "spec": {
+                    "containers": [{"name": name, "image": image, "volumeMounts": [_workspace_mount()],
+                                    "securityContext": restricted_security_context(runAsUser=r.run_as_user, runAsGroup=r.run_as_user)
+                                    | {"readOnlyRootFilesystem": False}}],
+                    "securityContext": {"runAsNonRoot": True, "fsGroup": r.run_as_user,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "automountServiceAccountToken": False,
+                }}},
+        },
+    }
+
+
+def data_loader_job(r: TrainingRuntimeSettings, system_node_selector: dict[str, str]) -> dict[str, Any]:
+    """The CPU data-loader replicated job (no Trainer ancestor: Trainer leaves it as written)."""
+    d = r.data_loader
+    resources = {"cpu": d.cpu, "memory": d.memory}
+    pod: dict[str, Any] = {
+        "containers": [{"name": DATA_LOADER, "image": d.image, "command": list(d.command),
+                        "resources": {"requests": resources, "limits": resources},
+                        "securityContext": restricted_security_context(runAsUser=r.run_as_user, runAsGroup=r.run_as_user)
+                        | {"readOnlyRootFilesystem": False}}],
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "automountServiceAccountToken": False,
+    }
+    if system_node_selector:
+        pod["nodeSelector"] = dict(system_node_selector)
+    return {"name": DATA_LOADER, "replicas": d.replicas,
+            "template": {"spec": {"template": {"metadata": {"labels": _pod_labels(r.kind, DATA_LOADER)}, "spec": pod}}}}
+
+
+def runtime_spec(r: TrainingRuntimeSettings, initializers: tuple[str, ...] = (),
+                 system_node_selector: dict[str, str] | None = None, initializer_size: str = "100Gi") -> dict[str, Any]:
+    """A ClusterTrainingRuntime's spec: Trainer's torch policy, the JobSet template."""
+    jobs = [initializer_job(i, r) for i in sorted(initializers)] + [node_job(r, initializers)]
+    if r.data_loader is not None:
+        jobs.append(data_loader_job(r, system_node_selector or {}))
+    template: dict[str, Any] = {"replicatedJobs": jobs}
+    if initializers:
+        # jobset 0.12.0 volumeClaimPolicies: one claim per JobSet, shared by the initializers
+        # (which write) and every node pod (on as many nodes: ReadWriteMany), deleted with it.
+        template["volumeClaimPolicies"] = [{"templates": [{
+            "metadata": {"name": INITIALIZER_VOLUME},
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": initializer_size}}}}]}]
+    return {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": template}}

@@ -1,0 +1,97 @@
+"""Training: Kubeflow Trainer from its pinned chart, the platform's ClusterTrainingRuntimes and
+the teams' TrainJobs on the GPU groups (docs/training.md)."""
+
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from inference_platform.args import TrainingArgs
+from inference_platform.core import versions
+from inference_platform.core.common import (
+    COMPONENT_KEY,
+    helm_release,
+    init_component,
+    namespace,
+    resource_opts,
+    standard_labels,
+)
+from inference_platform.settings.component_args import validated
+from inference_platform.settings.training import TrainingSettings, TrainingTeam
+from inference_platform.training.inputs import TrainingInputs
+from inference_platform.training.install import NAMESPACE, RELEASE, trainer_values
+from inference_platform.training.jobs import (
+    API_VERSION,
+    IMMUTABLE_PATHS,
+    s3_initializers,
+    trainjob_labels,
+    trainjob_spec,
+)
+from inference_platform.training.runtimes import COMPONENT, runtime_spec, variant_name
+from inference_platform.weights.inputs import WeightsRef
+
+
+def team_namespace(logical_name: str, team: TrainingTeam, opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
+    """A team's namespace: Pod Security `restricted`, outside the mesh (a sidecar never exits, so a
+    training pod's Job would never complete)."""
+    return namespace(logical_name, team.namespace, opts, app=team.name, pod_security="restricted",
+                     labels={COMPONENT_KEY: COMPONENT})
+
+
+def runtime_variants(training: TrainingSettings) -> list[tuple[str, tuple[str, ...]]]:
+    """(kind, initializers) of every runtime: each kind alone, and each set of S3 initializers its jobs use."""
+    variants = [(r.kind, ()) for r in training.runtimes]
+    for job in training.jobs:
+        key = (job.runtime, tuple(sorted(s3_initializers(job))))
+        if key[1] and key not in variants:
+            variants.append(key)
+    return variants
+
+
+class Training(pulumi.ComponentResource):
+    """Kubeflow Trainer and JobSet, ClusterTrainingRuntimes per strategy, and the teams' TrainJobs."""
+
+    runtimes: pulumi.Output[list[str]]
+    """Names of the ClusterTrainingRuntimes."""
+    jobs: pulumi.Output[dict[str, str]]
+    """Per job (`<team>/<job>`), `<namespace>/<name>` of its TrainJob."""
+
+    def __init__(self, name: str, args: TrainingArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        a = validated(TrainingInputs, args, "Training")
+        init_component(self, "Training", name, opts)
+        system = namespace(f"{name}-namespace", NAMESPACE, resource_opts(self), app=RELEASE, pod_security="restricted")
+        self.release = helm_release(f"{name}-release", RELEASE, versions.KUBEFLOW_TRAINER, NAMESPACE,
+                                    trainer_values(a.system_node_selector), resource_opts(self, depends_on=[system]))
+        # The chart installs the CRDs and the webhooks that admit these objects.
+        after_release = resource_opts(self, depends_on=[self.release])
+        names = []
+        for kind, initializers in runtime_variants(a.training):
+            runtime = a.training.runtime(kind)
+            rt_name = variant_name(kind, initializers)
+            k8s.apiextensions.CustomResource(
+                f"{name}-runtime-{rt_name}", api_version=API_VERSION, kind="ClusterTrainingRuntime",
+                metadata={"name": rt_name, "labels": standard_labels(rt_name, **{COMPONENT_KEY: COMPONENT})},
+                spec=runtime_spec(runtime, initializers, a.system_node_selector, runtime.initializer_volume),
+                opts=after_release)
+            names.append(rt_name)
+        teams = {t.name: t for t in a.training.teams}
+        namespaces = ({t.name: team_namespace(f"{name}-team-{t.name}", t, resource_opts(self)) for t in a.training.teams}
+                      if a.create_namespaces else {})
+        groups = {g.name: g for g in a.gpu_groups}
+        refs: dict[str, pulumi.Input[str]] = {}
+        for job in a.training.jobs:
+            team = teams[job.team]
+            deps = [self.release, *([namespaces[team.name]] if team.name in namespaces else [])]
+            trainjob = k8s.apiextensions.CustomResource(
+                f"{name}-job-{team.name}-{job.name}", api_version=API_VERSION, kind="TrainJob",
+                metadata={"name": job.name, "namespace": team.namespace, "labels": trainjob_labels(job, team)},
+                spec=trainjob_spec(job, groups[job.gpu.group], a.training.networks.get(job.gpu.group),
+                                   a.weights.get(team.namespace, WeightsRef())),
+                # pulumi-kubernetes applies a custom resource without waiting on it (platformctl/awaits.py):
+                # a job waiting for Kueue's admission or for GPU nodes holds up nothing.
+                opts=pulumi.ResourceOptions.merge(resource_opts(self, depends_on=deps), pulumi.ResourceOptions(
+                    replace_on_changes=IMMUTABLE_PATHS, delete_before_replace=True)))
+            refs[f"{team.name}/{job.name}"] = pulumi.Output.concat(team.namespace, "/", trainjob.metadata["name"])
+        self.runtimes = pulumi.Output.from_input(names)
+        self.jobs = pulumi.Output.all(**refs) if refs else pulumi.Output.from_input({})
+        self.register_outputs({"runtimes": self.runtimes, "jobs": self.jobs})

@@ -1,0 +1,30 @@
+"""Stack configs with a `training` section for the training tests: the base test stack with a
+GPU group of 4 GPUs per node, a team, a DDP job and an FSDP + tensor-parallel job."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.conftest import base_config
+
+IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
+DDP = {"name": "ddp", "team": "vision", "runtime": "torch-ddp", "image": IMAGE, "command": ["torchrun", "train.py"],
+       "nodes": 2, "gpu": {"group": "gpu", "count": 4},
+       "dataset": {"cache": "fileShare", "path": "data/imagenet"}, "checkpoint": {"cache": "fileShare", "path": "ckpt/ddp"}}
+FSDP_TP = {"name": "llm", "team": "vision", "runtime": "torch-fsdp-tp", "image": IMAGE,
+           "command": ["torchrun", "train_llm.py"], "nodes": 4, "gpu": {"group": "gpu", "count": 4},
+           "tensorParallelDegree": 2, "hybridShardDegree": 4, "activeDeadlineSeconds": 86400}
+
+
+def training_config(**training: Any) -> dict:
+    """The base test stack with 4-GPU nodes (up to 4) and a `training` section (defaults: team
+    `vision` in namespace `vision-train`, the DDP and FSDP+TP jobs, NCCL on =eth1 without RDMA)."""
+    raw = base_config()
+    gpu = raw["cluster"]["nodeGroups"][1]
+    gpu["gpu"]["perNode"] = 4
+    gpu["maxNodes"] = 4
+    raw["training"] = {"teams": [{"name": "vision", "namespace": "vision-train"}],
+                       "networks": {"gpu": {"socketIfname": "=eth1", "ibDisable": True}},
+                       "jobs": [copy.deepcopy(DDP), copy.deepcopy(FSDP_TP)], **training}
+    return raw

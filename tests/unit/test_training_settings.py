@@ -1,0 +1,114 @@
+"""The `training` section refuses, each with one line naming its key path, what Kubeflow Trainer
+would refuse or run wrongly: reserved env, degrees that do not tile the ranks, a job its GPU group
+cannot place, names that do not resolve."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.loader import parse_settings
+from tests.support.training_stacks import training_config
+
+JOB = "inference-platform:training.jobs[{}]"
+
+
+def problems(edit) -> dict[str, str]:
+    raw = training_config()
+    edit(raw)
+    with pytest.raises(ConfigError) as err:
+        parse_settings(raw, "Pulumi.test-dev.yaml")
+    return dict(zip(err.value.paths, (msg for _, msg in err.value.problems), strict=True))
+
+
+def job(index: int, **keys):
+    def edit(raw):
+        raw["training"]["jobs"][index].update(copy.deepcopy(keys))
+    return edit
+
+
+def test_the_two_example_jobs_are_valid():
+    settings = parse_settings(training_config(), "Pulumi.test-dev.yaml")
+    assert [j.name for j in settings.training.jobs] == ["ddp", "llm"]
+    assert [r.kind for r in settings.training.runtimes] == ["torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning"]
+
+
+@pytest.mark.parametrize("name", ["PET_NNODES", "PET_MASTER_ADDR", "PET_RDZV_BACKEND", "PLATFORM_TP_DEGREE"])
+def test_a_job_env_may_not_set_what_trainer_torchrun_or_the_platform_set(name):
+    found = problems(job(0, env={name: "x"}))
+    (path,) = found
+    assert path == f"{JOB.format('ddp')}.env.{name}" and "reserved" in found[path]
+
+
+def test_tensor_parallel_is_required_for_fsdp_tp_and_stays_within_a_node():
+    assert problems(_drop(1, "tensorParallelDegree")) == {
+        f"{JOB.format('llm')}.tensorParallelDegree": "required with runtime torch-fsdp-tp (ranks in one tensor-parallel group, 2-16)"}
+    found = problems(job(1, tensorParallelDegree=3))
+    assert list(found) == [f"{JOB.format('llm')}.tensorParallelDegree"] and "does not divide processesPerNode 4" in next(iter(found.values()))
+
+
+def _drop(index: int, key: str):
+    def edit(raw):
+        raw["training"]["jobs"][index].pop(key)
+    return edit
+
+
+def test_a_hybrid_shard_degree_must_divide_the_data_parallel_ranks():
+    # 4 nodes x 4 processes / TP 2 = 8 data-parallel ranks: 3 does not divide them.
+    found = problems(job(1, hybridShardDegree=3))
+    assert list(found) == [f"{JOB.format('llm')}.hybridShardDegree"]
+    assert "data-parallel size 8" in found[f"{JOB.format('llm')}.hybridShardDegree"]
+    fsdp = problems(_fsdp_with(hybrid=5))
+    assert "does not divide the world size 16" in fsdp[f"{JOB.format('llm')}.hybridShardDegree"]
+
+
+def _fsdp_with(hybrid: int):
+    def edit(raw):
+        j = raw["training"]["jobs"][1]
+        j.pop("tensorParallelDegree")
+        j.update(runtime="torch-fsdp", hybridShardDegree=hybrid)
+    return edit
+
+
+def test_sharding_degrees_are_refused_on_strategies_without_sharding():
+    found = problems(job(0, hybridShardDegree=2, tensorParallelDegree=2))
+    assert sorted(found) == [f"{JOB.format('ddp')}.hybridShardDegree", f"{JOB.format('ddp')}.tensorParallelDegree"]
+
+
+def test_a_job_its_gpu_group_cannot_place_is_refused():
+    assert list(problems(job(0, gpu={"group": "cpu"}))) == [f"{JOB.format('ddp')}.gpu.group"]
+    assert list(problems(job(0, gpu={"group": "gpu", "count": 8}))) == [f"{JOB.format('ddp')}.gpu.count"]
+    assert list(problems(job(0, nodes=5))) == [f"{JOB.format('ddp')}.nodes"]
+    assert list(problems(job(0, processesPerNode=5))) == [f"{JOB.format('ddp')}.processesPerNode"]
+
+
+def test_names_a_job_uses_must_resolve_and_the_team_namespace_must_not_be_a_services():
+    assert list(problems(job(0, team="audio"))) == [f"{JOB.format('ddp')}.team"]
+    found = problems(lambda raw: raw["training"].update(runtimes=[{"kind": "torch-ddp"}]))
+    assert list(found) == [f"{JOB.format('llm')}.runtime"]
+    found = problems(lambda raw: raw["training"]["teams"][0].update(namespace="svc"))
+    assert list(found) == ["inference-platform:training.teams[vision].namespace"] and "mesh-injected" in found[
+        "inference-platform:training.teams[vision].namespace"]
+
+
+def test_checkpoints_go_to_the_file_share_and_caches_must_exist():
+    found = problems(job(0, checkpoint={"cache": "s3", "path": "ckpt"}))
+    assert f"{JOB.format('ddp')}.checkpoint.cache" in found
+
+
+def test_the_groups_network_and_the_jobs_env_may_not_both_set_an_nccl_variable():
+    found = problems(job(0, env={"NCCL_SOCKET_IFNAME": "eth0"}))
+    assert list(found) == [f"{JOB.format('ddp')}.env"] and "training.networks.gpu" in found[f"{JOB.format('ddp')}.env"]
+
+
+def test_node_pods_of_part_of_a_node_share_nodes_before_the_group_runs_out():
+    # 4 GPUs per node, 2 per pod: 8 pods fit the group's 4 nodes, 9 do not.
+    assert parse_settings(training_config(jobs=[{**_ddp(), "nodes": 8, "gpu": {"group": "gpu", "count": 2}}]), "P.yaml")
+    found = problems(job(0, nodes=9, gpu={"group": "gpu", "count": 2}))
+    assert "need 5 nodes of 'gpu' (2 per node), which has at most 4" in found[f"{JOB.format('ddp')}.nodes"]
+
+
+def _ddp() -> dict:
+    return copy.deepcopy(training_config()["training"]["jobs"][0])
