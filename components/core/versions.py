@@ -37,6 +37,9 @@ CSI_S3 = Chart("csi-s3", "0.43.7", "https://yandex-cloud.github.io/k8s-csi-s3/ch
 ARGO_WORKFLOWS = Chart("argo-workflows", "1.0.18", "https://argoproj.github.io/argo-helm")
 # appVersion of argo-workflows 1.0.18: the release of the controller and of the executor image.
 ARGO_WORKFLOWS_VERSION = "v4.0.6"
+# kubernetes-sigs/kueue charts/kueue at v0.19.2, published as an OCI artifact only (its README.md:
+# `helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version="0.19.2"`); API kueue.x-k8s.io/v1beta2.
+KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
 
 # Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).
 REFERENCE_DIR = {
@@ -53,6 +56,7 @@ REFERENCE_DIR = {
     KUBERAY_OPERATOR: "kuberay-operator",
     CSI_S3: "csi-s3",
     ARGO_WORKFLOWS: "argo-workflows",
+    KUEUE: "kueue",
 }
 
 # NVIDIA driver the GPU operator compiles on nodes (driver mode `compiled`): the

@@ -21,6 +21,7 @@ from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_cla
 from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, how_to_set_secret, pydantic_problems
 from inference_platform.settings.namespaces import namespace_problems, near_miss_hint
 from inference_platform.settings.stack import SECRET_KEYS, Settings
+from inference_platform.training.capacity import training_capacity_problems
 from inference_platform.tuning.perf_inputs import tuned_shape_problems
 from inference_platform.tuning.presets import upload_preset_problems
 
@@ -106,4 +107,7 @@ STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
         tuned_shape_problems,  # tuning/perf_inputs.py: the shapes Perf Analyzer sends an uploaded tuned model
         deployment_name_clashes,  # settings/checks.py: one Deployment name per version and namespace
     ),
+    # training/capacity.py: the teams' quotas and the serving-first proof, on GPU groups and requests
+    # the stages above found sound.
+    (training_capacity_problems,),
 )

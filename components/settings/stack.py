@@ -15,6 +15,7 @@ from inference_platform.settings.mesh import MeshSettings
 from inference_platform.settings.observability import ObservabilitySettings
 from inference_platform.settings.policies import PolicySettings
 from inference_platform.settings.serving import Service
+from inference_platform.settings.training import TrainingSettings
 from inference_platform.settings.tuning import BatchingPreset, ModelPipelineSettings, PresetName
 from inference_platform.settings.ui import UiSettings
 from inference_platform.settings.weights import WeightCacheSettings
@@ -49,6 +50,8 @@ class Settings(Model):
     """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (docs/tuning.md)."""
     model_pipeline: ModelPipelineSettings = ModelPipelineSettings()
     """Argo Workflows for the model pipeline (docs/tuning.md)."""
+    training: Optional[TrainingSettings] = None
+    """Training on the GPU groups beside serving: Kueue queues per team, proven to leave serving its peak (docs/training-quotas.md); absent: no training."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None
