@@ -905,6 +905,52 @@ class ModelPipelineSettingsArgs(TypedDict):
     """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
+class TeamQuotaArgs(TypedDict):
+    """Arguments of `TeamQuota` (see the configuration reference, docs/reference.md)."""
+
+    group: str
+    """GPU node group the quota is on."""
+    mig_profile: NotRequired[str]
+    """MIG slice the quota counts, for groups with MIG strategy `mixed` (e.g. `1g.10gb`); one quota per slice."""
+    gpus: int
+    """Guaranteed units of the group's GPU resource (whole GPUs, time-slicing or MPS shares, or MIG slices): the team's `nominalQuota`, always free for it because the serving-first proof keeps serving's peak apart."""
+    borrowing_limit: NotRequired[int]
+    """Most units the team may borrow beyond `gpus` (default: everything training may use on the group beyond its own guarantee)."""
+    lending_limit: NotRequired[int]
+    """Most of its idle guarantee the team lends to other teams, which it reclaims by preemption (default: all of it)."""
+
+
+class TeamPreemptionArgs(TypedDict):
+    """Kueue ClusterQueue `spec.preemption` (kueue 0.19.2 v1beta2)."""
+
+    within_cluster_queue: NotRequired[Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]]
+    """Whether a pending job of the team preempts the team's own admitted jobs of lower priority (`training-urgent` over `training`). One of: `Never`, `LowerPriority`, `LowerOrNewerEqualPriority`. Default: `LowerPriority`."""
+    reclaim_within_cohort: NotRequired[Literal["Never", "LowerPriority", "Any"]]
+    """Whether the team takes back its lent guarantee by preempting other teams' borrowing jobs (`Any`: whatever their priority). One of: `Never`, `LowerPriority`, `Any`. Default: `Any`."""
+
+
+class TrainingTeamArgs(TypedDict):
+    """Arguments of `TrainingTeam` (see the configuration reference, docs/reference.md)."""
+
+    name: str
+    """Team name (DNS label): its ClusterQueue `training-<name>` and its LocalQueue `<name>`."""
+    namespace: str
+    """Namespace of the team's jobs, created by the platform, where its LocalQueue is; one team per namespace."""
+    quotas: NotRequired[list[TeamQuotaArgs]]
+    """Guaranteed GPUs per GPU group (a group left out: nothing guaranteed, borrowing only)."""
+    preemption: NotRequired[TeamPreemptionArgs]
+    """How the team's queue preempts."""
+
+
+class TrainingSettingsArgs(TypedDict):
+    """Arguments of `TrainingSettings` (see the configuration reference, docs/reference.md)."""
+
+    teams: NotRequired[list[TrainingTeamArgs]]
+    """Teams that train on the GPU groups: their namespaces, Kueue queues and guaranteed GPUs."""
+    topology_levels: NotRequired[list[str]]
+    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): Kueue places a job's pods close together along them (topology-aware scheduling); empty: no topology."""
+
+
 class PolicySettingsArgs(TypedDict):
     """Arguments of `PolicySettings` (see the configuration reference, docs/reference.md)."""
 
@@ -943,6 +989,8 @@ class InferencePlatformArgs(TypedDict):
     """Batching and instance-group presets by name, beside the built-in `latency` and `throughput` (a name given here replaces the built-in one); weight uploads render them into config variants (docs/tuning.md)."""
     model_pipeline: NotRequired[ModelPipelineSettingsArgs]
     """Argo Workflows for the model pipeline (docs/tuning.md)."""
+    training: NotRequired[TrainingSettingsArgs]
+    """Training on the GPU groups beside serving: Kueue queues per team, proven to leave serving its peak (docs/training-quotas.md); absent: no training."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: NotRequired[str]

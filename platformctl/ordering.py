@@ -257,6 +257,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          dependents=CustomResources(("argoproj.io",)),
          after=Charts(("argo-workflows",)),
          reason="the argo-workflows chart installs Argo's CRDs: a WorkflowTemplate created before them is rejected"),
+    Rule("kueue-crds",
+         dependents=CustomResources(("kueue.x-k8s.io",)),
+         after=Charts(("kueue",)),
+         reason="the kueue chart installs Kueue's CRDs and the webhooks that admit its objects: a queue or flavor "
+                "created before them is rejected"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

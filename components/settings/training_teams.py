@@ -23,8 +23,6 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 def _topology_levels(levels: list[str]) -> list[str]:
     # The Topology CRD's own rules (kueue 0.19.2 kueue.x-k8s.io_topologies.yaml): unique levels,
     # kubernetes.io/hostname only as the lowest.
-    for level in levels:
-        grammar.qualified_key(level)
     if len(set(levels)) != len(levels):
         raise ValueError("each node label may be one level only")
     if HOSTNAME_LABEL in levels[:-1]:
@@ -32,7 +30,9 @@ def _topology_levels(levels: list[str]) -> list[str]:
     return levels
 
 
-TopologyLevels = Annotated[list[str], Field(max_length=MAX_TOPOLOGY_LEVELS), AfterValidator(_topology_levels)]
+# A node label key each (the CRD: levels[].nodeLabel, a qualified name).
+NodeLabelKey = Annotated[str, AfterValidator(grammar.qualified_key)]
+TopologyLevels = Annotated[list[NodeLabelKey], Field(max_length=MAX_TOPOLOGY_LEVELS), AfterValidator(_topology_levels)]
 
 
 class TeamQuota(Model):

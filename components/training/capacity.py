@@ -157,7 +157,8 @@ def _refusal(settings: Settings, p: GroupProof) -> tuple[KeyPath, str]:
             continue
         break
     nodes = math.ceil((p.peak + p.training) / p.per_node)
-    return path, (f"GPU group {p.group!r} cannot keep serving first: {p.describe()}; allowed: at most {p.capacity}. "
+    return path, (f"GPU group {p.group!r} cannot keep serving first: {p.describe()}; allowed: guaranteed training of at "
+                  f"most {max(p.capacity - p.peak, 0)} x {p.resource} there. "
                   f"Lower training.teams[].quotas[].gpus on {p.group}, services' maxReplicas or coldStart.spareSlots."
                   f"{p.group}, or raise cluster.nodeGroups[{p.index}].maxNodes to {nodes}")
 
