@@ -97,5 +97,7 @@ def test_our_configuration_reaches_the_kueue_controller(reference):
     assert config["internalCertManagement"]["enable"] is True
     (deployment,) = [d for d in docs if d["kind"] == "Deployment" and "controller-manager" in d["metadata"]["name"]]
     assert deployment["metadata"]["namespace"] == "kueue-system"
-    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    # The chart's hardening (core/chart_hardening.py) over its own pod security context.
+    assert deployment["spec"]["template"]["spec"]["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
 

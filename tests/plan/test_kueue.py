@@ -16,6 +16,7 @@ from platformctl.engine import render_stack, stack_settings
 from platformctl.ordering import violations
 from platformctl.plan import HELM_RELEASE
 from tests.conftest import ROOT, STACKS, stack_plan
+from tests.support import conformance
 
 TRAIN_DEV = ROOT / "tests" / "data" / "Pulumi.train-dev.yaml"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -42,6 +43,19 @@ def test_kueue_comes_from_its_pinned_oci_chart_and_queues_only_training_kinds():
     config = json.loads(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["integrations"] == {"frameworks": ["trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset"]}
     assert config["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
+
+
+def test_kueue_values_and_hardening_exist_in_the_pinned_chart(reference):
+    from inference_platform.core.chart_hardening import hardened
+    from inference_platform.training.kueue import kueue_values
+
+    defaults = conformance.vendored_chart_values("kueue", versions.KUEUE.version)
+    values = hardened(versions.KUEUE.name, kueue_values({"pool": "system"}))
+    # The pod security context is a map the chart copies whole (templates/manager/manager.yaml toYaml).
+    free = frozenset({"controllerManager.manager.podSecurityContext"})
+    assert values["controllerManager"]["nodeSelector"] == {"pool": "system"}
+    assert conformance.unknown_values_keys(values, defaults, free) == []
+    assert conformance.unknown_values_keys({"controllerManager": {"nodeSelectors": {}}}, defaults, free) != []
 
 
 def test_each_flavor_places_pods_exactly_as_serving_pods_of_its_group_are_placed():
@@ -130,3 +144,36 @@ def test_a_stack_without_training_declares_no_kueue(stack):
     types = {r.type for r in stack_plan(stack).resources}
     assert not any(t.startswith(KUEUE) for t in types)
     assert not [r for r in stack_plan(stack).of_type(HELM_RELEASE) if "kueue" in r.inputs["chart"]]
+
+
+def _edited_plan(tmp_path, edit):
+    import yaml
+
+    doc = yaml.safe_load(TRAIN_DEV.read_text())
+    edit(doc["config"]["inference-platform:training"])
+    stack_file = tmp_path / "Pulumi.train-dev.yaml"
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return render_stack("train-dev", stack_file)
+
+
+def _actions(before, after) -> dict[str, tuple[str, bool]]:
+    from platformctl.diff import diff_plans
+
+    d = diff_plans(before.to_json(), after.to_json())
+    return {c.key.rsplit("::", 1)[-1]: (c.action, c.delete_first) for c in d["changes"]}
+
+
+def test_a_new_guarantee_only_updates_the_teams_queue_and_the_cohorts_rest(tmp_path):
+    # research's borrowingLimit is its own (8), so its queue stays as it is.
+    after = _edited_plan(tmp_path, lambda t: t["teams"][1]["quotas"][0].update(gpus=2))
+    assert _actions(plan(), after) == {"train-dev-queue-applied": ("update", False), "train-dev-cohort": ("update", False)}
+
+
+def test_new_topology_levels_make_a_new_topology_and_flavors_before_the_old_ones_go(tmp_path):
+    # Kueue refuses to change a Topology's levels or a topology flavor's spec: new names, created
+    # first (no delete-before-replace), the queues moved to them by an update, the old ones deleted last.
+    after = _edited_plan(tmp_path, lambda t: t.update(topologyLevels=["kubernetes.io/hostname"]))
+    actions = _actions(plan(), after)
+    assert actions["train-dev-topology"] == ("replace", False)
+    assert actions["train-dev-flavor-gpu-h100"] == actions["train-dev-flavor-gpu-mig"] == ("replace", False)
+    assert actions["train-dev-queue-research"] == ("update", False)
