@@ -230,7 +230,8 @@ def kueue_resources(parent: pulumi.Resource, settings: TrainingSettings, proofs:
     flavor_objects = [custom(f"flavor-{g.name}", "ResourceFlavor", {"name": flavors[g.name]}, flavor_spec(g, levels),
                              depends_on=out.objects[:1] if levels else ())
                       for g in gpu_groups if g.name in used]
-    custom("cohort", "Cohort", {"name": COHORT}, {"resourceGroups": resource_groups(proofs, flavors, cohort_quota)})
+    custom("cohort", "Cohort", {"name": COHORT}, {"resourceGroups": resource_groups(proofs, flavors, cohort_quota)},
+           depends_on=flavor_objects)
     custom("serving-queue", "ClusterQueue", {"name": SERVING_QUEUE}, serving_queue_spec(proofs, flavors),
            depends_on=flavor_objects)
     for priority, value in WORKLOAD_PRIORITIES.items():
