@@ -946,13 +946,41 @@ class ModelPipelineSettingsArgs(TypedDict):
     """People, groups or CI service accounts bound, in each namespace with a pipeline, to the Role `<service>-pipeline-submit`: get that service's WorkflowTemplate and create, get, list and watch Workflows (`argo submit --from workflowtemplate/... --wait`, `argo get`); nothing else."""
 
 
+class TeamQuotaArgs(TypedDict):
+    """Arguments of `TeamQuota` (see the configuration reference, docs/reference.md)."""
+
+    group: str
+    """GPU node group the quota is on."""
+    mig_profile: NotRequired[str]
+    """MIG slice the quota counts, for groups with MIG strategy `mixed` (e.g. `1g.10gb`); one quota per slice."""
+    gpus: int
+    """Guaranteed units of the group's GPU resource (whole GPUs, time-slicing or MPS shares, or MIG slices): the team's `nominalQuota`, always free for it because the serving-first proof keeps serving's peak apart."""
+    borrowing_limit: NotRequired[int]
+    """Most units the team may borrow beyond `gpus` (default: everything training may use on the group beyond its own guarantee)."""
+    lending_limit: NotRequired[int]
+    """Most of its idle guarantee the team lends to other teams, which it reclaims by preemption (default: all of it)."""
+
+
+class TeamPreemptionArgs(TypedDict):
+    """Kueue ClusterQueue `spec.preemption` (kueue 0.19.2 v1beta2)."""
+
+    within_cluster_queue: NotRequired[Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]]
+    """Whether a pending job of the team preempts the team's own admitted jobs of lower priority (`training-urgent` over `training`). One of: `Never`, `LowerPriority`, `LowerOrNewerEqualPriority`. Default: `LowerPriority`."""
+    reclaim_within_cohort: NotRequired[Literal["Never", "LowerPriority", "Any"]]
+    """Whether the team takes back its lent guarantee by preempting other teams' borrowing jobs (`Any`: whatever their priority). One of: `Never`, `LowerPriority`, `Any`. Default: `Any`."""
+
+
 class TrainingTeamArgs(TypedDict):
     """Arguments of `TrainingTeam` (see the configuration reference, docs/reference.md)."""
 
     name: str
-    """Team name (DNS label); a TrainJob names its team, and the team's Kueue LocalQueue is named after it."""
+    """Team name (DNS label): its ClusterQueue `training-<name>` and its LocalQueue `<name>`."""
     namespace: str
-    """Namespace of the team's TrainJobs (created by the platform unless a service lives there already)."""
+    """Namespace of the team's jobs, created by the platform, where its LocalQueue is; one team per namespace."""
+    quotas: NotRequired[list[TeamQuotaArgs]]
+    """Guaranteed GPUs per GPU group (a group left out: nothing guaranteed, borrowing only)."""
+    preemption: NotRequired[TeamPreemptionArgs]
+    """How the team's queue preempts."""
 
 
 class DataLoaderArgs(TypedDict):
@@ -1050,13 +1078,15 @@ class TrainingSettingsArgs(TypedDict):
     """Arguments of `TrainingSettings` (see the configuration reference, docs/reference.md)."""
 
     teams: NotRequired[list[TrainingTeamArgs]]
-    """Teams that train: each has a namespace and a Kueue LocalQueue."""
+    """Teams that train on the GPU groups: their namespaces, Kueue queues and guaranteed GPUs."""
     runtimes: NotRequired[list[TrainingRuntimeSettingsArgs]]
     """ClusterTrainingRuntimes, one per kind (default: the four kinds with default settings). Default: `[TrainingRuntimeSettings(kind='torch-ddp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='torch-fsdp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='torch-fsdp-tp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='lightning', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None)]`."""
     jobs: NotRequired[list[TrainJobSettingsArgs]]
     """TrainJobs, each of a team, on a runtime and a GPU group."""
     networks: NotRequired[dict[str, GroupNetworkArgs]]
     """Per GPU group (`cluster.nodeGroups[].name`), the NCCL settings of its nodes' network, set on every TrainJob placed there."""
+    topology_levels: NotRequired[list[str]]
+    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): Kueue places a job's pods close together along them (topology-aware scheduling); empty: no topology."""
 
 
 class PolicySettingsArgs(TypedDict):
@@ -1098,7 +1128,7 @@ class InferencePlatformArgs(TypedDict):
     model_pipeline: NotRequired[ModelPipelineSettingsArgs]
     """Argo Workflows for the model pipeline (docs/tuning.md)."""
     training: NotRequired[TrainingSettingsArgs]
-    """Kubeflow Trainer, its runtimes and the teams' TrainJobs on the GPU groups (docs/training.md); absent: nothing of it is installed."""
+    """Training on the GPU groups beside serving: Kubeflow Trainer, its runtimes and the teams' TrainJobs, Kueue queues per team proven to leave serving its peak (docs/training.md, docs/training-quotas.md); absent: nothing of it is installed."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: NotRequired[str]

@@ -3,7 +3,8 @@
 This is the only module that sees the whole stack's `Settings` and the only one that
 knows the order in which parts are built: cluster -> (kubernetes Provider) -> mesh ->
 observability -> GPU stack -> inference namespaces -> weight caches -> Triton services ->
-inference graphs (with the KubeRay operator for those on Ray) -> the model pipeline (Argo Workflows).
+inference graphs (with the KubeRay operator for those on Ray) -> the model pipeline (Argo Workflows) ->
+Kueue and the training queues.
 Each component gets its own inputs (components/<package>/inputs.py): its settings and the names
 it consumes from the parts before it. Build order only makes handles available; `pulumi
 up` orders by dependencies: each component `dependsOn` the parts it needs (the GPU
@@ -40,7 +41,9 @@ from inference_platform.settings.component_args import M
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
+from inference_platform.training.capacity import group_proofs
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces
+from inference_platform.training.kueue import KueueResources, kueue_resources
 from inference_platform.training.training import Training, team_namespace
 from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.pipeline import ModelPipeline
@@ -232,6 +235,9 @@ class InferencePlatform(pulumi.ComponentResource):
             self.services[svc.name] = TritonService(svc.name, service_inputs, opts=after(*deps))
         self.graphs = self._graphs(name, settings, after, estimates)
         self.pipeline = self._pipeline(name, settings, after) if settings.model_pipeline.enabled else None
+        # Kueue before the TrainJobs: its webhook suspends a job until its queue admits it, so a job
+        # created before Kueue runs would start unqueued, outside the serving-first proof.
+        self.kueue = self._kueue(name, settings) if settings.training is not None else None
         self.training = self._training(name, settings, after) if settings.training is not None else None
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
         self.outputs["serving"] = {
@@ -271,6 +277,12 @@ class InferencePlatform(pulumi.ComponentResource):
             graphs[graph.name] = InferenceGraph(graph.name, graph_args, opts=after(*deps))
         return graphs
 
+    def _kueue(self, name: str, settings: Settings) -> KueueResources:
+        """Kueue and the teams' queues, with the quotas of the serving-first proof the loader checked."""
+        return kueue_resources(self, settings.training, group_proofs(settings), settings.gpu_groups, self.team_namespaces,
+                               name=name,
+                               system_node_selector=settings.cluster.system_selector, provider=self.cluster.provider)
+
     def _pipeline(self, name: str, settings: Settings, after) -> ModelPipeline:
         """Argo Workflows and the services' pipelines, after the namespaces, weight caches and
         priority class their templates use."""
@@ -285,5 +297,6 @@ class InferencePlatform(pulumi.ComponentResource):
         """Kubeflow Trainer and the teams' jobs, after the teams' namespaces and their weight caches."""
         namespaces = sorted(self.team_namespaces)
         deps = [d for ns in namespaces for d in (self.team_namespaces[ns], *self.weights.depends_on(ns))]
+        queues = [self.kueue.release, *self.kueue.local_queues.values()] if self.kueue else []
         args = training_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces})
-        return Training(f"{name}-training", args, opts=after(*deps))
+        return Training(f"{name}-training", args, opts=after(*deps, *queues))

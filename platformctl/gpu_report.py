@@ -1,4 +1,5 @@
-"""The GPU part of the plan output: capacity warnings, the cold-start estimate, LLM memory fits."""
+"""The GPU part of the plan output: capacity warnings, the cold-start estimate, LLM memory fits, the
+serving-first proof of the training quotas."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from inference_platform.gpu.profiles import capacity_warnings
 from inference_platform.serving.llm_memory import llm_memory_report
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import format_estimate, stack_estimates
+from inference_platform.training.capacity import proof_report
 
 
 def gpu_report(settings: Settings) -> str:
@@ -13,4 +15,5 @@ def gpu_report(settings: Settings) -> str:
     if settings.gpu_groups:
         lines.append(format_estimate(stack_estimates(settings)))
     lines += llm_memory_report(settings)
+    lines += proof_report(settings)
     return "\n".join(lines)

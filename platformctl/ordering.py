@@ -262,6 +262,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          after=Charts(("kubeflow-trainer",)),
          reason="the kubeflow-trainer chart installs Trainer's CRDs and the webhooks that admit runtimes and "
                 "TrainJobs: one created before them is rejected"),
+    Rule("kueue-crds",
+         dependents=CustomResources(("kueue.x-k8s.io",)),
+         after=Charts(("kueue",)),
+         reason="the kueue chart installs Kueue's CRDs and the webhooks that admit its objects: a queue or flavor "
+                "created before them is rejected"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

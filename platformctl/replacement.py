@@ -247,6 +247,11 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     # A CRD (KubeRay): diff.go's table names built-in groups only, so identity rules alone; a
     # spec edit (a step's image) is an update the KubeRay operator rolls out.
     "kubernetes:ray.io/v1:RayService",
+    # Kueue's CRDs: identity rules alone. What Kueue itself refuses to change (a Topology's levels,
+    # a topology flavor's labels, tolerations and topology) is in the objects' names, which carry a
+    # digest of it (training/kueue.py), so such an edit is a new object, never a refused update.
+    *(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in (
+        "ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass")),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
     "kubernetes:rbac.authorization.k8s.io/v1:Role",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass",

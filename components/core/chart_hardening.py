@@ -100,6 +100,10 @@ HARDENING: dict[str, dict[str, Any]] = {
     # kuberay-operator 1.7.0 values.yaml podSecurityContext (empty by default; its container's
     # securityContext already runs non-root without escalation).
     versions.KUBERAY_OPERATOR.name: {"podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+    # kueue 0.19.2 values.yaml controllerManager.manager.podSecurityContext (runAsNonRoot and seccomp by
+    # default): the uid and gid the image runs as (kubernetes-sigs/kueue v0.19.2 Dockerfile: USER 65532:65532).
+    versions.KUEUE.name: {"controllerManager.manager.podSecurityContext.runAsUser": 65532,
+                          "controllerManager.manager.podSecurityContext.runAsGroup": 65532},
     versions.KIALI.name: {
         # kiali-server 2.29.0 values.yaml deployment.resources: requests and a memory limit by
         # default; a CPU limit added.

@@ -14,10 +14,12 @@ CSI_S3_NAMESPACE = "csi-s3"
 RAY_NAMESPACE = "ray-system"
 # The Argo Workflows controller of the model pipelines.
 ARGO_NAMESPACE = "argo"
+# Kueue's controller (the training queues), the namespace its chart's README installs into.
+KUEUE_NAMESPACE = "kueue-system"
 # Every namespace the platform creates or installs into; inference services may not use one.
 PLATFORM_NAMESPACES = frozenset({
     ISTIO_NAMESPACE, MONITORING_NAMESPACE, GPU_OPERATOR_NAMESPACE, COLDSTART_NAMESPACE, CSI_S3_NAMESPACE, RAY_NAMESPACE,
-    ARGO_NAMESPACE, "kube-system",
+    ARGO_NAMESPACE, KUEUE_NAMESPACE, "kube-system",
 })
 
 # Release names; the charts derive their Service names from them.

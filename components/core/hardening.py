@@ -268,6 +268,16 @@ CHARTS: tuple[ChartExemption, ...] = (
     ChartExemption("kuberay-operator", ("Deployment/kuberay-operator",), ("CKV_K8S_38",),
                    f"the operator runs the RayServices' clusters: it {_TOKEN}"),
     ChartExemption("kuberay-operator", ("Deployment/kuberay-operator",), ("CKV_K8S_40",), _IMAGE_UID),
+    # -- kueue (training queues)
+    ChartExemption("kueue", ("Deployment/kueue-controller-manager",), ("CKV_K8S_38",),
+                   f"Kueue admits and suspends jobs and keeps its queues' status: it {_TOKEN}"),
+    ChartExemption("kueue", ("ClusterRole/kueue-manager-role",), ("CKV_K8S_155",),
+                   "Kueue writes the CA bundle of its own two webhook configurations (kueue 0.19.2 "
+                   "templates/rbac/role.yaml: get and update by resourceName only, list and watch of all)"),
+    ChartExemption("kueue", ("RoleBinding/kueue-manager-secrets-rolebinding",), ("CKV2_K8S_5",),
+                   "Kueue keeps its webhook certificate in a Secret of its own namespace (internalCertManagement; "
+                   "kueue 0.19.2 templates/rbac/manager_secrets_role.yaml)"),
+    ChartExemption("kueue", ("Pod/kueue-controller-manager",), ("CKV2_K8S_6",), _NO_POLICY_YET),
     ChartExemption("csi-s3", ("DaemonSet/csi-s3", "StatefulSet/csi-s3-provisioner"), (
         "CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13", "CKV_K8S_20",
         "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_30", "CKV_K8S_31", "CKV_K8S_37",

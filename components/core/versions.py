@@ -45,6 +45,9 @@ KUBEFLOW_TRAINER = Chart("kubeflow-trainer", "2.3.0", "oci://ghcr.io/kubeflow/ch
 TRAINER_VERSION = "v2.3.0"
 DATASET_INITIALIZER_IMAGE = f"ghcr.io/kubeflow/trainer/dataset-initializer:{TRAINER_VERSION}"
 MODEL_INITIALIZER_IMAGE = f"ghcr.io/kubeflow/trainer/model-initializer:{TRAINER_VERSION}"
+# kubernetes-sigs/kueue charts/kueue at v0.19.2, published as an OCI artifact only (its README.md:
+# `helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version="0.19.2"`); API kueue.x-k8s.io/v1beta2.
+KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
 
 # Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).
 REFERENCE_DIR = {
@@ -62,6 +65,7 @@ REFERENCE_DIR = {
     CSI_S3: "csi-s3",
     ARGO_WORKFLOWS: "argo-workflows",
     KUBEFLOW_TRAINER: "kubeflow-trainer",
+    KUEUE: "kueue",
 }
 
 # NVIDIA driver the GPU operator compiles on nodes (driver mode `compiled`): the

@@ -22,6 +22,7 @@ from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, ho
 from inference_platform.settings.namespaces import namespace_problems, near_miss_hint
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.settings.training import training_section_problems
+from inference_platform.training.capacity import training_capacity_problems
 from inference_platform.tuning.perf_inputs import tuned_shape_problems
 from inference_platform.tuning.presets import upload_preset_problems
 
@@ -108,4 +109,7 @@ STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
         deployment_name_clashes,  # settings/checks.py: one Deployment name per version and namespace
         training_section_problems,  # settings/training.py: teams, runtimes, jobs' placement, mesh degrees and caches
     ),
+    # training/capacity.py: the teams' quotas and the serving-first proof, on GPU groups and requests
+    # the stages above found sound.
+    (training_capacity_problems,),
 )

@@ -51,7 +51,7 @@ class Settings(Model):
     model_pipeline: ModelPipelineSettings = ModelPipelineSettings()
     """Argo Workflows for the model pipeline (docs/tuning.md)."""
     training: Optional[TrainingSettings] = None
-    """Kubeflow Trainer, its runtimes and the teams' TrainJobs on the GPU groups (docs/training.md); absent: nothing of it is installed."""
+    """Training on the GPU groups beside serving: Kubeflow Trainer, its runtimes and the teams' TrainJobs, Kueue queues per team proven to leave serving its peak (docs/training.md, docs/training-quotas.md); absent: nothing of it is installed."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
     kubeconfig: Optional[SecretStr] = None

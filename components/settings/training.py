@@ -22,7 +22,7 @@ from inference_platform.settings.base import DnsLabel, Image, Model, Quantity, R
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import GpuRequest
-from inference_platform.settings.training_teams import TrainingTeam
+from inference_platform.settings.training_teams import TopologyLevels, TrainingTeam
 
 RUNTIME_KINDS = ("torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning")
 RuntimeKind = Literal["torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning"]
@@ -190,14 +190,16 @@ class TrainJobSettings(Model):
 
 
 class TrainingSettings(Model):
-    teams: list[TrainingTeam] = Field(default=[], max_length=64)
-    """Teams that train: each has a namespace and a Kueue LocalQueue."""
+    teams: list[TrainingTeam] = Field(default=[], max_length=50)
+    """Teams that train on the GPU groups: their namespaces, Kueue queues and guaranteed GPUs."""
     runtimes: list[TrainingRuntimeSettings] = Field(default_factory=_default_runtimes, max_length=4)
     """ClusterTrainingRuntimes, one per kind (default: the four kinds with default settings)."""
     jobs: list[TrainJobSettings] = Field(default=[], max_length=200)
     """TrainJobs, each of a team, on a runtime and a GPU group."""
     networks: dict[DnsLabel, GroupNetwork] = {}
     """Per GPU group (`cluster.nodeGroups[].name`), the NCCL settings of its nodes' network, set on every TrainJob placed there."""
+    topology_levels: TopologyLevels = []
+    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): Kueue places a job's pods close together along them (topology-aware scheduling); empty: no topology."""
 
     def runtime(self, kind: str) -> Optional[TrainingRuntimeSettings]:
         return next((r for r in self.runtimes if r.kind == kind), None)

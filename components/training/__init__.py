@@ -1,2 +1,3 @@
-"""Training: Kubeflow Trainer (TrainJobs on ClusterTrainingRuntimes, on JobSet) beside serving, and what
-Trainer hands each training node."""
+"""Training beside serving on the GPU groups: Kubeflow Trainer (TrainJobs on ClusterTrainingRuntimes,
+on JobSet), what Trainer hands each training node, Kueue queues derived from the node contract, and
+the serving-first capacity proof."""

@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
         "nvidia.com": ["gpu-operator"],
         "ray.io": ["kuberay-operator"],
         "argoproj.io": ["argo-workflows"],
+        "kueue.x-k8s.io": ["kueue"],
         "nfd.k8s-sigs.io": ["gpu-operator"],
     },
 }

@@ -603,8 +603,73 @@ def llm_tuning_cases() -> Iterator[tuple[str, bytes, Any]]:
         yield f"acme-prod:{case}", dump(doc), key_path(where, doc)
 
 
+# studio-dev with a training team on the L4 group's one free GPU (serving's peak takes the other).
+TRAINING_QUOTA_BASE = {
+    "topologyLevels": ["topology.kubernetes.io/zone", "kubernetes.io/hostname"],
+    "teams": [{"name": "research", "namespace": "research",
+               "quotas": [{"group": "gpu-l4", "gpus": 1, "borrowingLimit": 1, "lendingLimit": 1}],
+               "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}}],
+}
+TEAM = ("training", "teams", 0)
+QUOTA = TEAM + ("quotas", 0)
+TRAINING_QUOTA_VALUES: list[tuple[str, tuple, Any]] = [
+    ("training-not-a-map", ("training",), ["research"]),
+    ("training-unknown-key", ("training",), {"teems": []}),
+    ("teams-not-a-list", ("training", "teams"), "research"),
+    ("team-name-upper", TEAM + ("name",), "Research"),
+    ("team-name-41", TEAM + ("name",), "t" * 41),
+    ("team-name-newline", TEAM + ("name",), "research\n"),
+    ("team-namespace-empty", TEAM + ("namespace",), ""),
+    ("team-namespace-dots", TEAM + ("namespace",), "re.search"),
+    ("team-namespace-kueue", TEAM + ("namespace",), "kueue-system"),
+    ("team-namespace-kube", TEAM + ("namespace",), "kube-public"),
+    ("team-namespace-default", TEAM + ("namespace",), "default"),
+    ("team-namespace-of-a-graph", TEAM + ("namespace",), "speech-to-image"),
+    ("quota-gpus-negative", QUOTA + ("gpus",), -1),
+    ("quota-gpus-huge", QUOTA + ("gpus",), 10**7),
+    ("quota-gpus-float", QUOTA + ("gpus",), 1.5),
+    ("quota-gpus-over-the-group", QUOTA + ("gpus",), 2),
+    ("quota-group-unknown", QUOTA + ("group",), "gpu-x"),
+    ("quota-group-cpu", QUOTA + ("group",), "cpu"),
+    ("quota-group-upper", QUOTA + ("group",), "GPU-L4"),
+    ("quota-mig-on-whole-gpus", QUOTA + ("migProfile",), "1g.10gb"),
+    ("quota-mig-profile-bad", QUOTA + ("migProfile",), "1g.10gb; rm"),
+    ("quota-lending-over-gpus", QUOTA + ("lendingLimit",), 5),
+    ("quota-borrowing-negative", QUOTA + ("borrowingLimit",), -1),
+    ("quota-twice-on-a-group", TEAM + ("quotas",), [{"group": "gpu-l4", "gpus": 0}, {"group": "gpu-l4", "gpus": 1}]),
+    ("preemption-unknown", TEAM + ("preemption", "withinClusterQueue"), "Always"),
+    ("reclaim-lowercase", TEAM + ("preemption", "reclaimWithinCohort"), "any"),
+    ("topology-hostname-first", ("training", "topologyLevels"), ["kubernetes.io/hostname", "topology.kubernetes.io/zone"]),
+    ("topology-twice", ("training", "topologyLevels"), ["topology.kubernetes.io/zone", "topology.kubernetes.io/zone"]),
+    ("topology-key-space", ("training", "topologyLevels", 0), "topology zone"),
+    ("topology-17-levels", ("training", "topologyLevels"), [f"example.com/level-{i}" for i in range(17)]),
+]
+_TRAINING_QUOTA_REDIRECTED = {
+    "training-not-a-map": ("training",),
+    "teams-not-a-list": ("training", "teams"),
+    "quota-lending-over-gpus": QUOTA,
+    "quota-twice-on-a-group": TEAM + ("quotas", 1),
+    "topology-hostname-first": ("training", "topologyLevels"),
+    "topology-twice": ("training", "topologyLevels"),
+    "topology-17-levels": ("training", "topologyLevels"),
+}
+
+
+def training_quota_cases() -> Iterator[tuple[str, bytes, Any]]:
+    """Hostile values, and values of the wrong type, for every key of `training`."""
+    base = _set(example("studio-dev"), ("training",), TRAINING_QUOTA_BASE)
+    for case, path, value in TRAINING_QUOTA_VALUES:
+        doc = _set(base, path, value)
+        where = _TRAINING_QUOTA_REDIRECTED.get(case)
+        yield f"studio-dev:{case}", dump(doc), key_path(where, doc) if where else _expected_path(path, value, doc)
+    for path, value in _leaves(TRAINING_QUOTA_BASE, ("training",)):
+        for i, bad in enumerate(_wrong_types(value, path)):
+            doc = _set(base, path, bad)
+            yield f"studio-dev:type:{key_path(path)}:{i}", dump(doc), key_path(path, doc)
+
+
 def hostile_cases() -> list[tuple[str, bytes, Any]]:
-    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases(), *llm_tuning_cases()]
+    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases(), *llm_tuning_cases(), *training_quota_cases()]
 
 
 def valid_cases() -> list[tuple[str, bytes]]:

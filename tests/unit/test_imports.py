@@ -107,7 +107,7 @@ def test_the_checker_sees_resource_builders(tmp_path):
 # serving: a TritonService declares its versions' tuning runs).
 LIB = "inference_platform"
 PURE_LAYERS = ("core", "settings", "timing")
-BUILD_ORDER = ("cluster", "gpu", "mesh", "observability", "weights", "tuning", "serving", "platform")
+BUILD_ORDER = ("cluster", "gpu", "mesh", "observability", "weights", "tuning", "serving", "training", "platform")
 # Each pure layer and what it may import of ours (the loader also runs checks that live beside
 # their components: pure functions of the settings, wherever they are).
 ALLOWED = {"core": {"core"}, "settings": {"core", "settings"}, "timing": {"core", "settings", "timing"}}
