@@ -1401,5 +1401,7 @@ class TrainingArgs(TypedDict):
     """Per team namespace whose jobs read or write a weight cache, that namespace's caches (the file share's claim, the S3 Secret)."""
     create_namespaces: NotRequired[bool]
     """Create each team's namespace (Pod Security `restricted`). The platform creates them itself, before the weight caches' claims in them, and passes false. Default: `true`."""
+    priority_class: NotRequired[str]
+    """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders select (the system group). Empty: any node that admits them."""

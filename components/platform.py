@@ -43,7 +43,7 @@ from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.training.capacity import group_proofs
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces
-from inference_platform.training.kueue import KueueResources, kueue_resources
+from inference_platform.training.kueue import TRAINING_PRIORITY_CLASS, KueueResources, kueue_resources
 from inference_platform.training.training import Training, team_namespace
 from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.pipeline import ModelPipeline
@@ -160,7 +160,8 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
 
 def training_inputs(s: Settings, weights: dict[str, WeightsRef]) -> TrainingInputs:
     return _given(TrainingInputs, training=s.training, gpu_groups=s.gpu_groups, weights=weights,
-                  create_namespaces=False, system_node_selector=s.cluster.system_selector)
+                  create_namespaces=False, priority_class=TRAINING_PRIORITY_CLASS,
+                  system_node_selector=s.cluster.system_selector)
 
 
 def _settings(args: Union[Settings, InferencePlatformArgs]) -> Settings:
@@ -297,6 +298,6 @@ class InferencePlatform(pulumi.ComponentResource):
         """Kubeflow Trainer and the teams' jobs, after the teams' namespaces and their weight caches."""
         namespaces = sorted(self.team_namespaces)
         deps = [d for ns in namespaces for d in (self.team_namespaces[ns], *self.weights.depends_on(ns))]
-        queues = [self.kueue.release, *self.kueue.local_queues.values()] if self.kueue else []
+        queues = [self.kueue.release, self.kueue.priority_class, *self.kueue.local_queues.values()] if self.kueue else []
         args = training_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces})
         return Training(f"{name}-training", args, opts=after(*deps, *queues))

@@ -103,18 +103,15 @@ def group_proofs(settings: Settings) -> list[GroupProof]:
 
 
 def _quota_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
-    """Teams unique by name and namespace, in namespaces of their own, with quotas on slices their groups have."""
+    """Teams in namespaces of their own, with quotas on slices their groups have (unique names: the
+    `training` section's own checks, settings/training.py, which run first)."""
     problems: list[tuple[KeyPath, str]] = []
     groups = {g.name: g for g in settings.cluster.node_groups}
     served = {w.k8s_namespace: f"{kind} {w.name!r}" for kind, items in (("service", settings.services), ("graph", settings.graphs))
               for w in items}
-    names: set[str] = set()
     namespaces: set[str] = set()
     for ti, team in enumerate(settings.training.teams):
         base: KeyPath = ("training", "teams", ti)
-        if team.name in names:
-            problems.append((base + ("name",), f"duplicate team name {team.name!r}; names must be unique"))
-        names.add(team.name)
         ns = team.namespace
         if ns in namespaces:
             problems.append((base + ("namespace",), f"namespace {ns!r} is another team's; allowed: one team per namespace"))

@@ -3,6 +3,8 @@ namespace the weight caches its jobs read and write."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 from inference_platform.settings.base import DnsLabel, Labels, Model
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
@@ -29,6 +31,8 @@ class TrainingInputs(Model):
     """Per team namespace whose jobs read or write a weight cache, that namespace's caches (the file share's claim, the S3 Secret)."""
     create_namespaces: bool = True
     """Create each team's namespace (Pod Security `restricted`). The platform creates them itself, before the weight caches' claims in them, and passes false."""
+    priority_class: Optional[str] = None
+    """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: Labels = {}
     """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders select (the system group). Empty: any node that admits them."""
 

@@ -198,6 +198,8 @@ class KueueResources:
     local_queues: dict[str, k8s.apiextensions.CustomResource] = field(default_factory=dict)
     """Team name -> its LocalQueue (named as the team)."""
     objects: list[pulumi.Resource] = field(default_factory=list)
+    priority_class: Optional[pulumi.Resource] = None
+    """The PriorityClass of the training pods, which must exist before any of them."""
 
 
 def kueue_resources(parent: pulumi.Resource, settings: TrainingSettings, proofs: Sequence[GroupProof],
@@ -239,7 +241,7 @@ def kueue_resources(parent: pulumi.Resource, settings: TrainingSettings, proofs:
     for priority, value in WORKLOAD_PRIORITIES.items():
         custom(f"priority-{priority}", "WorkloadPriorityClass", {"name": priority},
                fields={"value": value, "description": f"Training jobs labelled kueue.x-k8s.io/priority-class: {priority}."})
-    k8s.scheduling.v1.PriorityClass(
+    out.priority_class = k8s.scheduling.v1.PriorityClass(
         f"{name}-training-priority", metadata={"name": TRAINING_PRIORITY_CLASS, "labels": standard_labels(TRAINING_PRIORITY_CLASS)},
         value=TRAINING_PRIORITY, global_default=False, preemption_policy="Never",
         description="Training pods: below serving, which preempts them; they preempt nothing.", opts=opts)

@@ -129,9 +129,14 @@ def data_loader_job(r: TrainingRuntimeSettings, system_node_selector: dict[str, 
 
 
 def runtime_spec(r: TrainingRuntimeSettings, initializers: tuple[str, ...] = (),
-                 system_node_selector: dict[str, str] | None = None, initializer_size: str = "100Gi") -> dict[str, Any]:
-    """A ClusterTrainingRuntime's spec: Trainer's torch policy, the JobSet template."""
-    jobs = [initializer_job(i, r) for i in sorted(initializers)] + [node_job(r, initializers)]
+                 system_node_selector: dict[str, str] | None = None, initializer_size: str = "100Gi",
+                 priority_class: str | None = None) -> dict[str, Any]:
+    """A ClusterTrainingRuntime's spec: Trainer's torch policy, the JobSet template; the GPU node
+    pods at `priority_class` (the platform's `gpu-training`, below serving)."""
+    node = node_job(r, initializers)
+    if priority_class is not None:
+        node["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    jobs = [initializer_job(i, r) for i in sorted(initializers)] + [node]
     if r.data_loader is not None:
         jobs.append(data_loader_job(r, system_node_selector or {}))
     template: dict[str, Any] = {"replicatedJobs": jobs}

@@ -71,7 +71,8 @@ class Training(pulumi.ComponentResource):
             k8s.apiextensions.CustomResource(
                 f"{name}-runtime-{rt_name}", api_version=API_VERSION, kind="ClusterTrainingRuntime",
                 metadata={"name": rt_name, "labels": standard_labels(rt_name, **{COMPONENT_KEY: COMPONENT})},
-                spec=runtime_spec(runtime, initializers, a.system_node_selector, runtime.initializer_volume),
+                spec=runtime_spec(runtime, initializers, a.system_node_selector, runtime.initializer_volume,
+                                  a.priority_class),
                 opts=after_release)
             names.append(rt_name)
         teams = {t.name: t for t in a.training.teams}

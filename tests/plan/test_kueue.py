@@ -107,7 +107,7 @@ def test_each_team_has_its_namespace_a_local_queue_there_and_a_queue_that_admits
     assert queues["training-applied"]["spec"]["preemption"] == {
         "withinClusterQueue": "Never", "reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "Never"}}
     namespaces = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"] for r in plan().of_type("kubernetes:core/v1:Namespace")}
-    assert namespaces["applied-ml"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert namespaces["applied-ml"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert "istio-injection" not in namespaces["applied-ml"]
 
 

@@ -64,9 +64,9 @@ def test_serving_alone_over_a_group_is_refused_once_training_is_declared():
 
 
 @pytest.mark.parametrize("edit,where,what", [
-    (lambda t: t["teams"].append({**t["teams"][0], "namespace": "other"}), "teams[1].name", "duplicate team name"),
+    (lambda t: t["teams"].append({**t["teams"][0], "namespace": "other"}), "teams[1].name", "a second team of this name"),
     (lambda t: t["teams"][0].update(namespace="kueue-system"), "namespace", "namespace of the platform"),
-    (lambda t: t["teams"][0].update(namespace="svc"), "namespace", "namespace of service 'svc'"),
+    (lambda t: t["teams"][0].update(namespace="svc"), "namespace", "namespace 'svc' is a service's (mesh-injected)"),
     (lambda t: t["teams"][0]["quotas"][0].update(group="cpu"), "quotas[0].group", "no GPU node group named 'cpu'"),
     (lambda t: t["teams"][0]["quotas"][0].update(migProfile="1g.10gb"), "quotas[0].migProfile", "MIG strategy 'mixed'"),
     (lambda t: t["teams"][0]["quotas"].append({"group": "gpu", "gpus": 1}), "quotas[1]", "a second quota on group 'gpu'"),
