@@ -43,7 +43,7 @@ from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.training.capacity import group_proofs
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces
-from inference_platform.training.kueue import TRAINING_PRIORITY_CLASS, KueueResources, kueue_resources
+from inference_platform.training.kueue import TEAM_QUEUE_PREFIX, TRAINING_PRIORITY_CLASS, KueueResources, kueue_resources
 from inference_platform.training.training import Training, team_namespace
 from inference_platform.tuning.inputs import ModelPipelineInputs
 from inference_platform.tuning.pipeline import ModelPipeline
@@ -89,6 +89,8 @@ def observability_inputs(s: Settings, mesh: Mesh, estimates: list[GroupEstimate]
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         grafana_oidc_client_secret=s.grafana_oidc_client_secret, alert_receiver_secrets=s.alert_receiver_secrets,
         cold_start=estimates, autoscaler_installed=autoscaler.deployed(s.cluster),
+        training_namespaces=sorted({t.namespace for t in s.training.teams}) if s.training else [],
+        training_cluster_queues=sorted(TEAM_QUEUE_PREFIX + t.name for t in s.training.teams) if s.training else [],
         system_node_selector=s.cluster.system_selector,
     )
 
@@ -280,8 +282,9 @@ class InferencePlatform(pulumi.ComponentResource):
 
     def _kueue(self, name: str, settings: Settings) -> KueueResources:
         """Kueue and the teams' queues, with the quotas of the serving-first proof the loader checked."""
+        # After the monitoring CRDs: the chart declares a ServiceMonitor.
         return kueue_resources(self, settings.training, group_proofs(settings), settings.gpu_groups, self.team_namespaces,
-                               name=name,
+                               name=name, depends_on=[d for d in (self.observability.crds,) if d is not None],
                                system_node_selector=settings.cluster.system_selector, provider=self.cluster.provider)
 
     def _pipeline(self, name: str, settings: Settings, after) -> ModelPipeline:
@@ -300,4 +303,5 @@ class InferencePlatform(pulumi.ComponentResource):
         deps = [d for ns in namespaces for d in (self.team_namespaces[ns], *self.weights.depends_on(ns))]
         queues = [self.kueue.release, self.kueue.priority_class, *self.kueue.local_queues.values()] if self.kueue else []
         args = training_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces})
-        return Training(f"{name}-training", args, opts=after(*deps, *queues))
+        # After the monitoring CRDs too: JobSet's chart declares a ServiceMonitor and fails without its kind.
+        return Training(f"{name}-training", args, opts=after(*deps, *queues, self.observability.crds))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from inference_platform.core.common import with_node_selector
+from inference_platform.core.endpoints import MONITORING_NAMESPACE
 
 RELEASE = "kubeflow-trainer"
 # The namespace of the upstream install manifests (kubeflow/trainer manifests/overlays/manager:
@@ -23,9 +24,11 @@ NAMESPACE = "kubeflow-system"
 
 
 def trainer_values(system_node_selector: Optional[dict[str, str]] = None) -> dict[str, Any]:
-    """The kubeflow-trainer chart: Trainer's manager and JobSet, on the system nodes, no built-in runtimes."""
+    """The kubeflow-trainer chart: Trainer's manager and JobSet, on the system nodes, no built-in runtimes.
+    JobSet's controller is scraped (its chart's ServiceMonitor, charts/jobset templates/prometheus):
+    `jobset_failed_total` is what the TrainJobFailed alert reads."""
     return with_node_selector({
         "crds": {"enabled": True},
-        "jobset": {"install": True},
+        "jobset": {"install": True, "prometheus": {"enable": True, "prometheusNamespace": MONITORING_NAMESPACE}},
         "runtimes": {"defaultEnabled": False},
     }, system_node_selector or {}, "manager.nodeSelector", "jobset.controller.nodeSelector")

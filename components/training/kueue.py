@@ -58,7 +58,9 @@ def manager_config() -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # The ClusterQueues' usage and quotas as metrics, for the training dashboard's borrowed panel
+        # (cmd/kueue/main.go WithResourceMetrics(cfg.Metrics.EnableClusterQueueResources)).
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {
@@ -73,7 +75,12 @@ def manager_config() -> dict[str, Any]:
 def kueue_values(system_node_selector: dict[str, str]) -> dict[str, Any]:
     """The chart's values: our configuration (the chart reads it with fromYaml, so JSON will do,
     templates/manager/manager-config.yaml) and the controller on the system group."""
-    values: dict[str, Any] = {"managerConfig": {"controllerManagerConfigYaml": json.dumps(manager_config(), indent=2)}}
+    values: dict[str, Any] = {
+        "managerConfig": {"controllerManagerConfigYaml": json.dumps(manager_config(), indent=2)},
+        # The chart's ServiceMonitor (templates/prometheus/monitor.yaml): the training dashboard and alerts.
+        "enablePrometheus": True,
+        "metrics": {"prometheusNamespace": ep.MONITORING_NAMESPACE},
+    }
     return with_node_selector(values, system_node_selector, "controllerManager.nodeSelector")
 
 
@@ -205,14 +212,16 @@ class KueueResources:
 def kueue_resources(parent: pulumi.Resource, settings: TrainingSettings, proofs: Sequence[GroupProof],
                     gpu_groups: Sequence[NodeGroup], team_namespaces: Mapping[str, pulumi.Resource], *, name: str,
                     system_node_selector: dict[str, str],
-                    provider: Optional[pulumi.ProviderResource] = None) -> KueueResources:
+                    provider: Optional[pulumi.ProviderResource] = None,
+                    depends_on: Sequence[pulumi.Resource] = ()) -> KueueResources:
     """Kueue and the training queues of `settings`, children of `parent`, with the quotas of `proofs`
     (capacity.group_proofs of the same stack); each team's LocalQueue in its namespace of
     `team_namespaces` (namespace name -> the Namespace, created with the teams' weight caches)."""
     opts = resource_opts(parent, provider=provider)
     ns = namespace(f"{name}-kueue-namespace", ep.KUEUE_NAMESPACE, opts, app="kueue", pod_security="restricted")
     release = helm_release(f"{name}-kueue", RELEASE, versions.KUEUE, ep.KUEUE_NAMESPACE,
-                           kueue_values(system_node_selector), resource_opts(parent, provider=provider, depends_on=[ns]))
+                           kueue_values(system_node_selector),
+                           resource_opts(parent, provider=provider, depends_on=[ns, *depends_on]))
     out = KueueResources(release)
 
     def custom(role: str, kind: str, metadata: dict, spec: Optional[dict] = None, fields: Optional[dict] = None,

@@ -20,7 +20,9 @@ from tests.support import conformance
 HELM = Path(__file__).resolve().parents[2] / ".tools" / "helm"
 # What a Kubernetes 1.34 API server serves that `helm template` does not assume: charts choose
 # apiVersions by it (prometheus-adapter's APIService would otherwise come out as the removed v1beta1).
-API_VERSIONS = ("apiregistration.k8s.io/v1",)
+# What the cluster serves when the platform installs a chart: the monitoring CRDs come first
+# (JobSet's chart fails without the ServiceMonitor kind).
+API_VERSIONS = ("apiregistration.k8s.io/v1", "monitoring.coreos.com/v1/ServiceMonitor")
 RELEASE_KEYS = ("name", "chart", "version", "namespace", "values")
 
 
