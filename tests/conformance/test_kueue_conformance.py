@@ -12,7 +12,7 @@ from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT
 from tests.support import conformance, helm
 
-TRAIN_DEV = ROOT / "tests" / "data" / "Pulumi.train-dev.yaml"
+TRAIN_DEV = ROOT / "stacks" / "Pulumi.train-dev.yaml"
 PLAN = render_stack("train-dev", TRAIN_DEV)
 KUEUE_DOCS = [manifest(r) for r in PLAN.resources if is_k8s_object(r) and r.type.startswith("kubernetes:kueue.x-k8s.io/")]
 

@@ -11,7 +11,7 @@ from inference_platform.training.capacity import group_proofs, proof_report, pro
 from platformctl.engine import stack_settings
 from tests.conftest import ROOT, base_config
 
-TRAIN_DEV = ROOT / "tests" / "data" / "Pulumi.train-dev.yaml"
+TRAIN_DEV = ROOT / "stacks" / "Pulumi.train-dev.yaml"
 
 
 def _raw(gpus: int = 4, max_nodes: int = 8, per_node: int = 2, **team) -> dict:
@@ -89,7 +89,7 @@ def test_the_example_stack_proves_every_resource_of_its_groups_and_prints_it():
                            ("gpu-mig", "nvidia.com/mig-2g.20gb"), ("gpu-mig", "nvidia.com/mig-1g.10gb")}
     h100 = proofs["gpu-h100", "nvidia.com/gpu"]
     # chat: 6 replicas x 2 GPUs, a surge replica of 2, 2 spare slots; research 8 and applied 4 guaranteed.
-    assert (h100.peak, h100.training, h100.capacity, h100.rest) == (16, 12, 32, 4)
+    assert (h100.peak, h100.training, h100.capacity, h100.rest) == (16, 12, 48, 20)
     assert all(p.fits for p in proofs.values())
     assert len(proof_report(s)) == 4 and all(line.startswith("Serving first, GPU group ") for line in proof_report(s))
 
