@@ -135,12 +135,16 @@ def helm_release(
     `timeout_seconds` is how long Helm waits for the release's workloads (default 300);
     readiness.release_timeout gives it for charts whose pods wait for new nodes.
     """
+    # An OCI registry has no index to look the chart up in: Helm takes the chart's full
+    # reference instead (pulumi-kubernetes helm_release.go getChart: a repository URL is
+    # searched through its index.yaml).
+    oci = chart.repository.startswith("oci://")
     return k8s.helm.v3.Release(
         logical_name,
         name=release_name,
-        chart=chart.name,
+        chart=f"{chart.repository}/{chart.name}" if oci else chart.name,
         version=chart.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
         namespace=namespace_name,
         values=hardened(chart.name, values),
         timeout=timeout_seconds,
