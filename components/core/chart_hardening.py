@@ -97,6 +97,9 @@ HARDENING: dict[str, dict[str, Any]] = {
     # kuberay-operator 1.7.0 values.yaml podSecurityContext (empty by default; its container's
     # securityContext already runs non-root without escalation).
     versions.KUBERAY_OPERATOR.name: {"podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+    # llm-d-router-gateway v0.10.0 charts/router/values.yaml epp.resources: 8 CPUs and 8 GiB by
+    # default, sized for pools of many model servers; a version's pool here is a handful of pods.
+    versions.LLM_D_ROUTER.name: {"router.epp.resources": _resources("500m", "512Mi", "4", "4Gi")},
     versions.KIALI.name: {
         # kiali-server 2.29.0 values.yaml deployment.resources: requests and a memory limit by
         # default; a CPU limit added.

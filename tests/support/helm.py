@@ -47,7 +47,8 @@ def helm_template(release: dict, include_crds: bool = True) -> list[dict]:
 @functools.cache
 def _render(release_json: str, include_crds: bool) -> list[dict]:
     r = json.loads(release_json)
-    chart = conformance.reference_dir() / "helm" / r["chart"] / r["version"]
+    # An OCI chart is planned by its full reference (common.helm_release): its folder is the last part.
+    chart = conformance.reference_dir() / "helm" / r["chart"].rsplit("/", 1)[-1] / r["version"]
     run = subprocess.run([str(HELM), "template", r["name"], str(chart), "--namespace", r["namespace"],
                           "--kube-version", versions.KUBERNETES_VERSION, "--values", "-",
                           *(["--include-crds"] if include_crds else []),
