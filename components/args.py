@@ -778,6 +778,14 @@ class LlmObjectivesArgs(TypedDict):
     """Share of requests within each objective over 30 days; 1 - target is the error budget the alerts watch burn. Default: `0.99`."""
 
 
+class LlmRoutingArgs(TypedDict):
+    """How an LLM service's requests reach its versions: a Gateway API Gateway and HTTPRoute, an
+    InferencePool and the llm-d router's endpoint picker per version (docs/serving.md: LLM routing)."""
+
+    failure_mode: NotRequired[Literal["FailOpen", "FailClose"]]
+    """What the gateway does when a version's endpoint picker does not answer (InferencePool `endpointPickerRef.failureMode`): `FailOpen` routes the request to any ready pod of the pool, `FailClose` refuses it. One of: `FailOpen`, `FailClose`. Default: `FailOpen`."""
+
+
 class TuningGoalsArgs(TypedDict):
     """Arguments of `TuningGoals` (see the configuration reference, docs/reference.md)."""
 
@@ -835,6 +843,8 @@ class ServiceArgs(TypedDict):
     """Deployed versions; weights sum to 100."""
     llm_objectives: NotRequired[LlmObjectivesArgs]
     """Latency objectives of the service's LLM versions (those with `llm`), each with multi-window burn-rate alerts."""
+    llm_routing: NotRequired[LlmRoutingArgs]
+    """Routing of an LLM service (one with a version that has `llm`): the endpoint pickers' failure mode (docs/serving.md: LLM routing)."""
     pipeline: NotRequired[ServicePipelineArgs]
     """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 
@@ -1224,6 +1234,8 @@ class MeshArgs(TypedDict):
 stops drains this long, so no request it carries is cut. Default: `60`."""
     node_boot_seconds: NotRequired[int]
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes. Default: `120`."""
+    gateway_api: NotRequired[bool]
+    """Install the Gateway API (v1.5.1 standard) and InferencePool (v1.4.0) CRDs and turn on istiod's inference extension: the stack has an LLM service (docs/serving.md: LLM routing). Default: `false`."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels the pods of istiod, the ingress gateway, Jaeger and Kiali select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
@@ -1354,6 +1366,8 @@ class TritonServiceArgs(TypedDict):
     """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
     tuning_priority_class: NotRequired[pulumi.Input[str]]
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
+    gateway_tls_secret: NotRequired[str]
+    """`<namespace>/<name>` of the TLS Secret an LLM service's Gateway serves HTTPS with (the platform's: the ingress gateway's, `mesh.tls.secretName`); none serves HTTP."""
     model_configs: NotRequired[dict[str, str]]
     """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 

@@ -74,7 +74,10 @@ def cold_start_inputs(s: Settings) -> ColdStartInputs:
 
 def mesh_inputs(s: Settings) -> MeshInputs:
     routed = [*s.services, *s.graphs]
-    return _given(MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts(routed), production=s.production,
+    # An LLM service has a Gateway of its own (serving/llm_routing.py), not a server on the customer Gateway.
+    classic = [*(svc for svc in s.services if not svc.llm_routed), *s.graphs]
+    return _given(MeshInputs, mesh=s.mesh, ui=s.ui, hosts=service_hosts(classic), production=s.production,
+                  gateway_api=any(svc.llm_routed for svc in s.services),
                   storage_class=s.observability.storage_class, node_boot_seconds=s.cold_start.stage_seconds.node_boot,
                   request_timeout_seconds=max([60, *(math.ceil(w.timeout_seconds) for w in routed)]),
                   system_node_selector=s.cluster.system_selector)
@@ -131,10 +134,12 @@ def triton_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef,
                   tuning_priority_class: Optional[pulumi.Input[str]] = None) -> TritonServiceInputs:
     svc = s.services[index]
     used = {v.gpu.group for v in svc.versions}
+    tls = s.mesh.tls
     return _given(
         TritonServiceInputs,
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
         cold_start=[e for e in estimates if e.group in used], mesh=mesh, tuning_priority_class=tuning_priority_class,
+        gateway_tls_secret=f"{ep.ISTIO_NAMESPACE}/{tls.secret_name}" if svc.llm_routed and tls.enabled else None,
     )
 
 
@@ -231,7 +236,8 @@ class InferencePlatform(pulumi.ComponentResource):
         for index, svc in enumerate(settings.services):
             ns = svc.k8s_namespace
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds,
-                    *self.weights.depends_on(ns), self.gpu_operator.release if self.gpu_operator else None]
+                    *self.weights.depends_on(ns), self.gpu_operator.release if self.gpu_operator else None,
+                    *(self.mesh.gateway_api_crds if svc.llm_routed else ())]
             tuning = self.cold_start.tuning_priority_class if self.cold_start else None
             service_inputs = triton_inputs(settings, index, self.mesh_ref, self.weights.reference(ns), estimates,
                                            tuning.metadata["name"] if tuning else None)

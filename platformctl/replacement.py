@@ -228,11 +228,17 @@ KUBERNETES_IMMUTABLE_CONTENT = {
 # kind is absent): the identity rules apply, and to ConfigMap its content rule. Listed so that a
 # new kind is looked up in the provider's source before it is planned.
 KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
+    # diff.go names no apiextensions group: a CRD's schema edit (a new Gateway API release) is an update.
+    "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
     "kubernetes:argoproj.io/v1alpha1:WorkflowTemplate",
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler",
     "kubernetes:core/v1:ConfigMap",
     "kubernetes:core/v1:Namespace",
     "kubernetes:core/v1:ServiceAccount",
+    # Gateway API kinds are CRDs too (serving/llm_routing.py): identity rules alone.
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway",
+    "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
+    "kubernetes:gateway.networking.k8s.io/v1:ReferenceGrant",
     "kubernetes:monitoring.coreos.com/v1:PodMonitor",
     "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
     "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
@@ -257,6 +263,7 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     "kubernetes:scheduling.k8s.io/v1:PriorityClass",
     "kubernetes:security.istio.io/v1:AuthorizationPolicy",
     "kubernetes:security.istio.io/v1:PeerAuthentication",
+    "kubernetes:security.istio.io/v1:RequestAuthentication",
     "kubernetes:telemetry.istio.io/v1:Telemetry",
     # Kubeflow Trainer's CRDs: identity rules alone from the provider; a TrainJob's immutable
     # fields replace it through its own replaceOnChanges (components/training/jobs.py).

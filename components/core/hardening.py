@@ -171,6 +171,12 @@ CHARTS: tuple[ChartExemption, ...] = (
                    f"node-feature-discovery's prune Job at uninstall: {_HOOK}"),
     ChartExemption("gpu-operator", ("Pod/gpu-operator", f"Pod/{_NFD}-*", "Pod/gpu-operator-upgrade-crd",
                                     "Pod/gpu-operator-cleanup-gpucluster"), ("CKV2_K8S_6",), _NO_POLICY_YET),
+    # -- llm-d-router-gateway: one release per LLM version, named `<service>-<version>`, its picker `<release>-epp`
+    ChartExemption("*", ("Deployment/*-epp",), (
+        "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_30", "CKV_K8S_31",
+        "CKV_K8S_37", "CKV_K8S_40"), "llm-d-router-gateway v0.10.0 charts/router/templates/_deployment.yaml has no "
+                                     "securityContext value for the endpoint picker's pod or container"),
+    ChartExemption("*", ("Deployment/*-epp",), ("CKV_K8S_38",), f"the endpoint picker (its InferencePool, the pool's pods) {_TOKEN}"),
     # -- istio-ingressgateway
     ChartExemption("istio-ingressgateway", ("Deployment/istio-ingressgateway",), ("CKV_K8S_14",),
                    "image `auto`: istiod's injector fills in the proxy image it pins (versions.py), as gateway "

@@ -29,13 +29,14 @@ def _input(check) -> Any:
     return Annotated[Any, AfterValidator(marker), marker]
 
 
-def _gateway_ref(value: str) -> str:
+def namespaced_ref(value: str) -> str:
+    """`<namespace>/<name>` of a namespaced object: a DNS label and a DNS subdomain."""
     namespace, _, name = value.partition("/")
     grammar.dns_label(namespace)
     grammar.dns_subdomain(name)
     return value
 
 
-GatewayInput = _input(_gateway_ref)
+GatewayInput = _input(namespaced_ref)
 NameInput = _input(grammar.dns_label)
 TextInput = _input(grammar.text)

@@ -34,6 +34,9 @@ KUBERAY_OPERATOR = Chart("kuberay-operator", "1.7.0", "https://ray-project.githu
 # The RayServices' rayVersion: every graph step image carries this Ray; the tests run the same version.
 RAY_VERSION = "2.60.0"
 CSI_S3 = Chart("csi-s3", "0.43.7", "https://yandex-cloud.github.io/k8s-csi-s3/charts")
+# The llm-d router's endpoint picker and its InferencePool (llm-d/llm-d-router v0.10.0
+# config/charts/llm-d-router-gateway), published only to an OCI registry.
+LLM_D_ROUTER = Chart("llm-d-router-gateway", "v0.10.0", "oci://ghcr.io/llm-d/charts")
 ARGO_WORKFLOWS = Chart("argo-workflows", "1.0.18", "https://argoproj.github.io/argo-helm")
 # appVersion of argo-workflows 1.0.18: the release of the controller and of the executor image.
 ARGO_WORKFLOWS_VERSION = "v4.0.6"

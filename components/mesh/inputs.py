@@ -31,6 +31,8 @@ class MeshInputs(Model):
     stops drains this long, so no request it carries is cut."""
     node_boot_seconds: int = Field(default=120, ge=0, le=7200)
     """Seconds a VM takes to boot: about what a load balancer for the gateway takes."""
+    gateway_api: bool = False
+    """Install the Gateway API (v1.5.1 standard) and InferencePool (v1.4.0) CRDs and turn on istiod's inference extension: the stack has an LLM service (docs/serving.md: LLM routing)."""
     system_node_selector: Labels = {}
     """Node labels the pods of istiod, the ingress gateway, Jaeger and Kiali select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from inference_platform.args import MeshArgs
 from inference_platform.core import common, versions
@@ -48,9 +49,17 @@ def service_hosts(services: list[Service]) -> list[str]:
 # --------------------------------------------------------------------------- values and specs
 
 
+# istiod reads InferencePools (the HTTPRoute backends of LLM services) only with this set
+# (istio 1.30.3 pilot/pkg/features/experimental.go EnableGatewayAPIInferenceExtension).
+INFERENCE_EXTENSION_ENV = {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}
+
+
 def istiod_values(a: MeshInputs) -> dict[str, Any]:
-    # istiod 1.30.3 templates/deployment.yaml: .Values.nodeSelector (the user's top-level key).
+    values: dict[str, Any] = {"env": dict(INFERENCE_EXTENSION_ENV)} if a.gateway_api else {}
+    # istiod 1.30.3 templates/deployment.yaml: .Values.nodeSelector (the user's top-level key)
+    # and .Values.env, one variable each.
     return with_node_selector({
+        **values,
         # Pinned images: the proxies and the gateway take hub and tag from istiod.
         "global": {"hub": versions.ISTIO_HUB, "tag": versions.ISTIOD.version},
         "meshConfig": {
@@ -245,6 +254,25 @@ def kiali_network_policy_spec(a: MeshInputs) -> dict[str, Any]:
     return common.ingress_only_spec(ep.KIALI_POD_LABELS, rules)
 
 
+# The Gateway API standard channel v1.5.1 (kubernetes-sigs/gateway-api config/crd/standard; the
+# version Istio 1.30.3 builds against) and the InferencePool of gateway-api-inference-extension
+# v1.4.0 (Istio's pin), shipped verbatim (crds/; ../shared/reference/crds).
+CRDS_DIR = common.shipped_dir("crds")
+
+
+def gateway_api_crd_documents() -> list[dict[str, Any]]:
+    return [yaml.safe_load(path.read_text()) for path in sorted(CRDS_DIR.glob("*.yaml"))]
+
+
+def gateway_api_crds(parent: pulumi.Resource, name: str) -> list[pulumi.Resource]:
+    """The CRDs, kept in the cluster when the stack drops them: deleting a CRD deletes every
+    object of its kind, other teams' Gateways and routes too."""
+    return [k8s.apiextensions.v1.CustomResourceDefinition(
+        f"{name}-crd-{doc['spec']['names']['plural']}-{doc['spec']['group']}",
+        metadata=doc["metadata"], spec=doc["spec"], opts=resource_opts(parent, retain_on_delete=True),
+    ) for doc in gateway_api_crd_documents()]
+
+
 # --------------------------------------------------------------------------- component
 
 
@@ -278,6 +306,8 @@ class Mesh(pulumi.ComponentResource):
         self.injector: Optional[pulumi.Resource] = None
         self.urls: dict[str, str] = {}
         self.ui_urls: dict[str, str] = {}
+        # The Gateway API and InferencePool CRDs, where the stack has an LLM service.
+        self.gateway_api_crds: list[pulumi.Resource] = []
         if a.mesh.enabled:
             self._install(name, a)
         self.register_outputs({"gateway": self.gateway, "ingressNamespace": self.ingress_namespace,
@@ -296,7 +326,10 @@ class Mesh(pulumi.ComponentResource):
             )
 
         base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
-        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(a), base)
+        if a.gateway_api:
+            self.gateway_api_crds = gateway_api_crds(self, name)
+        # istiod watches the Gateway API kinds it finds when it starts.
+        istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(a), base, *self.gateway_api_crds)
         # The gateway's pods are injected by istiod, so it must be running first.
         release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(a), istiod)
 

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 from pydantic import AfterValidator, Field, field_validator
 
-from inference_platform.core.input_types import NameInput
+from inference_platform.core.input_types import NameInput, namespaced_ref
 from inference_platform.mesh.ref import MeshRef
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
 from inference_platform.settings.base import DnsLabel, Model, TritonModelName
@@ -52,6 +52,8 @@ class TritonServiceInputs(Model):
     """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
     tuning_priority_class: Optional[NameInput] = None
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
+    gateway_tls_secret: Optional[Annotated[str, AfterValidator(namespaced_ref)]] = None
+    """`<namespace>/<name>` of the TLS Secret an LLM service's Gateway serves HTTPS with (the platform's: the ingress gateway's, `mesh.tls.secretName`); none serves HTTP."""
     model_configs: dict[TritonModelName, ModelConfigText] = {}
     """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 

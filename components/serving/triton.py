@@ -56,6 +56,7 @@ from inference_platform.serving.openai_frontend import (
     metrics_ports,
     serves_openai,
 )
+from inference_platform.serving.llm_routing import declare_llm_routing, pod_authorization_rules, pod_network_rules
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
 from inference_platform.serving.triton_api import (
     ADMIN_KEY_SECRET_KEY,
@@ -387,7 +388,8 @@ def virtual_service_spec(service: Service, gateway: str) -> dict:
 
 def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
     """Only the ingress gateway may call Triton, and only its inference, health and metadata
-    paths and gRPC methods (triton_api.py); metrics stay reachable for Prometheus."""
+    paths and gRPC methods (triton_api.py); metrics stay reachable for Prometheus. An LLM
+    service's own Gateway may call the OpenAI paths (llm_routing.py)."""
     source = [{"source": ingress_source(service.auth, ingress_principal)}]
     http = {"ports": [str(HTTP_PORT)], "paths": open_http_policy_paths(), "notPaths": list(CLOSED_MODEL_PATHS)}
     return {
@@ -400,6 +402,7 @@ def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
             # Behind the OpenAI frontend the metrics are a path of the OpenAI port.
             *([{"to": [{"operation": {"ports": [str(OPENAI_FRONTEND_PORT)], "methods": ["GET"], "paths": [METRICS_PATH]}}]}]
               if serves_openai(service) else []),
+            *(pod_authorization_rules(service) if service.llm_routed else ()),
         ],
     }
 
@@ -414,6 +417,7 @@ def network_policy_spec(service: Service, ingress_namespace: str, monitoring_nam
                 "from": from_namespace(monitoring_namespace),
                 "ports": [{"protocol": "TCP", "port": p} for p in (*metrics_ports(service), *ISTIO_METRICS_PORTS)],
             },
+            *(pod_network_rules(service) if service.llm_routed else ()),
         ],
     }
 
@@ -505,8 +509,11 @@ class TritonService(pulumi.ComponentResource):
             )
 
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
-        custom("virtualservice", "networking.istio.io/v1", "VirtualService",
-               virtual_service_spec(service, a.mesh.gateway), depends_on=checked_by)
+        if service.llm_routed:
+            declare_llm_routing(self, name, service, labels, a.mesh.monitoring_namespace, a.gateway_tls_secret)
+        else:
+            custom("virtualservice", "networking.istio.io/v1", "VirtualService",
+                   virtual_service_spec(service, a.mesh.gateway), depends_on=checked_by)
         selector = {"app": service.name}
         declare_mesh_security(custom, selector, metrics_ports(service), authorization_policy_spec(service, a.mesh.ingress_principal),
                               service.auth)

@@ -92,6 +92,14 @@ class Llm(Model):
         return max(DTYPE_BYTES[self.dtype], 2)
 
 
+class LlmRouting(Model):
+    """How an LLM service's requests reach its versions: a Gateway API Gateway and HTTPRoute, an
+    InferencePool and the llm-d router's endpoint picker per version (docs/serving.md: LLM routing)."""
+
+    failure_mode: Literal["FailOpen", "FailClose"] = "FailOpen"
+    """What the gateway does when a version's endpoint picker does not answer (InferencePool `endpointPickerRef.failureMode`): `FailOpen` routes the request to any ready pod of the pool, `FailClose` refuses it."""
+
+
 # The latency histograms' bucket bounds, in milliseconds, which an objective must be one of (a
 # classic histogram answers "how many within X" only at its bounds): Triton's vLLM backend,
 # triton-inference-server/vllm_backend r25.01 src/utils/metrics.py (seconds there); Triton core's

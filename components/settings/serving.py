@@ -28,7 +28,7 @@ from inference_platform.settings.base import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.llm import ITL_BOUNDS_MS, TTFT_BOUNDS_MS, Llm, LlmObjectives
+from inference_platform.settings.llm import ITL_BOUNDS_MS, TTFT_BOUNDS_MS, Llm, LlmObjectives, LlmRouting
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
 from inference_platform.settings.tuning import (
     TRITON_IMAGE,
@@ -296,12 +296,19 @@ class Service(Model):
     """Deployed versions; weights sum to 100."""
     llm_objectives: Optional[LlmObjectives] = None
     """Latency objectives of the service's LLM versions (those with `llm`), each with multi-window burn-rate alerts."""
+    llm_routing: LlmRouting = LlmRouting()
+    """Routing of an LLM service (one with a version that has `llm`): the endpoint pickers' failure mode (docs/serving.md: LLM routing)."""
     pipeline: Optional[ServicePipeline] = None
     """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 
     @property
     def k8s_namespace(self) -> str:
         return self.namespace or self.name
+
+    @property
+    def llm_routed(self) -> bool:
+        """An LLM service (a version has `llm`): routed through the Gateway API Inference Extension."""
+        return any(v.llm is not None for v in self.versions)
 
     @property
     def per_try_timeout_seconds(self) -> float:
@@ -380,7 +387,41 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
             problems += tuning_share_problems(base, groups, ("pipeline", "tuning"), svc.pipeline.tuning)
     if svc.mirror is not None and svc.mirror.version not in version_names:
         problems.append((("mirror", "version"), f"no version named {svc.mirror.version!r}; versions: {', '.join(sorted(version_names))}"))
-    return problems + objective_problems(svc)
+    return problems + objective_problems(svc) + llm_routing_problems(svc)
+
+
+# llm-d-router-gateway v0.10.0 charts/router/templates/_helpers.tpl "llm-d-router.name": the
+# endpoint picker's objects are named after the release's first 40 characters plus `-epp`.
+ENDPOINT_PICKER_RELEASE_MAX = 40
+
+
+def llm_routing_problems(svc: Service) -> list[tuple[KeyPath, str]]:
+    """What the Gateway API routing of an LLM service cannot do (docs/serving.md: LLM routing)."""
+    if not svc.llm_routed:
+        if "llm_routing" in svc.model_fields_set:
+            return [(("llmRouting",), "the service has no version with `llm`, so nothing is routed by an endpoint picker; "
+                     "allowed: llmRouting on a service with LLM versions")]
+        return []
+    problems: list[tuple[KeyPath, str]] = []
+    if svc.auth.mode == "basic":
+        problems.append((("auth", "mode"), "basic is not available for an LLM service: its Gateway API route cannot answer "
+                         "401 with a Basic challenge; allowed: jwt, or none outside production"))
+    if svc.mirror is not None:
+        problems.append((("mirror",), "not available for an LLM service: each version's endpoint picker chooses the pod; "
+                         "allowed: no mirror (shift a small weight to the new version instead)"))
+    if "retries" in svc.model_fields_set:
+        problems.append((("retries",), "not available for an LLM service: its route never retries a generation; "
+                         "allowed: no retries key"))
+    for vi, v in enumerate(svc.versions):
+        if v.llm is None:
+            problems.append((("versions", vi, "llm"), "required: every version of an LLM service is served through the "
+                             "OpenAI frontend its InferencePool targets; allowed: an llm section, or the version in another service"))
+        release = deployment_name(svc, v)
+        if len(release) > ENDPOINT_PICKER_RELEASE_MAX:
+            problems.append((("versions", vi, "name"), f"the version's endpoint picker release {release!r} has {len(release)} "
+                             f"characters; allowed: service and version names of at most {ENDPOINT_PICKER_RELEASE_MAX} together "
+                             "with the dash (llm-d-router-gateway truncates longer ones)"))
+    return problems
 
 
 def objective_problems(svc: Service) -> list[tuple[KeyPath, str]]:

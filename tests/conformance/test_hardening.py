@@ -305,6 +305,8 @@ HARDENING_FREE_FORM = {
     # jaeger 4.11.1 templates/jaeger/jaeger-deploy.yaml: .Values.jaeger.resources, .podSecurityContext.
     versions.JAEGER.name: frozenset({"jaeger.resources", "jaeger.podSecurityContext.runAsNonRoot",
                                      "jaeger.podSecurityContext.seccompProfile"}),
+    # llm-d-router-gateway v0.10.0 charts/router/templates/_deployment.yaml: `toYaml` of router.epp.resources.
+    versions.LLM_D_ROUTER.name: frozenset({"router.epp.resources"}),
     # kiali-server 2.29.0 templates/deployment.yaml: deployment.resources.
     versions.KIALI.name: frozenset({"deployment.resources.limits.cpu"}),
     # alloy 1.11.1 templates/containers/_watch.yaml: configReloader.resources.

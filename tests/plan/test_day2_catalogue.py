@@ -85,16 +85,18 @@ CONTRACT_OF_CPU_BATCH = {("create", "acme-prod-gpu-contract-marker-cpu-batch"), 
 
 # (row id, stack, edit, expected {(action, logical name)}, xfail reason)
 CATALOGUE = [
-    ("shift canary weights", "acme-prod", _weights(0, 60, 40), {("update", "llm-chat-virtualservice")}, None),
+    # llm-chat is an LLM service: its canary is on the HTTPRoute (serving/llm_routing.py).
+    ("shift canary weights", "acme-prod", _weights(0, 60, 40), {("update", "llm-chat-httproute")}, None),
     ("promote the canary", "acme-prod", _weights(0, 0, 100),
      # the canary alert follows the stable version
-     {("update", "llm-chat-virtualservice"), ("update", "acme-prod-observability-rules")}, None),
+     {("update", "llm-chat-httproute"), ("update", "acme-prod-observability-rules")}, None),
     ("add a version", "acme-prod", _add_version,
      {("create", "embed-v2"), ("create", "embed-v2-hpa"), ("update", "embed-destinationrule")}, None),
     ("remove a version", "acme-prod", _remove_first_version,
      {("delete", "llm-chat-v7"), ("delete", "llm-chat-v7-hpa"), ("delete", "llm-chat-v7-pdb"),
-      ("update", "llm-chat-destinationrule"), ("update", "llm-chat-virtualservice"),
-      ("update", "acme-prod-observability-rules")}, None),
+      ("update", "llm-chat-destinationrule"), ("update", "llm-chat-httproute"),
+      ("delete", "llm-chat-v7-router"), ("delete", "llm-chat-v7-router-networkpolicy"),
+      ("update", "llm-chat-networkpolicy"), ("update", "acme-prod-observability-rules")}, None),
     ("add a service", "acme-prod", _add_service, NEW_SERVICE, None),
     ("change min/max replicas", "acme-prod",
      lambda c: _service(c, 0)["autoscaling"].update(minReplicas=3, maxReplicas=8),
@@ -142,7 +144,8 @@ CATALOGUE = [
     ("change retention", "acme-prod", lambda c: c[_key("observability")].update(prometheusRetention="45d"),
      {("update", "acme-prod-observability-kube-prometheus-stack")}, None),
     ("rotate the TLS secret name", "acme-prod", lambda c: c[_key("mesh")]["tls"].update(secretName="acme-gateway-tls-2026"),
-     {("update", "acme-prod-mesh-gateway-customer")}, None),
+     {("update", "acme-prod-mesh-gateway-customer"), ("update", "llm-chat-gateway"),
+      ("update", "llm-chat-gateway-certificate-grant")}, None),
 ]
 
 

@@ -115,8 +115,12 @@ def test_patched_stack_validates_and_renders(patched):
     plan = render_stack(patched["stack"], patched["file"])
     args = plan.get("kubernetes:apps/v1:Deployment", f"{name}-{CANARY}").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--model-config-name={CONFIG_NAME}" in args
-    [vs] = [r for r in plan.of_type("kubernetes:networking.istio.io/v1:VirtualService") if r.name == f"{name}-virtualservice"]
-    weights = {route["destination"]["subset"]: route["weight"] for route in vs.inputs["spec"]["http"][0]["route"]}
+    routes = [r for r in plan.of_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute") if r.name == f"{name}-httproute"]
+    if routes:  # an LLM service: the canary is on its HTTPRoute, a pool `<service>-<version>` per version
+        weights = {ref["name"].removeprefix(f"{name}-"): ref["weight"] for ref in routes[0].inputs["spec"]["rules"][0]["backendRefs"]}
+    else:
+        [vs] = [r for r in plan.of_type("kubernetes:networking.istio.io/v1:VirtualService") if r.name == f"{name}-virtualservice"]
+        weights = {route["destination"]["subset"]: route["weight"] for route in vs.inputs["spec"]["http"][0]["route"]}
     assert weights[CANARY] == 10 and weights[base["name"]] == base["weight"] - 10 and sum(weights.values()) == 100
 
 

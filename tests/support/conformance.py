@@ -97,8 +97,16 @@ def validate_custom(doc: dict[str, Any], own: Optional[dict[tuple[str, str], dic
     jsonschema.validate(doc, schemas[key], cls=jsonschema.Draft7Validator)
 
 
+# API groups under k8s.io that are CustomResourceDefinitions, not built into the API server:
+# Gateway API and its inference extension (reference/crds).
+CUSTOM_K8S_IO_GROUPS = frozenset({"gateway.networking.k8s.io", "inference.networking.k8s.io",
+                                  "inference.networking.x-k8s.io"})
+
+
 def is_core(doc: dict[str, Any]) -> bool:
     group = doc["apiVersion"].rsplit("/", 1)[0] if "/" in doc["apiVersion"] else ""
+    if group in CUSTOM_K8S_IO_GROUPS:
+        return False
     return group == "" or group.endswith(".k8s.io") or "." not in group
 
 

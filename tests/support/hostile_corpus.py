@@ -239,6 +239,15 @@ MAGNUM_VALUES: list[tuple[str, tuple, Any]] = [
     ("magnum-group-selector", ("cluster", "nodeGroups", 1, "selector"), {"pool": "gpu"}),
 ]
 ALERTING = ("observability", "alerting")
+# acme-prod's llm-chat (services[0]) is an LLM service (serving/llm_routing.py).
+LLM_ROUTING = ("services", 0, "llmRouting")
+LLM_ROUTING_VALUES: list[tuple[str, tuple, Any]] = [
+    ("failure-mode-lowercase", LLM_ROUTING + ("failureMode",), "failopen"),
+    ("failure-mode-newline", LLM_ROUTING + ("failureMode",), "FailOpen\n"),
+    ("failure-mode-empty", LLM_ROUTING + ("failureMode",), ""),
+    ("llm-routing-unknown-key", LLM_ROUTING + ("timeout",), 30),
+    ("llm-service-basic-auth", ("services", 0, "auth"), {"mode": "basic"}),
+]
 ALERTING_VALUES: list[tuple[str, tuple, Any]] = [
     ("slack-channel-bare", ALERTING + ("receivers", 1, "slack", "channel"), "acme-alerts"),
     ("slack-channel-newline", ALERTING + ("receivers", 1, "slack", "channel"), "#alerts\n"),
@@ -461,7 +470,8 @@ def value_cases() -> Iterator[tuple[str, bytes, Any]]:
     prod = example("acme-prod")
     training = _set(demo, T, TRAINING_SECTION)
     for base_name, base, values in (("demo-dev", demo, HOSTILE_VALUES),
-                                    ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES + OPENAI_VALUES),
+                                    ("acme-prod", prod, S3_VALUES + MAGNUM_VALUES + UI_VALUES + ALERTING_VALUES + OPENAI_VALUES
+                                     + LLM_ROUTING_VALUES),
                                     ("demo-dev-training", training, TRAINING_VALUES)):
         for case, path, value in values:
             if value == "MIRROR0":

@@ -1,0 +1,310 @@
+"""LLM routing: an LLM service's requests through the Gateway API Inference Extension.
+
+Per LLM service (settings `Service.llm_routed`): a Gateway of class `istio` in the service's
+namespace, which istiod deploys as `<gateway>-istio` (Deployment, Service, ServiceAccount;
+istio 1.30.3 pilot/pkg/config/kube/gatewaycommon/gateway_utils.go GetDefaultName), and an
+HTTPRoute whose weighted backendRefs are the versions' InferencePools, the canary split.
+Per version: a release of llm-d-router-gateway v0.10.0, which makes the version's
+InferencePool (selecting its pods, targeting the OpenAI frontend's port) and the endpoint
+picker the pool names. The chart ties one picker to one pool (`--pool-name <release>`,
+charts/router/templates/_deployment.yaml), so each version has its own picker.
+
+The picker runs without a sidecar: it serves ext_proc over its own TLS, which the chart's
+DestinationRule (provider `istio`, templates/istio.yaml) tells the gateway to originate, and a
+sidecar under the mesh's STRICT mTLS would refuse that. It scrapes the pods' Triton metrics
+port, which admits plaintext (mesh/security.py peer_authentication_spec), rather than the
+OpenAI port, which does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from inference_platform.core import versions
+from inference_platform.core.common import from_namespace, helm_release, resource_opts
+from inference_platform.mesh.routes import envoy_duration
+from inference_platform.mesh.security import ingress_source
+from inference_platform.observability.metrics import TRITON_METRICS_PORT
+from inference_platform.serving.openai_frontend import OPENAI_FRONTEND_PORT
+from inference_platform.settings.serving import Service, Version, deployment_name
+
+GATEWAY_CLASS = "istio"
+# gateway-api v1.5.1 standard: the groups of the kinds the routing declares and refers to.
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+INFERENCE_GROUP = "inference.networking.k8s.io"
+# istio 1.30.3 files/kube-gateway.yaml: the label istiod puts on the gateway pods it deploys.
+GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"
+# llm-d-router-gateway v0.10.0 charts/router: values.yaml epp.extProcPort, and the container
+# port `metrics` of templates/_deployment.yaml (the Service's `http-metrics`).
+ENDPOINT_PICKER_PORT = 9002
+ENDPOINT_PICKER_METRICS_PORT = 9090
+# The paths of Triton's OpenAI frontend (triton-inference-server/server r25.01
+# python/openai/openai_frontend/frontend/fastapi/routers: chat.py, completions.py, models.py);
+# its /metrics and /health/ready stay inside the cluster.
+OPENAI_EXACT_PATHS = ("/v1/chat/completions", "/v1/completions")
+OPENAI_MODELS_PATH = "/v1/models"
+# Seconds between the gateway pod's drain and the kubelet's SIGKILL (as mesh.GATEWAY_SHUTDOWN_MARGIN).
+GATEWAY_SHUTDOWN_MARGIN = 10
+
+
+def pool_name(service: Service, version: Version) -> str:
+    """The version's InferencePool and the release that makes it: `<service>-<version>`."""
+    return deployment_name(service, version)
+
+
+def endpoint_picker_name(service: Service, version: Version) -> str:
+    """charts/router/templates/_helpers.tpl llm-d-router.name: `<release>-epp` (the release is at
+    most 40 characters: serving.llm_routing_problems)."""
+    return f"{pool_name(service, version)}-epp"
+
+
+def endpoint_picker_pods(service: Service, version: Version) -> dict[str, str]:
+    """_helpers.tpl llm-d-router.selectorLabels (inferencePool.create true): the picker's pods."""
+    return {"llm-d-router-gateway": endpoint_picker_name(service, version)}
+
+
+def gateway_name(service: Service) -> str:
+    return service.name
+
+
+def gateway_pods(service: Service) -> dict[str, str]:
+    return {GATEWAY_NAME_LABEL: gateway_name(service)}
+
+
+def gateway_principal(service: Service) -> str:
+    """The SPIFFE principal of the gateway's pods: istiod names their ServiceAccount
+    `<gateway>-<class>` (deploymentcontroller.go TemplateInput.ServiceAccount)."""
+    return f"cluster.local/ns/{service.k8s_namespace}/sa/{gateway_name(service)}-{GATEWAY_CLASS}"
+
+
+# --------------------------------------------------------------------------- endpoint picker
+
+
+def endpoint_picker_config() -> dict[str, Any]:
+    """The picker's plugins: the chart's default-plugins.yaml for `modelServers.type: triton`
+    (charts/router/templates/_config.yaml), with the metrics read from Triton's metrics port.
+
+    The `triton` engine reads `nv_inference_pending_request_count` and `nv_inference_exec_count`
+    (llm-d-router v0.10.0 pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go
+    defaultEngineConfigs). `triton-tensorrt-llm` would read request_type `waiting` and
+    kv_cache_block_type `fraction` of the TensorRT-LLM backend's gauges, which its v0.17.0 (Triton
+    25.01) does not export (tests/catalogues/tensorrtllm-backend.txt). The metrics source's `port`
+    overrides the pool's target port (pkg/epp/framework/plugins/datalayer/source/metrics/datasource.go).
+    """
+    return {
+        "apiVersion": "llm-d.ai/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            {"type": "metrics-data-source",
+             "parameters": {"scheme": "http", "path": "/metrics", "port": TRITON_METRICS_PORT}},
+            {"type": "core-metrics-extractor", "parameters": {"defaultEngine": "triton"}},
+            {"type": "passthrough-parser"},
+        ],
+        "schedulingProfiles": [{"name": "default", "plugins": [
+            {"pluginRef": "queue-scorer", "weight": 2},
+            {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+            {"pluginRef": "prefix-cache-scorer", "weight": 3},
+        ]}],
+        "requestHandler": {"parsers": [{"pluginRef": "passthrough-parser"}]},
+    }
+
+
+ENDPOINT_PICKER_CONFIG_FILE = "platform-plugins.yaml"
+
+
+def endpoint_picker_values(service: Service, version: Version) -> dict[str, Any]:
+    """The version's llm-d-router-gateway values: its pool, its picker and the picker's
+    ServiceMonitor (the chart's, with the token the picker's /metrics asks for)."""
+    return {
+        "provider": {"name": GATEWAY_CLASS},
+        "router": {
+            "modelServers": {
+                "type": "triton",
+                "protocol": "http",
+                "targetPorts": [{"number": OPENAI_FRONTEND_PORT}],
+                "matchLabels": {"app": service.name, "version": version.name},
+            },
+            "inferencePool": {"failureMode": service.llm_routing.failure_mode},
+            "epp": {
+                "pluginsConfigFile": ENDPOINT_PICKER_CONFIG_FILE,
+                "pluginsCustomConfig": {ENDPOINT_PICKER_CONFIG_FILE: yaml.safe_dump(endpoint_picker_config(), sort_keys=False)},
+                # No sidecar: see the module's docstring (istio pkg/kube/inject/inject.go
+                # injectRequired reads this annotation).
+                "podAnnotations": {"sidecar.istio.io/inject": "false"},
+            },
+            "monitoring": {"prometheus": {"enabled": True}},
+        },
+    }
+
+
+def endpoint_picker_network_policy_spec(service: Service, version: Version, monitoring_namespace: str) -> dict:
+    """The picker admits the gateway on ext_proc and Prometheus on its metrics; nothing else."""
+    return {
+        "podSelector": {"matchLabels": endpoint_picker_pods(service, version)},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"podSelector": {"matchLabels": gateway_pods(service)}}],
+             "ports": [{"protocol": "TCP", "port": ENDPOINT_PICKER_PORT}]},
+            {"from": from_namespace(monitoring_namespace),
+             "ports": [{"protocol": "TCP", "port": ENDPOINT_PICKER_METRICS_PORT}]},
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- gateway and route
+
+
+def gateway_parameters(service: Service) -> dict[str, str]:
+    """Overlays istiod applies to the gateway it deploys (kube-gateway.yaml, through
+    `infrastructure.parametersRef`; deploymentcontroller.go supportedOverlays): two replicas,
+    one kept through a node drain, and a drain as long as the longest request, so a stopping
+    gateway pod does not cut a stream (Istio's default drain is 5 s, the pod's grace 30 s)."""
+    drain = service.route_timeout_whole_seconds
+    deployment = {"spec": {"replicas": 2, "template": {
+        # istio/api mesh/v1alpha1/proxy.proto termination_drain_duration.
+        "metadata": {"annotations": {"proxy.istio.io/config": f"terminationDrainDuration: {drain}s"}},
+        "spec": {"terminationGracePeriodSeconds": drain + GATEWAY_SHUTDOWN_MARGIN},
+    }}}
+    pdb = {"spec": {"minAvailable": 1}}
+    return {"deployment": yaml.safe_dump(deployment, sort_keys=True),
+            "podDisruptionBudget": yaml.safe_dump(pdb, sort_keys=True)}
+
+
+def gateway_parameters_name(service: Service, data: dict[str, str]) -> str:
+    """Named after its content: a changed ConfigMap is created beside the old one and the
+    Gateway moves to it, where a replaced one would be deleted first and istiod would
+    redeploy the gateway without its overlays meanwhile."""
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return f"{gateway_name(service)}-gateway-{digest[:10]}"
+
+
+def gateway_spec(service: Service, parameters: str, tls_secret: Optional[tuple[str, str]]) -> dict:
+    """Listeners for the service's hosts only, routes from its own namespace only; HTTPS with
+    the ingress gateway's certificate (`tls_secret`: namespace, name) where the mesh has TLS."""
+    listeners = []
+    for i, host in enumerate(service.hosts):
+        allowed = {"namespaces": {"from": "Same"}}
+        if tls_secret is None:
+            listeners.append({"name": f"http-{i}", "hostname": host, "port": 80, "protocol": "HTTP", "allowedRoutes": allowed})
+            continue
+        namespace, name = tls_secret
+        listeners.append({"name": f"https-{i}", "hostname": host, "port": 443, "protocol": "HTTPS", "allowedRoutes": allowed,
+                          "tls": {"mode": "Terminate",
+                                  "certificateRefs": [{"group": "", "kind": "Secret", "name": name, "namespace": namespace}]}})
+    return {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners,
+            "infrastructure": {"parametersRef": {"group": "", "kind": "ConfigMap", "name": parameters}}}
+
+
+def certificate_grant_spec(service: Service, secret_name: str) -> dict:
+    """A ReferenceGrant in the certificate's namespace: the service's Gateway may read it."""
+    return {"from": [{"group": GATEWAY_GROUP, "kind": "Gateway", "namespace": service.k8s_namespace}],
+            "to": [{"group": "", "kind": "Secret", "name": secret_name}]}
+
+
+def http_route_spec(service: Service) -> dict:
+    """The OpenAI paths to the versions' pools, split by their canary weights (a version at
+    weight 0 gets no entry, as in the classic VirtualService); every other path gets 404 from
+    the gateway. `timeouts.request` bounds a whole stream: the service's timeoutSeconds."""
+    matches = [{"path": {"type": "Exact", "value": p}} for p in OPENAI_EXACT_PATHS]
+    matches.append({"path": {"type": "PathPrefix", "value": OPENAI_MODELS_PATH}})
+    backends = [{"group": INFERENCE_GROUP, "kind": "InferencePool", "name": pool_name(service, v), "weight": v.weight}
+                for v in service.versions if v.weight > 0]
+    return {
+        "parentRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": gateway_name(service)}],
+        "hostnames": list(service.hosts),
+        "rules": [{"matches": matches, "backendRefs": backends,
+                   "timeouts": {"request": envoy_duration(service.timeout_seconds)}}],
+    }
+
+
+def gateway_target(service: Service) -> list[dict]:
+    return [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": gateway_name(service)}]
+
+
+def gateway_jwt_specs(service: Service) -> tuple[dict, dict]:
+    """With jwt auth, the gateway checks tokens (RequestAuthentication) and lets through only
+    requests that carry a valid one (AuthorizationPolicy), both bound to the Gateway by
+    targetRefs (istio/api security/v1 request_authentication.proto, authorization_policy.proto)."""
+    jwt = service.auth.jwt
+    rule: dict = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
+    if jwt.audiences:
+        rule["audiences"] = list(jwt.audiences)
+    authentication = {"targetRefs": gateway_target(service), "jwtRules": [rule]}
+    authorization = {"targetRefs": gateway_target(service), "action": "ALLOW",
+                     "rules": [{"from": [{"source": {"requestPrincipals": ["*"]}}]}]}
+    return authentication, authorization
+
+
+# --------------------------------------------------------------------------- the pods' side
+
+
+def pod_authorization_rules(service: Service) -> list[dict]:
+    """The AuthorizationPolicy rules of an LLM service's pods: the gateway may call the OpenAI
+    paths on the frontend's port (with jwt auth, only with a token the pods' RequestAuthentication accepts)."""
+    paths = [*OPENAI_EXACT_PATHS, OPENAI_MODELS_PATH, f"{OPENAI_MODELS_PATH}/*"]
+    return [{"from": [{"source": ingress_source(service.auth, gateway_principal(service))}],
+             "to": [{"operation": {"ports": [str(OPENAI_FRONTEND_PORT)], "paths": paths}}]}]
+
+
+def pod_network_rules(service: Service) -> list[dict]:
+    """The NetworkPolicy rules of an LLM service's pods: the gateway on the frontend's port, the
+    versions' pickers on Triton's metrics port."""
+    pickers = [{"podSelector": {"matchLabels": endpoint_picker_pods(service, v)}} for v in service.versions]
+    return [{"from": [{"podSelector": {"matchLabels": gateway_pods(service)}}],
+             "ports": [{"protocol": "TCP", "port": OPENAI_FRONTEND_PORT}]},
+            {"from": pickers, "ports": [{"protocol": "TCP", "port": TRITON_METRICS_PORT}]}]
+
+
+# --------------------------------------------------------------------------- resources
+
+
+def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, labels: dict[str, str],
+                        monitoring_namespace: str, tls_secret: Optional[str]) -> None:
+    """An LLM service's routing, as children of its TritonService `parent`: per version the
+    router release and its picker's NetworkPolicy; the Gateway with its parameters (and the
+    grant to its certificate, `tls_secret` as `<namespace>/<name>`), the HTTPRoute, and with jwt
+    auth the Gateway's token check."""
+    ns = service.k8s_namespace
+
+    def meta(object_name: str, namespace: str = ns) -> dict:
+        return {"name": object_name, "namespace": namespace, "labels": labels}
+
+    def custom(role: str, api_version: str, kind: str, metadata: dict, spec: pulumi.Input[dict], *deps) -> pulumi.Resource:
+        return k8s.apiextensions.CustomResource(f"{name}-{role}", api_version=api_version, kind=kind, metadata=metadata,
+                                                spec=spec, opts=resource_opts(parent, depends_on=deps))
+
+    pools = []
+    for version in service.versions:
+        pools.append(helm_release(f"{name}-{version.name}-router", pool_name(service, version), versions.LLM_D_ROUTER, ns,
+                                  endpoint_picker_values(service, version), resource_opts(parent)))
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-{version.name}-router-networkpolicy", metadata=meta(endpoint_picker_name(service, version)),
+            spec=endpoint_picker_network_policy_spec(service, version, monitoring_namespace), opts=resource_opts(parent))
+    data = gateway_parameters(service)
+    parameters = k8s.core.v1.ConfigMap(f"{name}-gateway-parameters", metadata=meta(gateway_parameters_name(service, data)),
+                                       data=data, opts=resource_opts(parent))
+    certificate = None
+    if tls_secret is not None:
+        namespace, secret = tls_secret.split("/", 1)
+        certificate = (namespace, secret)
+        custom("gateway-certificate-grant", f"{GATEWAY_GROUP}/v1", "ReferenceGrant",
+               meta(f"{ns}-{service.name}-gateway", namespace), certificate_grant_spec(service, secret))
+    gateway = custom("gateway", f"{GATEWAY_GROUP}/v1", "Gateway", meta(gateway_name(service)),
+                     gateway_spec(service, parameters.metadata["name"], certificate))
+    # The route's backends are the releases' pools: created after them, it never names a missing pool.
+    custom("httproute", f"{GATEWAY_GROUP}/v1", "HTTPRoute", meta(service.name), http_route_spec(service), gateway, *pools)
+    if service.auth.mode == "jwt":
+        authentication, authorization = gateway_jwt_specs(service)
+        custom("gateway-requestauthentication", "security.istio.io/v1", "RequestAuthentication",
+               meta(f"{service.name}-gateway"), authentication)
+        custom("gateway-authorizationpolicy", "security.istio.io/v1", "AuthorizationPolicy",
+               meta(f"{service.name}-gateway"), authorization)

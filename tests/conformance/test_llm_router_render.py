@@ -1,0 +1,42 @@
+"""The llm-d router chart as `helm template` renders it for acme-prod's LLM versions: our values
+reach the InferencePool and the endpoint picker (serving/llm_routing.py)."""
+
+import yaml
+
+from inference_platform.core import versions
+from tests.conftest import stack_plan
+from tests.support.helm import installed, releases
+
+
+def _rendered(version: str) -> dict[str, dict]:
+    (release,) = [r for r in releases(stack_plan("acme-prod")) if r["name"] == f"llm-chat-{version}"]
+    assert release["chart"] == f"{versions.LLM_D_ROUTER.repository}/{versions.LLM_D_ROUTER.name}"
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in installed(release)}
+
+
+def test_each_versions_pool_selects_its_pods_on_the_openai_port_through_its_own_picker(reference):
+    for version in ("v7", "v8"):
+        objects = _rendered(version)
+        pool = objects[f"InferencePool/llm-chat-{version}"]["spec"]
+        assert pool["selector"]["matchLabels"] == {"app": "llm-chat", "version": version}
+        assert pool["targetPorts"] == [{"number": 9000}]
+        assert pool["endpointPickerRef"] == {"name": f"llm-chat-{version}-epp", "port": {"number": 9002},
+                                             "failureMode": "FailOpen"}
+
+
+def test_the_picker_reads_tritons_queue_from_the_metrics_port_and_runs_outside_the_mesh(reference):
+    objects = _rendered("v7")
+    picker = objects["Deployment/llm-chat-v7-epp"]["spec"]["template"]
+    (container,) = picker["spec"]["containers"]
+    file = container["args"][container["args"].index("--config-file") + 1]
+    config = yaml.safe_load(objects["ConfigMap/llm-chat-v7-epp"]["data"][file.removeprefix("/config/")])
+    plugins = {p["type"]: p.get("parameters") for p in config["plugins"]}
+    assert plugins["metrics-data-source"]["port"] == 8002
+    assert plugins["core-metrics-extractor"] == {"defaultEngine": "triton"}
+    assert picker["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
+    assert container["resources"]["requests"] == {"cpu": "500m", "memory": "512Mi"}
+    # The gateway originates TLS to the picker (it serves ext_proc over its own certificate).
+    assert objects["DestinationRule/llm-chat-v7-epp"]["spec"]["trafficPolicy"]["tls"]["mode"] == "SIMPLE"
+    # Prometheus scrapes the picker with the token its /metrics asks for.
+    monitor = objects["ServiceMonitor/llm-chat-v7-epp-monitor"]["spec"]["endpoints"][0]
+    assert monitor["port"] == "http-metrics" and "authorization" in monitor

@@ -1,0 +1,84 @@
+"""LLM services routed through the Gateway API Inference Extension (serving/llm_routing.py): the
+HTTPRoute carries the canary, a canary edit touches nothing else, the pods admit the gateway."""
+
+from pathlib import Path
+
+from platformctl.__main__ import main
+from platformctl.engine import render_stack
+from platformctl.plan import write_plan
+from tests.conftest import stack_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+
+
+def _acme_llm_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
+    text = (ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text()
+    assert text.count("          weight: 90\n") == 1 and text.count("          weight: 10\n") == 1
+    text = text.replace("          weight: 90\n", f"          weight: {weights[0]}\n")
+    text = text.replace("          weight: 10\n", f"          weight: {weights[1]}\n")
+    stack_file = tmp_path / "Pulumi.acme-prod.yaml"
+    stack_file.write_text(text)
+    return write_plan(render_stack("acme-prod", stack_file), tmp_path / "edited", stack_file)
+
+
+def test_the_httproute_sends_the_openai_paths_to_each_versions_pool_by_its_canary_weight():
+    (route,) = stack_plan("acme-prod").of_type(HTTPROUTE)
+    (rule,) = route.inputs["spec"]["rules"]
+    assert [(b["kind"], b["name"], b["weight"]) for b in rule["backendRefs"]] == [
+        ("InferencePool", "llm-chat-v7", 90), ("InferencePool", "llm-chat-v8", 10)]
+    assert [m["path"]["value"] for m in rule["matches"]] == ["/v1/chat/completions", "/v1/completions", "/v1/models"]
+    # The service's timeoutSeconds bounds a whole stream at the gateway.
+    assert rule["timeouts"] == {"request": "120s"}
+
+
+def test_an_llm_canary_shift_updates_only_the_httproute(tmp_path, capsys):
+    main_plan = write_plan(stack_plan("acme-prod"), tmp_path / "main")
+    assert main(["diff", str(main_plan), str(_acme_llm_canary(tmp_path, (50, 50)))]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == [
+        "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors",
+        "inference-platform:index:TritonService llm-chat:",
+        "  ~ update kubernetes:gateway.networking.k8s.io/v1:HTTPRoute llm-chat-httproute",
+        "      inputs.spec.rules[0].backendRefs[0].weight: 90 -> 50",
+        "      inputs.spec.rules[0].backendRefs[1].weight: 10 -> 50",
+    ]
+
+
+def test_an_llm_service_has_no_virtualservice_and_its_host_leaves_the_customer_gateway():
+    plan = stack_plan("acme-prod")
+    names = {r.name for r in plan.resources}
+    assert "llm-chat-virtualservice" not in names and "embed-virtualservice" in names
+    (customer,) = [r for r in plan.resources if r.name.endswith("gateway-customer")]
+    assert all("chat.acme.example.com" not in s["hosts"] for s in customer.inputs["spec"]["servers"])
+
+
+def test_the_llm_pods_admit_their_gateway_on_the_openai_port_and_the_pickers_on_the_metrics_port():
+    plan = stack_plan("acme-prod")
+    (policy,) = [r for r in plan.resources if r.name == "llm-chat-authorizationpolicy"]
+    gateway_rule = policy.inputs["spec"]["rules"][-1]
+    assert gateway_rule["from"][0]["source"] == {"principals": ["cluster.local/ns/llm-chat/sa/llm-chat-istio"],
+                                                 "requestPrincipals": ["*"]}
+    assert gateway_rule["to"][0]["operation"]["ports"] == ["9000"]
+    (netpol,) = [r for r in plan.resources if r.name == "llm-chat-networkpolicy"]
+    ingress = netpol.inputs["spec"]["ingress"]
+    assert {"from": [{"podSelector": {"matchLabels": {"gateway.networking.k8s.io/gateway-name": "llm-chat"}}}],
+            "ports": [{"protocol": "TCP", "port": 9000}]} in ingress
+    assert {"from": [{"podSelector": {"matchLabels": {"llm-d-router-gateway": f"llm-chat-{v}-epp"}}} for v in ("v7", "v8")],
+            "ports": [{"protocol": "TCP", "port": 8002}]} in ingress
+
+
+def test_istiod_reads_inference_pools_only_in_a_stack_with_an_llm_service():
+    def istiod_env(stack):
+        (release,) = [r for r in stack_plan(stack).resources if r.name.endswith("-mesh-istiod")]
+        return release.inputs["values"].get("env")
+    assert istiod_env("acme-prod") == {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}
+    assert istiod_env("demo-dev") is None
+
+
+def test_the_gateway_api_crds_are_kept_when_the_stack_drops_them():
+    crds = [r for r in stack_plan("acme-prod").resources if r.type.endswith(":CustomResourceDefinition")]
+    assert sorted(r.inputs["metadata"]["name"] for r in crds) == sorted([
+        *(f"{p}.gateway.networking.k8s.io" for p in ("backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes",
+                                                      "httproutes", "listenersets", "referencegrants", "tlsroutes")),
+        "inferencepools.inference.networking.k8s.io"])
+    assert all(r.retain_on_delete for r in crds)

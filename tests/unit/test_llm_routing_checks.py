@@ -1,0 +1,66 @@
+"""What the Gateway API routing of an LLM service refuses, each as one line naming the key
+(settings/serving.py llm_routing_problems), and the values its endpoint picker gets."""
+
+import pytest
+
+from inference_platform.serving.llm_routing import endpoint_picker_values, http_route_spec
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.loader import parse_settings
+from tests.unit.test_llm_memory import STACK_FILE, stack
+
+
+def refused(raw: dict) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_settings(raw, STACK_FILE)
+    line = info.value.one_line()
+    assert "\n" not in line
+    return line
+
+
+def test_basic_auth_on_an_llm_service_is_refused_since_its_route_cannot_challenge():
+    raw = stack(maxConcurrentSequences=32)
+    raw["services"][0]["auth"] = {"mode": "basic"}
+    assert "services[svc].auth.mode: basic is not available for an LLM service" in refused(raw)
+
+
+def test_a_version_without_llm_in_an_llm_service_is_refused():
+    raw = stack(maxConcurrentSequences=32)
+    plain = dict(raw["services"][0]["versions"][0], name="plain", weight=0)
+    plain.pop("llm")
+    raw["services"][0]["versions"].append(plain)
+    assert "services[svc].versions[plain].llm: required: every version of an LLM service" in refused(raw)
+
+
+def test_an_endpoint_picker_release_longer_than_the_chart_keeps_is_refused():
+    raw = stack(maxConcurrentSequences=32)
+    raw["services"][0]["name"] = "s" * 30
+    raw["services"][0]["versions"][0]["name"] = "v" * 15
+    assert "allowed: service and version names of at most 40 together" in refused(raw)
+
+
+def test_mirror_retries_and_llm_routing_outside_an_llm_service_are_refused():
+    raw = stack(maxConcurrentSequences=32)
+    raw["services"][0]["retries"] = {"attempts": 1}
+    assert "services[svc].retries: not available for an LLM service" in refused(raw)
+    raw = stack(maxConcurrentSequences=32)
+    raw["services"][0]["versions"][0].pop("llm")
+    raw["services"][0]["llmRouting"] = {"failureMode": "FailClose"}
+    assert "services[svc].llmRouting: the service has no version with `llm`" in refused(raw)
+
+
+@pytest.mark.parametrize("mode", ["FailOpen", "FailClose"])
+def test_the_failure_mode_reaches_every_versions_pool(mode):
+    raw = stack(maxConcurrentSequences=32)
+    raw["services"][0]["llmRouting"] = {"failureMode": mode}
+    service = parse_settings(raw, STACK_FILE).services[0]
+    values = endpoint_picker_values(service, service.versions[0])
+    assert values["router"]["inferencePool"] == {"failureMode": mode}
+    assert values["router"]["modelServers"]["matchLabels"] == {"app": "svc", "version": "v1"}
+
+
+def test_a_version_at_weight_zero_gets_no_backend():
+    raw = stack(maxConcurrentSequences=32)
+    second = dict(raw["services"][0]["versions"][0], name="v2", weight=0)
+    raw["services"][0]["versions"].append(second)
+    service = parse_settings(raw, STACK_FILE).services[0]
+    assert [b["name"] for b in http_route_spec(service)["rules"][0]["backendRefs"]] == ["svc-v1"]
