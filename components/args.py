@@ -844,7 +844,7 @@ class ServiceArgs(TypedDict):
     llm_objectives: NotRequired[LlmObjectivesArgs]
     """Latency objectives of the service's LLM versions (those with `llm`), each with multi-window burn-rate alerts."""
     llm_routing: NotRequired[LlmRoutingArgs]
-    """Routing of an LLM service (one with a version that has `llm`): the endpoint pickers' failure mode (docs/serving.md: LLM routing)."""
+    """Routing of an LLM service (one whose versions have `llm.openai`): the endpoint pickers' failure mode (docs/serving.md: LLM routing)."""
     pipeline: NotRequired[ServicePipelineArgs]
     """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 

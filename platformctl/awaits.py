@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 
 from inference_platform.gpu import coldstart
 from inference_platform.gpu.node_rules import MARKER_COMPONENT
+from inference_platform.serving.openai_frontend import FRONTEND_COMMAND
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.readiness import (
     Budget,
@@ -219,7 +220,10 @@ def label(r: dict[str, Any]) -> str:
 
 
 def runs_tritonserver(pod: dict[str, Any]) -> bool:
-    return any((c.get("command") or [None])[0] == "tritonserver" for c in pod.get("containers") or [])
+    """A pod running Triton: `tritonserver`, or Triton in-process behind the OpenAI frontend
+    (serving/openai_frontend.py), which loads the same models as slowly."""
+    return any((c.get("command") or [None])[0] == "tritonserver" or c.get("command") == FRONTEND_COMMAND
+               for c in pod.get("containers") or [])
 
 
 def expectations(resources: Iterable[dict[str, Any]], settings: Settings) -> list[Expectation]:

@@ -32,6 +32,7 @@ from inference_platform.settings.serving import Service, Version
 OPENAI_FRONTEND_PORT = 9000
 OPENAI_PORT_NAME = "http-openai"
 FRONTEND_MAIN = "/opt/tritonserver/python/openai/openai_frontend/main.py"
+FRONTEND_COMMAND = ["python3", FRONTEND_MAIN]
 # frontend/fastapi/routers/observability.py (r25.01): 200 when the in-process server is ready,
 # 400 otherwise; `/metrics` beside it answers the server's Prometheus metrics.
 HEALTH_PATH = "/health/ready"
@@ -70,7 +71,7 @@ def frontend_container(version: Version, repository: pulumi.Input[str], mount_pa
     probes. Ready on the frontend's own health path: main.py starts uvicorn only once Triton
     has loaded every model. Liveness stays on the KServe HTTP frontend."""
     container = {
-        "command": ["python3", FRONTEND_MAIN],
+        "command": list(FRONTEND_COMMAND),
         "args": for_repository(repository, lambda r: frontend_args(version, r, tokenizer_path(version, mount_path))),
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},

@@ -48,6 +48,7 @@ from inference_platform.observability.metrics import (
     pod_monitor_spec,
 )
 from inference_platform.serving.inputs import TritonServiceInputs
+from inference_platform.serving.llm_routing import declare_llm_routing, pod_authorization_rules, pod_network_rules
 from inference_platform.serving.openai_frontend import (
     METRICS_PATH,
     OPENAI_FRONTEND_PORT,
@@ -56,7 +57,6 @@ from inference_platform.serving.openai_frontend import (
     metrics_ports,
     serves_openai,
 )
-from inference_platform.serving.llm_routing import declare_llm_routing, pod_authorization_rules, pod_network_rules
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
 from inference_platform.serving.triton_api import (
     ADMIN_KEY_SECRET_KEY,

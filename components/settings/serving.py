@@ -297,7 +297,7 @@ class Service(Model):
     llm_objectives: Optional[LlmObjectives] = None
     """Latency objectives of the service's LLM versions (those with `llm`), each with multi-window burn-rate alerts."""
     llm_routing: LlmRouting = LlmRouting()
-    """Routing of an LLM service (one with a version that has `llm`): the endpoint pickers' failure mode (docs/serving.md: LLM routing)."""
+    """Routing of an LLM service (one whose versions have `llm.openai`): the endpoint pickers' failure mode (docs/serving.md: LLM routing)."""
     pipeline: Optional[ServicePipeline] = None
     """The model pipeline (needs modelPipeline.enabled): an Argo WorkflowTemplate that builds, tunes and publishes a new version of this service's model and ends in a stack-file patch for it as a canary."""
 
@@ -307,8 +307,10 @@ class Service(Model):
 
     @property
     def llm_routed(self) -> bool:
-        """An LLM service (a version has `llm`): routed through the Gateway API Inference Extension."""
-        return any(v.llm is not None for v in self.versions)
+        """An LLM service served through the OpenAI frontend (a version has `llm.openai`): routed
+        through the Gateway API Inference Extension. A version with `llm` alone keeps Triton's own
+        endpoints behind the classic VirtualService."""
+        return any(v.serves_openai for v in self.versions)
 
     @property
     def per_try_timeout_seconds(self) -> float:
@@ -399,8 +401,8 @@ def llm_routing_problems(svc: Service) -> list[tuple[KeyPath, str]]:
     """What the Gateway API routing of an LLM service cannot do (docs/serving.md: LLM routing)."""
     if not svc.llm_routed:
         if "llm_routing" in svc.model_fields_set:
-            return [(("llmRouting",), "the service has no version with `llm`, so nothing is routed by an endpoint picker; "
-                     "allowed: llmRouting on a service with LLM versions")]
+            return [(("llmRouting",), "the service has no version with `llm.openai`, so nothing is routed by an endpoint "
+                     "picker; allowed: llmRouting on a service whose versions serve the OpenAI API")]
         return []
     problems: list[tuple[KeyPath, str]] = []
     if svc.auth.mode == "basic":
@@ -413,9 +415,11 @@ def llm_routing_problems(svc: Service) -> list[tuple[KeyPath, str]]:
         problems.append((("retries",), "not available for an LLM service: its route never retries a generation; "
                          "allowed: no retries key"))
     for vi, v in enumerate(svc.versions):
-        if v.llm is None:
-            problems.append((("versions", vi, "llm"), "required: every version of an LLM service is served through the "
-                             "OpenAI frontend its InferencePool targets; allowed: an llm section, or the version in another service"))
+        if not v.serves_openai:
+            where = ("versions", vi, "llm") + (("openai",) if v.llm is not None else ())
+            problems.append((where, "required: every version of a service whose versions serve the OpenAI API is reached "
+                             "through the OpenAI frontend its InferencePool targets; allowed: llm.openai on every "
+                             "version, or the version in another service"))
         release = deployment_name(svc, v)
         if len(release) > ENDPOINT_PICKER_RELEASE_MAX:
             problems.append((("versions", vi, "name"), f"the version's endpoint picker release {release!r} has {len(release)} "

@@ -69,10 +69,10 @@ def test_acme_prod_budgets_follow_the_cold_start_model():
     by_label = {awaits.label(row.expectation.resource): row for row in rows}
     v7 = by_label["Deployment llm-chat/llm-chat-v7"]
     # 900 s new node (boot 120 + driver 180 + pull 180 + load 420), then 5 more replicas,
-    # each after the old pod's 145 s grace (10 s pause + 120 s exit timeout + 15 s) on the
-    # GPU it frees: 420 s model load.
-    assert (v7.expectation.budget.create_seconds, v7.expectation.budget.update_seconds) == (900, 3750)
-    assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1140, 4740, "customTimeouts")
+    # each after the old frontend pod's 180 s drain (15 s endpoint removal + the 120 s route
+    # timeout before SIGTERM, then Triton's 30 s exit and 15 s) on the GPU it frees: 420 s load.
+    assert (v7.expectation.budget.create_seconds, v7.expectation.budget.update_seconds) == (900, 3900)
+    assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1140, 4920, "customTimeouts")
     embed = by_label["Deployment embed/embed-v1"]
     # embed reads from S3: every start also downloads the repository (weight fetch 210 s):
     # 1110 s on a new node, then 2 x (85 s drain for its 60 s timeout + 210 s fetch + 420 s load).
@@ -90,7 +90,7 @@ def test_plan_prints_the_await_budgets(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "Await budgets" in out
     line = next(line for line in out.splitlines() if "Deployment llm-chat/llm-chat-v7 " in line)
-    assert "900s / 3750s" in line and "1140s / 4740s (customTimeouts)" in line
+    assert "900s / 3900s" in line and "1140s / 4920s (customTimeouts)" in line
 
 
 def test_plan_with_a_too_short_wait_exits_2_with_one_line(capsys, tmp_path, monkeypatch):
@@ -110,8 +110,8 @@ def test_a_too_short_custom_timeout_is_caught():
     resources, settings = acme()
     find(resources, ":Deployment", "llm-chat-v7")["customTimeouts"] = {"create": "19m", "update": "30m"}
     assert await_problems(resources, settings) == [
-        "Deployment llm-chat/llm-chat-v7 may need 3750s to become ready on update (new node 900s, then 5 x "
-        "(drain 150s + 420s on the freed GPU)) but `pulumi up` waits 1800s (customTimeouts)"
+        "Deployment llm-chat/llm-chat-v7 may need 3900s to become ready on update (new node 900s, then 5 x "
+        "(drain 180s + 420s on the freed GPU)) but `pulumi up` waits 1800s (customTimeouts)"
     ]
 
 
@@ -162,7 +162,7 @@ def test_depending_on_a_slow_rollout_is_caught():
     hpa["dependsOn"].append(find(resources, ":Deployment", "llm-chat-v7")["urn"])
     (problem,) = await_problems(resources, settings)
     assert problem.startswith("HorizontalPodAutoscaler llm-chat/llm-chat-v7-hpa-")
-    assert problem.endswith(" depends on Deployment llm-chat/llm-chat-v7, whose rollout may take 3750s: "
+    assert problem.endswith(" depends on Deployment llm-chat/llm-chat-v7, whose rollout may take 3900s: "
                             "refer to it by a stable name instead of its outputs")
 
 
@@ -215,7 +215,7 @@ def test_longer_stages_lengthen_every_wait():
 
 def test_custom_timeouts_reach_resources_json():
     d = next(r for r in plan_resources(stack_plan("acme-prod")) if r["name"] == "llm-chat-v7")
-    assert d["customTimeouts"] == {"create": "19m", "update": "79m"}
+    assert d["customTimeouts"] == {"create": "19m", "update": "82m"}
     assert find(plan_resources(stack_plan("acme-prod")), ":HorizontalPodAutoscaler", "llm-chat-v7-hpa")["customTimeouts"] == {}
 
 

@@ -157,12 +157,12 @@ def test_adapter_exposes_the_hpa_metric_names(reference):
     assert values["prometheus"] == {"url": f"http://{ep.PROMETHEUS_HOST}", "port": 9090}
     names = {r["name"]["as"] for r in values["rules"]["custom"]}
     # Every metric an HPA asks for is served (an unserved one leaves the HPA without a value);
-    # acme-prod's LLM versions scale on TensorRT-LLM's signals, vLLM's are the live test's.
+    # acme-prod's LLM versions scale on vLLM's signal, TensorRT-LLM's are the live test's.
     hpas = [h for stack in ("demo-dev", "acme-prod")
             for h in stack_plan(stack).of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")]
     wanted = {m["pods"]["metric"]["name"] for h in hpas for m in h.inputs["spec"]["metrics"]}
-    assert wanted == {QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC, TRTLLM_ACTIVE_METRIC, TRTLLM_KV_CACHE_METRIC}
-    assert names == wanted | {REQUEST_RATE_METRIC, VLLM_IN_FLIGHT_METRIC}
+    assert wanted == {QUEUE_TIME_METRIC, PENDING_REQUESTS_METRIC, VLLM_IN_FLIGHT_METRIC}
+    assert names == wanted | {REQUEST_RATE_METRIC, TRTLLM_ACTIVE_METRIC, TRTLLM_KV_CACHE_METRIC}
     for rule in values["rules"]["custom"]:
         query = rule["metricsQuery"].replace("<<.Series>>", rule["name"]["matches"].strip("^$"))
         assert metric_names(query) <= known_metrics()

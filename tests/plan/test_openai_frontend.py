@@ -22,13 +22,17 @@ def frontend_catalogue() -> dict[str, str]:
 
 
 def with_llm_version(openai: dict | None = None, timeout: int = 120) -> dict:
-    """The base service with a second version, v2, serving Llama 3.1 8B on vLLM."""
+    """The base service with a second version, v2, serving Llama 3.1 8B on vLLM; with `openai`
+    both versions serve it behind the frontend (a service whose versions serve the OpenAI API is
+    routed through their InferencePools, so every version must, and its route takes no Basic Auth)."""
     raw = base_config()
     svc = raw["services"][0]
     svc["timeoutSeconds"] = timeout
     llm = {"engine": "vllm", "architecture": LLAMA31_8B, "maxContextTokens": 8192, "maxConcurrentSequences": 32}
     if openai is not None:
         llm["openai"] = openai
+        svc["auth"] = {"mode": "none"}
+        svc["versions"][0].update(image=VLLM_IMAGE, gpu={"group": "gpu"}, llm=copy.deepcopy(llm))
     svc["versions"][0]["weight"] = 90
     svc["versions"].append({"name": "v2", "image": VLLM_IMAGE, "weight": 10, "gpu": {"group": "gpu"},
                             "modelRepository": {"cache": "fileShare", "path": "svc/v2"}, "llm": llm})
@@ -91,13 +95,12 @@ def test_a_frontend_pod_drains_for_the_route_timeout_before_sigterm():
     assert any("OpenAI frontend's preStop 60s" in p for p in shutdown_problems(short, 600))
 
 
-def test_a_classic_version_beside_an_llm_version_is_unchanged():
+def test_without_llm_openai_a_service_runs_tritonserver_and_with_it_every_version_runs_the_frontend():
     without = render_raw(with_llm_version(None))
     with_frontend = render_raw(with_llm_version({}))
-    assert pod(with_frontend, "v1") == pod(without, "v1")
-    assert pod(with_frontend, "v1")["spec"]["containers"][0]["command"] == ["tritonserver"]
-    # Without llm.openai the LLM version runs tritonserver too.
-    assert pod(without, "v2")["spec"]["containers"][0]["command"] == ["tritonserver"]
+    # Without llm.openai the LLM version runs tritonserver, like the classic one beside it.
+    assert [pod(without, v)["spec"]["containers"][0]["command"] for v in ("v1", "v2")] == [["tritonserver"]] * 2
+    assert [pod(with_frontend, v)["spec"]["containers"][0]["command"] for v in ("v1", "v2")] == [["python3", FRONTEND_MAIN]] * 2
 
 
 def test_frontend_pods_are_scraped_on_the_openai_port_and_only_its_metrics_path_is_open_to_prometheus():

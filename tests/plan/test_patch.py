@@ -69,7 +69,10 @@ def patched(request, tmp_path_factory):
     d = tmp_path_factory.mktemp(stack)
     stack_file = d / f"Pulumi.{stack}.yaml"
     shutil.copyfile(ROOT / "stacks" / stack_file.name, stack_file)
-    service = read_stack_config(stack_file)[SERVICES][0]
+    # The first service whose versions take a tuned config name (not those behind the OpenAI
+    # frontend, which has no --model-config-name).
+    service = next(s for s in read_stack_config(stack_file)[SERVICES]
+                   if not any((v.get("llm") or {}).get("openai") is not None for v in s["versions"]))
     versions = service["versions"]
     base = max(range(len(versions)), key=lambda i: versions[i]["weight"])
     cache = versions[base]["modelRepository"]["cache"]
@@ -253,11 +256,12 @@ def test_blank_lines_after_the_base_stay_after_the_new_version(tmp_path):
     assert text.count("          startupBudgetSeconds: 900\n        - name: v8\n") == 1
     stack_file.write_text(text.replace("startupBudgetSeconds: 900\n", "startupBudgetSeconds: 900\n\n"))
     patch = canary_patch("llm-chat", "v7", "v9", "fileShare", "llm-chat/v9", CONFIG_NAME, 10)
+    del patch["addVersion"]["modelConfigName"]  # behind the OpenAI frontend: no tuned config name
     code, _, err = run_patch(stack_file, write_patch(tmp_path / "patch.json", patch))
     assert code == 0, err
     new = stack_file.read_text()
     assert "          startupBudgetSeconds: 900\n        - name: v9\n" in new
-    assert f"          modelConfigName: {CONFIG_NAME}\n\n        - name: v8\n" in new
+    assert "\n\n        - name: v8\n" in new and new.index("- name: v9") < new.index("- name: v8")
 
 
 DEMO_PATCH = canary_patch("resnet", "v1", "v3", "fileShare", "resnet/v3", CONFIG_NAME, 10)

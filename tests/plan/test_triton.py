@@ -367,8 +367,15 @@ def test_every_version_drains_for_its_route_timeout(path):
         assert shutdown_problems(template, service.timeout_seconds) == [], f"{service.name}/{version.name}"
 
 
-def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
-    pod = stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"]
+def long_generation_pod() -> dict:
+    """A tritonserver version whose route allows 120 s generations (the test stack's svc)."""
+    raw = base_config()
+    raw["services"][0]["timeoutSeconds"] = 120
+    return render_raw(raw).get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]
+
+
+def test_a_long_generation_pod_drains_past_its_120s_timeout():
+    pod = long_generation_pod()
     triton = pod["spec"]["containers"][0]
     assert "--exit-timeout-secs=120" in triton["args"]
     assert triton["lifecycle"] == {"preStop": {"sleep": {"seconds": 15}}}
@@ -386,7 +393,7 @@ def test_acme_prod_llm_pod_drains_past_its_120s_timeout():
 def test_a_broken_shutdown_combination_is_caught(breakage, words):
     from inference_platform.serving.shutdown import shutdown_problems
 
-    template = copy.deepcopy(stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]["template"])
+    template = copy.deepcopy(long_generation_pod())
     breakage(template)
     problems = shutdown_problems(template, 120)
     if words is None:  # a classic sidecar told to drain long enough is fine

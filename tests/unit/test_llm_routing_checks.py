@@ -6,7 +6,17 @@ import pytest
 from inference_platform.serving.llm_routing import endpoint_picker_values, http_route_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from tests.unit.test_llm_memory import STACK_FILE, stack
+from tests.unit.test_llm_memory import STACK_FILE
+from tests.unit.test_llm_memory import stack as llm_stack
+
+VLLM_IMAGE = "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"
+
+
+def stack(**llm_keys) -> dict:
+    """The LLM test stack with its version behind the OpenAI frontend: a routed LLM service."""
+    raw = llm_stack(**llm_keys, openai={})
+    raw["services"][0]["versions"][0]["image"] = VLLM_IMAGE
+    return raw
 
 
 def refused(raw: dict) -> str:
@@ -28,7 +38,11 @@ def test_a_version_without_llm_in_an_llm_service_is_refused():
     plain = dict(raw["services"][0]["versions"][0], name="plain", weight=0)
     plain.pop("llm")
     raw["services"][0]["versions"].append(plain)
-    assert "services[svc].versions[plain].llm: required: every version of an LLM service" in refused(raw)
+    assert "services[svc].versions[plain].llm: required: every version of a service whose versions serve the OpenAI API" in refused(raw)
+    # An LLM version without the frontend is no more reachable through the service's pools.
+    raw["services"][0]["versions"][1] = dict(raw["services"][0]["versions"][0], name="plain", weight=0,
+                                             llm={k: v for k, v in raw["services"][0]["versions"][0]["llm"].items() if k != "openai"})
+    assert "services[svc].versions[plain].llm.openai: required" in refused(raw)
 
 
 def test_an_endpoint_picker_release_longer_than_the_chart_keeps_is_refused():
@@ -45,7 +59,7 @@ def test_mirror_retries_and_llm_routing_outside_an_llm_service_are_refused():
     raw = stack(maxConcurrentSequences=32)
     raw["services"][0]["versions"][0].pop("llm")
     raw["services"][0]["llmRouting"] = {"failureMode": "FailClose"}
-    assert "services[svc].llmRouting: the service has no version with `llm`" in refused(raw)
+    assert "services[svc].llmRouting: the service has no version with `llm.openai`" in refused(raw)
 
 
 @pytest.mark.parametrize("mode", ["FailOpen", "FailClose"])
