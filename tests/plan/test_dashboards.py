@@ -208,6 +208,10 @@ def test_llm_dashboard_covers_both_backends():
     assert used["Inter-token latency (vLLM)"] <= vllm | {"kube_pod_labels"}
     assert used["Output tokens / s"] & vllm and used["Output tokens / s"] & trt
     assert "nv_trt_llm_kv_cache_block_metrics" in used["KV cache blocks in use"]
+    epp = set(names["endpoint-picker"])
+    assert used["Ready pods and queue per pool"] == {"inference_pool_ready_pods", "inference_pool_average_queue_size"}
+    assert used["Requests picked and errors"] == {"inference_objective_request_total", "inference_objective_request_error_total"}
+    assert used["Picker decision time (p99)"] <= epp
     # Every LLM catalogue contributes; no other dashboard needs them.
     everywhere_else = set().union(*(metric_names(e) for d, _, e in dashboards.targets("prometheus") if d != LLM_DASHBOARD))
     assert not everywhere_else & (vllm | trt | triton)

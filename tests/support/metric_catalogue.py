@@ -25,6 +25,8 @@ LLM_CATALOGUES = {
 RAY_SERVE_CATALOGUE = "ray-serve.txt"
 # The training controllers' own metrics: Kueue's queues and JobSet's terminal states.
 TRAINING_CATALOGUES = {"kueue": "kueue.txt", "jobset": "jobset.txt"}
+# The llm-d router's endpoint pickers, in front of the LLM versions' InferencePools.
+ENDPOINT_PICKER_CATALOGUE = "llm-d-router-epp.txt"
 # Series Prometheus itself synthesises for every target.
 PROMETHEUS_BUILTIN = frozenset({"up"})
 
@@ -102,6 +104,7 @@ def catalogue() -> dict[str, dict[str, str]]:
         **{source: _with_histogram_series({f.name: f.type for f in llm_families(source)}) for source in LLM_CATALOGUES},
         "ray-serve": _with_histogram_series({f.name: f.type for f in ray_serve_families()}),
         **{source: _table((CATALOGUES / file).read_text()) for source, file in TRAINING_CATALOGUES.items()},
+        "endpoint-picker": _with_histogram_series(_table((CATALOGUES / ENDPOINT_PICKER_CATALOGUE).read_text())),
     }
 
 

@@ -30,10 +30,11 @@ from inference_platform.observability import alerts
 from inference_platform.observability.metrics import QUEUE_TIME_METRIC
 from inference_platform.settings.stack import Settings
 from tests.conftest import observability_inputs
+from tests.support.controller_exporter import controller_series
 from tests.support.metric_catalogue import catalogue, llm_families
 from tests.support.netutil import free_port
 from tests.support.ray_exporter import EXAMPLE_GRAPH, ray_pods, ray_series
-from tests.support.training_exporter import JOBSET_NAMESPACE, KUEUE_NAMESPACE, controller_series, dcgm_series, ksm_series
+from tests.support.training_exporter import JOBSET_NAMESPACE, KUEUE_NAMESPACE, dcgm_series, ksm_series
 
 SCRAPE_SECONDS = 1
 DCGM_NAMESPACE = "gpu-operator"
@@ -138,7 +139,7 @@ def _labels(**labels: Any) -> str:
 
 
 class Exporter:
-    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod>, /gateway, /ksm, /ray/..., /kueue, /jobset and /dcgm-training."""
+    """Serves /triton/<ns>/<pod>, /dcgm/<node>, /envoy/<ns>/<pod>, /gateway, /ksm, /ray/..., /kueue, /jobset, /llm-d-router-epp and /dcgm-training."""
 
     def __init__(self, topology: Topology):
         self.topology = topology
@@ -382,7 +383,7 @@ class Exporter:
                 lines = self.gateway()
             elif parts[0] == "ksm":
                 lines = self.ksm()
-            elif parts[0] in ("kueue", "jobset"):
+            elif parts[0] in ("kueue", "jobset", "llm-d-router-epp"):
                 lines = controller_series(self, f"{parts[0]}.txt")
             elif parts[0] == "dcgm-training":
                 lines = dcgm_series(self)
@@ -455,6 +456,8 @@ def scrape_config(topology: Topology, exporter_port: int) -> list[dict[str, Any]
         # The controllers' metrics Services; their own namespace labels become exported_namespace.
         {"job_name": "kueue", "static_configs": [static("/kueue", namespace=KUEUE_NAMESPACE, pod="kueue-controller-manager-0")]},
         {"job_name": "jobset", "static_configs": [static("/jobset", namespace=JOBSET_NAMESPACE, pod="jobset-controller-manager-0")]},
+        # An LLM version's endpoint picker (its chart's ServiceMonitor).
+        {"job_name": "endpoint-picker", "static_configs": [static("/llm-d-router-epp", namespace="chat", pod="chat-v1-epp-0")]},
         {"job_name": "nvidia-dcgm-exporter-training", "static_configs": [
             static("/dcgm-training", namespace=DCGM_NAMESPACE, pod="nvidia-dcgm-exporter-train", container="nvidia-dcgm-exporter")]},
         {

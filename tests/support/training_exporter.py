@@ -6,16 +6,13 @@ kube-state-metrics.txt).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tests.support.metric_catalogue import CATALOGUES, families
+from tests.support.controller_exporter import NAMESPACE, TRAIN_JOB, _labels
 
 if TYPE_CHECKING:
     from tests.support.promstack import Exporter
 
-NAMESPACE = "team-vision"
-CLUSTER_QUEUE = "vision"
-TRAIN_JOB = "ddp"
 NODES = 2
 # JobSet names a replicated job's Jobs <jobset>-<replicatedJob>-<index> (placement.go GenJobName);
 # a Job's pod gets the Job's name, its completion index and a random suffix.
@@ -24,29 +21,6 @@ PODS = [f"{job}-0-x{i}" for i, job in enumerate(JOBS)]
 # Where each controller runs: the scrape's namespace label wins, theirs becomes exported_namespace.
 KUEUE_NAMESPACE = "kueue-system"
 JOBSET_NAMESPACE = "kubeflow-system"
-# Values of the labels the catalogues list without values.
-_DEFAULTS = {"cluster_queue": CLUSTER_QUEUE, "preempting_cluster_queue": CLUSTER_QUEUE, "cohort": "gpu", "flavor": "gpu",
-             "resource": "nvidia.com/gpu", "replica_role": "standalone", "priority_class": "training",
-             "underlying_cause": "", "jobset_name": TRAIN_JOB, "exported_namespace": NAMESPACE}
-
-
-def _labels(**labels: Any) -> str:
-    return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
-
-
-def controller_series(exporter: Exporter, catalogue_file: str) -> list[str]:
-    """Every family of a controller's catalogue, once per value of its category label."""
-    lines = []
-    for family in families((CATALOGUES / catalogue_file).read_text()):
-        names = [n for n in family.labels if n not in {"status", "reason"}]
-        base = {("namespace" if n == "exported_namespace" else n): _DEFAULTS[n] for n in names}
-        category = next((n for n in family.labels if n in {"status", "reason"}), None)
-        for value in (family.values or ("Preempted",)) if category else (None,):
-            labels = {**base, **({category: value} if category else {})}
-            text = _labels(**labels)
-            step = 4 if family.name.endswith("_usage") else 2
-            lines.append(f"{family.name}{text} {exporter._value(family.name, text, step)}")
-    return lines
 
 
 def ksm_series() -> list[str]:
