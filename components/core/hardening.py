@@ -274,6 +274,27 @@ CHARTS: tuple[ChartExemption, ...] = (
     ChartExemption("kuberay-operator", ("Deployment/kuberay-operator",), ("CKV_K8S_38",),
                    f"the operator runs the RayServices' clusters: it {_TOKEN}"),
     ChartExemption("kuberay-operator", ("Deployment/kuberay-operator",), ("CKV_K8S_40",), _IMAGE_UID),
+    # -- kubeflow-trainer (Trainer's manager, and JobSet's controller as its dependency)
+    ChartExemption("kubeflow-trainer", ("Deployment/kubeflow-trainer-controller-manager", "Deployment/jobset-controller"),
+                   ("CKV_K8S_38",), f"the controllers create the TrainJobs' JobSets, Jobs and pods: they {_TOKEN}"),
+    ChartExemption("kubeflow-trainer", ("Deployment/kubeflow-trainer-controller-manager", "Deployment/jobset-controller"),
+                   ("CKV_K8S_40",), _IMAGE_UID),
+    ChartExemption("kubeflow-trainer", ("ClusterRole/kubeflow-trainer-controller-manager", "ClusterRole/jobset-controller"),
+                   ("CKV_K8S_155",), "each controller writes the CA bundle of its own webhook configurations (its "
+                   "internal certificate management: kubeflow-trainer 2.3.0 templates/rbac/clusterrole.yaml, jobset "
+                   "0.12.0 charts/jobset/templates/rbac/role.yaml)"),
+    ChartExemption("kubeflow-trainer", ("RoleBinding/jobset-manager-secrets-rolebinding",), ("CKV2_K8S_5",),
+                   "JobSet keeps its webhook certificate in a Secret of its own namespace (jobset 0.12.0 "
+                   "charts/jobset/templates/internalcert)"),
+    ChartExemption("kubeflow-trainer", ("Deployment/kubeflow-trainer-controller-manager",), ("CKV_K8S_29",),
+                   "kubeflow-trainer 2.3.0 templates/manager/deployment.yaml has no pod securityContext value "
+                   "(the container's, manager.securityContext, sets runAsNonRoot, no escalation, all capabilities dropped)"),
+    ChartExemption("kubeflow-trainer", ("Deployment/kubeflow-trainer-controller-manager",), ("CKV_K8S_22",),
+                   "kubeflow-trainer 2.3.0 values.yaml manager.securityContext leaves the root file system writable, "
+                   "and where the manager writes besides its mounted certificate is not verified here, so the "
+                   "platform does not risk a crash-looping manager on it"),
+    ChartExemption("kubeflow-trainer", ("Pod/kubeflow-trainer-controller-manager", "Pod/jobset-controller"), ("CKV2_K8S_6",),
+                   _NO_POLICY_YET),
     # -- kueue (training queues)
     ChartExemption("kueue", ("Deployment/kueue-controller-manager",), ("CKV_K8S_38",),
                    f"Kueue admits and suspends jobs and keeps its queues' status: it {_TOKEN}"),

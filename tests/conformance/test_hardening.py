@@ -307,6 +307,9 @@ HARDENING_FREE_FORM = {
                                      "jaeger.podSecurityContext.seccompProfile"}),
     # llm-d-router-gateway v0.10.0 charts/router/templates/_deployment.yaml: `toYaml` of router.epp.resources.
     versions.LLM_D_ROUTER.name: frozenset({"router.epp.resources"}),
+    # kueue 0.19.2 templates/manager/manager.yaml: `toYaml` of controllerManager.manager.podSecurityContext.
+    versions.KUEUE.name: frozenset({"controllerManager.manager.podSecurityContext.runAsUser",
+                                    "controllerManager.manager.podSecurityContext.runAsGroup"}),
     # kiali-server 2.29.0 templates/deployment.yaml: deployment.resources.
     versions.KIALI.name: frozenset({"deployment.resources.limits.cpu"}),
     # alloy 1.11.1 templates/containers/_watch.yaml: configReloader.resources.

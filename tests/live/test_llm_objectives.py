@@ -15,10 +15,8 @@ from inference_platform.observability import alerts
 from inference_platform.observability.llm_slo import le_matcher
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from platformctl.engine import stack_settings
 from tests.conftest import base_config, observability_inputs
 
-ACME = stack_settings("acme-prod")  # llm-chat: TensorRT-LLM, time to first token within 500 ms for 99%
 TTFT = "LlmTimeToFirstTokenBudgetBurn"
 ITL = "LlmInterTokenLatencyBudgetBurn"
 ARCH = {"parametersBillion": 8.03, "layers": 32, "kvHeads": 8, "headDim": 128}
@@ -30,6 +28,20 @@ def vllm_service(**objectives) -> dict:
     version["llm"] = {"engine": "vllm", "architecture": ARCH, "maxContextTokens": 4096, "maxConcurrentSequences": 16}
     raw["services"][0]["llmObjectives"] = objectives
     return raw
+
+
+def trtllm_chat():
+    """A service `llm-chat` on TensorRT-LLM (no OpenAI frontend): time to first token within
+    500 ms for 99%, read from Triton's first-response histogram."""
+    raw = base_config()
+    svc = raw["services"][0]
+    svc.update(name="llm-chat", hosts=["chat.example.com"], llmObjectives={"timeToFirstTokenMs": 500, "target": 0.99})
+    version = svc["versions"][0]
+    version.update(name="v7", image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+                   modelRepository={"cache": "fileShare", "path": "llm-chat/v7"},
+                   serverArgs={"metrics-config": ["histogram_latencies=true"]})
+    version["llm"] = {"engine": "tensorrtllm", "architecture": ARCH, "maxContextTokens": 4096, "maxConcurrentSequences": 16}
+    return parse_settings(raw, "stacks/Pulumi.test-dev.yaml")
 
 
 def first_token_series(slow_per_minute: int, le: str = "500") -> dict[str, str]:
@@ -67,7 +79,7 @@ def only_annotations_free(groups):
     return [dict(g, rules=[{k: v for k, v in r.items() if k != "annotations"} for r in g["rules"]]) for g in groups]
 
 
-ACME_GROUPS = only_annotations_free(alerts.rule_groups(observability_inputs(ACME)))
+ACME_GROUPS = only_annotations_free(alerts.rule_groups(observability_inputs(trtllm_chat())))
 
 
 @pytest.mark.parametrize("slow,expected", [

@@ -336,7 +336,7 @@ OPENAI_VALUES: list[tuple[str, tuple, Any]] = [
     ("openai-unknown-key", OPENAI, {"servedModelName": "chat"}),
     ("openai-not-a-mapping", OPENAI, "yes"),
     # The NGC TensorRT-LLM image lacks the frontend's packages: refused on the image.
-    ("openai-on-frontendless-image", OPENAI, {}),
+    ("openai-on-frontendless-image", ("services", 0, "versions", 0, "image"), "nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3"),
 ]
 
 
