@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -28,7 +28,7 @@ import yaml
 
 from inference_platform.core import versions
 from inference_platform.core.common import from_namespace, helm_release, resource_opts
-from inference_platform.mesh.routes import envoy_duration
+from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration
 from inference_platform.mesh.security import ingress_source
 from inference_platform.observability.metrics import TRITON_METRICS_PORT
 from inference_platform.serving.openai_frontend import OPENAI_FRONTEND_PORT
@@ -216,6 +216,13 @@ def http_route_spec(service: Service) -> dict:
     the gateway. `timeouts.request` bounds a whole stream: the service's timeoutSeconds."""
     matches = [{"path": {"type": "Exact", "value": p}} for p in OPENAI_EXACT_PATHS]
     matches.append({"path": {"type": "PathPrefix", "value": OPENAI_MODELS_PATH}})
+    if service.auth.mode == "basic":
+        # As the classic routes (mesh/routes.py BASIC_CREDENTIAL): one `Basic <base64>` value, or no
+        # route. The gateway's basic_auth filter (mesh/basic_auth.py, applied to every gateway
+        # from Istio's root namespace) answers 401 with the challenge itself before routing.
+        regex = BASIC_CREDENTIAL["authorization"]["regex"]
+        for match in matches:
+            match["headers"] = [{"type": "RegularExpression", "name": "Authorization", "value": regex}]
     backends = [{"group": INFERENCE_GROUP, "kind": "InferencePool", "name": pool_name(service, v), "weight": v.weight}
                 for v in service.versions if v.weight > 0]
     return {
@@ -268,7 +275,8 @@ def pod_network_rules(service: Service) -> list[dict]:
 
 
 def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, labels: dict[str, str],
-                        monitoring_namespace: str, tls_secret: Optional[str]) -> None:
+                        monitoring_namespace: str, tls_secret: Optional[str],
+                        checked_by: Sequence[pulumi.Resource] = ()) -> None:
     """An LLM service's routing, as children of its TritonService `parent`: per version the
     router release and its picker's NetworkPolicy; the Gateway with its parameters (and the
     grant to its certificate, `tls_secret` as `<namespace>/<name>`), the HTTPRoute, and with jwt
@@ -301,7 +309,9 @@ def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, la
     gateway = custom("gateway", f"{GATEWAY_GROUP}/v1", "Gateway", meta(gateway_name(service)),
                      gateway_spec(service, parameters.metadata["name"], certificate))
     # The route's backends are the releases' pools: created after them, it never names a missing pool.
-    custom("httproute", f"{GATEWAY_GROUP}/v1", "HTTPRoute", meta(service.name), http_route_spec(service), gateway, *pools)
+    # With Basic Auth, after the filter and policy that check the credential it admits (`checked_by`).
+    custom("httproute", f"{GATEWAY_GROUP}/v1", "HTTPRoute", meta(service.name), http_route_spec(service), gateway, *pools,
+           *checked_by)
     if service.auth.mode == "jwt":
         authentication, authorization = gateway_jwt_specs(service)
         custom("gateway-requestauthentication", "security.istio.io/v1", "RequestAuthentication",

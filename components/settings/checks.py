@@ -268,6 +268,18 @@ def upload_prefix_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     return upload_prefix_overlaps(s.weight_caches)
 
 
+def llm_basic_auth_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """Basic Auth on an LLM service needs the platform's mesh: its gateway's filter and the policy
+    that fails closed live in Istio's root namespace (mesh/basic_auth.py), which reaches the
+    service's own Gateway only from there; a cluster's own Istio has its gateway elsewhere."""
+    if s.mesh.enabled:
+        return []
+    return [(("services", i, "auth", "mode"), "basic on a service whose versions serve the OpenAI API needs mesh.enabled "
+             "(the check of its own Gateway lives in the platform's Istio root namespace); allowed: jwt, or none "
+             "outside production")
+            for i, svc in enumerate(s.services) if svc.llm_routed and svc.auth.mode == "basic"]
+
+
 def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     """(key path, problem) for versions whose Deployment name another service's version
     already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""

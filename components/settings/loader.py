@@ -17,7 +17,7 @@ from inference_platform.gpu.profiles import check_gpu_settings
 from inference_platform.serving.llm_memory import llm_memory_problems
 from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
-from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes
+from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes, llm_basic_auth_problems
 from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, how_to_set_secret, pydantic_problems
 from inference_platform.settings.namespaces import namespace_problems, near_miss_hint
 from inference_platform.settings.stack import SECRET_KEYS, Settings
@@ -107,6 +107,7 @@ STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
         upload_config_problems,  # the configs a weight upload carries, and their presets
         tuned_shape_problems,  # tuning/perf_inputs.py: the shapes Perf Analyzer sends an uploaded tuned model
         deployment_name_clashes,  # settings/checks.py: one Deployment name per version and namespace
+        llm_basic_auth_problems,  # settings/checks.py: Basic Auth on an LLM service's own Gateway needs the platform's mesh
         training_section_problems,  # settings/training.py: teams, runtimes, jobs' placement, mesh degrees and caches
     ),
     # training/capacity.py: the teams' quotas and the serving-first proof, on GPU groups and requests

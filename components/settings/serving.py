@@ -405,9 +405,6 @@ def llm_routing_problems(svc: Service) -> list[tuple[KeyPath, str]]:
                      "picker; allowed: llmRouting on a service whose versions serve the OpenAI API")]
         return []
     problems: list[tuple[KeyPath, str]] = []
-    if svc.auth.mode == "basic":
-        problems.append((("auth", "mode"), "basic is not available for an LLM service: its Gateway API route cannot answer "
-                         "401 with a Basic challenge; allowed: jwt, or none outside production"))
     if svc.mirror is not None:
         problems.append((("mirror",), "not available for an LLM service: each version's endpoint picker chooses the pod; "
                          "allowed: no mirror (shift a small weight to the new version instead)"))

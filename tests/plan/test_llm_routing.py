@@ -82,3 +82,21 @@ def test_the_gateway_api_crds_are_kept_when_the_stack_drops_them():
                                                       "httproutes", "listenersets", "referencegrants", "tlsroutes")),
         "inferencepools.inference.networking.k8s.io"])
     assert all(r.retain_on_delete for r in crds)
+
+
+def test_basic_auth_on_an_llm_service_is_checked_at_its_gateway_before_the_route_exists(tmp_path):
+    """The gateway filter and the policy that fails closed (mesh/basic_auth.py) cover the LLM
+    service's hosts, and its HTTPRoute, which admits a Basic credential, waits for both."""
+    text = (ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text()
+    jwt = text[text.index("      auth:\n        mode: jwt"):text.index("          audiences: [llm-chat]\n") + len("          audiences: [llm-chat]\n")]
+    stack_file = tmp_path / "Pulumi.acme-prod.yaml"
+    stack_file.write_text(text.replace(jwt, "      auth:\n        mode: basic\n", 1))
+    plan = render_stack("acme-prod", stack_file)
+    filters = {r.inputs["metadata"]["name"]: r for r in plan.resources if r.type.endswith("EnvoyFilter")}
+    policies = {r.inputs["metadata"]["name"]: r for r in plan.resources if r.type.endswith("AuthorizationPolicy")}
+    envoy_filter, policy = filters["basic-auth.llm-chat.llm-chat"], policies["basic-auth.llm-chat.llm-chat"]
+    assert policy.inputs["spec"]["action"] == "DENY"
+    assert "chat.acme.example.com" in policy.inputs["spec"]["rules"][0]["to"][0]["operation"]["hosts"]
+    (route,) = plan.of_type(HTTPROUTE)
+    assert {envoy_filter.urn, policy.urn} <= set(route.depends_on)
+    assert all(m["headers"][0]["name"] == "Authorization" for m in route.inputs["spec"]["rules"][0]["matches"])

@@ -246,7 +246,6 @@ LLM_ROUTING_VALUES: list[tuple[str, tuple, Any]] = [
     ("failure-mode-newline", LLM_ROUTING + ("failureMode",), "FailOpen\n"),
     ("failure-mode-empty", LLM_ROUTING + ("failureMode",), ""),
     ("llm-routing-unknown-key", LLM_ROUTING + ("timeout",), 30),
-    ("llm-service-basic-auth", ("services", 0, "auth"), {"mode": "basic"}),
 ]
 ALERTING_VALUES: list[tuple[str, tuple, Any]] = [
     ("slack-channel-bare", ALERTING + ("receivers", 1, "slack", "channel"), "acme-alerts"),

@@ -27,10 +27,20 @@ def refused(raw: dict) -> str:
     return line
 
 
-def test_basic_auth_on_an_llm_service_is_refused_since_its_route_cannot_challenge():
+def test_basic_auth_on_an_llm_service_takes_only_a_basic_credential_and_needs_the_platforms_mesh():
     raw = stack(maxConcurrentSequences=32)
     raw["services"][0]["auth"] = {"mode": "basic"}
-    assert "services[svc].auth.mode: basic is not available for an LLM service" in refused(raw)
+    service = parse_settings(raw, STACK_FILE).services[0]
+    # Every OpenAI path matches only with one `Basic <base64>` value, as the classic routes.
+    for match in http_route_spec(service)["rules"][0]["matches"]:
+        assert match["headers"] == [{"type": "RegularExpression", "name": "Authorization",
+                                     "value": "Basic [A-Za-z0-9+/]+={0,2}"}]
+    raw["services"][0]["auth"] = {"mode": "none"}
+    assert all("headers" not in m for m in http_route_spec(parse_settings(raw, STACK_FILE).services[0])["rules"][0]["matches"])
+    # A cluster's own Istio: the check would not reach the service's Gateway.
+    raw["services"][0]["auth"] = {"mode": "basic"}
+    raw["mesh"] = {**raw.get("mesh", {}), "enabled": False}
+    assert "services[svc].auth.mode: basic on a service whose versions serve the OpenAI API needs mesh.enabled" in refused(raw)
 
 
 def test_a_version_without_llm_in_an_llm_service_is_refused():
