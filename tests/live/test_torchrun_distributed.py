@@ -21,7 +21,7 @@ import pytest
 from inference_platform.training.trainer_env import node_launch, num_nodes
 from tests.conftest import ROOT
 from tests.support import conformance
-from tests.support.netutil import free_ports
+from tests.support.netutil import free_port
 from tests.support.training import KINDS, runtime_and_trainjob
 
 TORCH_BIN = ROOT / ".venv-torch" / "bin"
@@ -44,11 +44,11 @@ def _clean_env() -> dict[str, str]:
     return {**env, "PATH": f"{TORCH_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
 
 
-def start_nodes(kind: str, workdir: Path, port: int) -> tuple[Path, list[subprocess.Popen]]:
-    """Launch every node of the kind's TrainJob with the runtime's command, its master on `port`;
-    where rank 0 reports."""
+def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]:
+    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports."""
     out = workdir / f"{kind}.json"
     runtime, trainjob = runtime_and_trainjob(kind, [str(_program(kind)), "--out", str(out)])
+    port = free_port()
     nodes = []
     for rank in range(num_nodes(runtime, trainjob)):
         launch = node_launch(runtime, trainjob, rank)
@@ -70,8 +70,7 @@ def run_all(workdir: Path) -> dict[str, dict]:
     workdir.mkdir()
     reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
                                  env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    # One master port per kind, all chosen before any is bound: ports taken one after the other may repeat.
-    started = {kind: start_nodes(kind, workdir, port) for kind, port in zip(KINDS, free_ports(len(KINDS)), strict=True)}
+    started = {kind: start_nodes(kind, workdir) for kind in KINDS}
     found = {kind: finished_report(kind, *run) for kind, run in started.items()}
     found["reference"] = finished_report("reference", workdir / "reference.json", [reference])
     return found
