@@ -35,12 +35,7 @@ def helm_template(release_id: str) -> list[dict]:
 def test_release_renders_and_every_object_validates(release_id, reference):
     docs = helm_template(release_id)
     assert docs
-    own = conformance.schemas_of(docs)
-    for doc in docs:
-        try:
-            conformance.validate(doc, own)
-        except Exception as err:
-            raise AssertionError(f"{doc['kind']} {doc['metadata'].get('name')}: {err}") from err
+    conformance.validate_rendered(docs)
 
 
 def test_the_argo_values_reach_the_controller(reference):

@@ -32,12 +32,7 @@ def test_every_value_the_platform_sets_is_a_key_of_the_chart(release, reference)
 
 def test_the_trainer_release_renders_and_every_object_validates(release, reference):
     docs = helm.helm_template(release)
-    own = conformance.schemas_of(docs)
-    for doc in docs:
-        try:
-            conformance.validate(doc, own)
-        except Exception as err:
-            raise AssertionError(f"{doc['kind']} {doc['metadata'].get('name')}: {err}") from err
+    conformance.validate_rendered(docs)
 
 
 def test_the_release_installs_trainers_crds_and_jobset_and_no_runtime_of_its_own(release, reference):

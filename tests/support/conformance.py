@@ -165,6 +165,18 @@ def validate(doc: dict[str, Any], own: Optional[dict[tuple[str, str], dict[str, 
         validate_custom(doc, own)
 
 
+def validate_rendered(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every object a chart rendered against its schema, its own CRDs included; a failure names
+    the object. Returns the CRD schemas the documents carry."""
+    own = schemas_of(docs)
+    for doc in docs:
+        try:
+            validate(doc, own)
+        except Exception as err:
+            raise AssertionError(f"{doc['kind']} {doc['metadata'].get('name')}: {err}") from err
+    return own
+
+
 def object_params(label: str, plan) -> list:
     """A pytest param per Kubernetes object of a plan, with an id `<label>:<kind>:<name>`, for the
     tests that validate every rendered object."""

@@ -101,7 +101,7 @@ def stack(gpu_group: dict | None = None, gpu: dict | None = None, **llm_keys) ->
     version = raw["services"][0]["versions"][0]
     version["gpu"] = {"group": "gpu", **(gpu or {})}
     version["llm"] = {"engine": "vllm", "architecture": LLAMA31_8B, "maxContextTokens": 8192, **llm_keys}
-    # An LLM service's Gateway API route has no Basic Auth (settings/serving.py llm_routing_problems).
+    # No credential to manage: these tests are about the engine's memory, not the route.
     raw["services"][0]["auth"] = {"mode": "none"}
     return raw
 

@@ -4,9 +4,8 @@
 import pytest
 
 from inference_platform.serving.llm_routing import endpoint_picker_values, http_route_spec
-from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from tests.unit.test_llm_memory import STACK_FILE
+from tests.unit.test_llm_memory import STACK_FILE, refused
 from tests.unit.test_llm_memory import stack as llm_stack
 
 VLLM_IMAGE = "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"
@@ -17,14 +16,6 @@ def stack(**llm_keys) -> dict:
     raw = llm_stack(**llm_keys, openai={})
     raw["services"][0]["versions"][0]["image"] = VLLM_IMAGE
     return raw
-
-
-def refused(raw: dict) -> str:
-    with pytest.raises(ConfigError) as info:
-        parse_settings(raw, STACK_FILE)
-    line = info.value.one_line()
-    assert "\n" not in line
-    return line
 
 
 def test_basic_auth_on_an_llm_service_takes_only_a_basic_credential_and_needs_the_platforms_mesh():
