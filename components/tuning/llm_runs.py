@@ -27,7 +27,6 @@ from typing import Any, Optional
 
 import pulumi
 
-from inference_platform.core import versions
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.llm import LlmObjectives
 from inference_platform.settings.serving import Service, Version
@@ -35,19 +34,18 @@ from inference_platform.settings.tuning import LlmTuning
 from inference_platform.tuning.runs import (
     ANALYZER_RESOURCES,
     GRPC_PORT,
-    RCLONE_REMOTE,
     RESULTS_DIR,
     SDK_ENV,
-    TOOL_RESOURCES,
     TOOLS_DIR,
     TOOLS_MOUNT,
     WORK_DIR,
     WORK_MOUNT,
+    bucket_path,
     config_tag,
     declare_run,
     publish_container,
     publish_steps,
-    rclone_env,
+    rclone_copy_container,
     run_dest,
     tool_security_context,
     tools_files,
@@ -143,17 +141,8 @@ def sweep_container(image: str, cache_read: Optional[dict]) -> dict:
 
 def tokenizer_container(bucket: pulumi.Input[str], version: Version, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
     """Copy the tokenizer directory out of the bucket into the pod's work volume."""
-    source = pulumi.Output.concat(f"{RCLONE_REMOTE}:", bucket, f"/{version.tuning.llm.tokenizer}")
-    return {
-        "name": "tokenizer",
-        "image": versions.RCLONE_IMAGE,
-        "args": ["copy", "--checksum", source, TOKENIZER_DIR],
-        "env": rclone_env(endpoint, s3_secret),
-        "envFrom": [{"secretRef": {"name": s3_secret}}],
-        "resources": TOOL_RESOURCES,
-        "securityContext": tool_security_context(),
-        "volumeMounts": [WORK_MOUNT],
-    }
+    return rclone_copy_container("tokenizer", bucket_path(bucket, version.tuning.llm.tokenizer), TOKENIZER_DIR,
+                                 endpoint, s3_secret)
 
 
 def publish_args(tag: str, dest: str) -> list[str]:

@@ -252,19 +252,30 @@ def rclone_env(endpoint: pulumi.Input[str], s3_secret: str) -> list[dict]:
     return [{"name": prefix + k, "value": v} for k, v in values.items()] + [region, {"name": "HOME", "value": WORK_DIR}]
 
 
-def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
-    """Copy the staged files into `<bucket>/<path>`; copy never deletes what is there."""
-    target = pulumi.Output.concat(f"{RCLONE_REMOTE}:", bucket, f"/{path.strip('/')}")
+def rclone_copy_container(name: str, source: pulumi.Input[str], target: pulumi.Input[str],
+                          endpoint: pulumi.Input[str], s3_secret: str) -> dict:
+    """A tool container that copies `source` to `target` with rclone (one of them in the bucket);
+    copy never deletes what is there."""
     return {
-        "name": "upload",
+        "name": name,
         "image": versions.RCLONE_IMAGE,
-        "args": ["copy", "--checksum", STAGING_DIR, target],
+        "args": ["copy", "--checksum", source, target],
         "env": rclone_env(endpoint, s3_secret),
         "envFrom": [{"secretRef": {"name": s3_secret}}],
         "resources": TOOL_RESOURCES,
         "securityContext": tool_security_context(),
         "volumeMounts": [WORK_MOUNT],
     }
+
+
+def bucket_path(bucket: pulumi.Input[str], path: str) -> pulumi.Output[str]:
+    """rclone's name of `<bucket>/<path>` on the run's S3 remote."""
+    return pulumi.Output.concat(f"{RCLONE_REMOTE}:", bucket, f"/{path.strip('/')}")
+
+
+def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
+    """Copy the staged files into `<bucket>/<path>`."""
+    return rclone_copy_container("upload", STAGING_DIR, bucket_path(bucket, path), endpoint, s3_secret)
 
 
 # --------------------------------------------------------------------------- the Job
