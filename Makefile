@@ -36,47 +36,24 @@ $(PLAN_VENV)/.installed: requirements.txt requirements-plan.txt pyproject.toml
 
 plan-venv: $(PLAN_VENV)/.installed
 
-$(CHECKOV_VENV)/.installed: requirements-checkov.txt
-	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+# Each tool that pins packages of its own gets a venv apart: .venv-<tool> from requirements-<tool>.txt.
+.venv-%/.installed: requirements-%.txt
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet -r $<
 	touch $@
 
 # checkov for tests/conformance/test_hardening.py (the rendered manifests of every example stack).
 checkov: $(CHECKOV_VENV)/.installed
 
-$(MODEL_ANALYZER_VENV)/.installed: requirements-model-analyzer.txt
-	$(PYTHON) -m venv $(MODEL_ANALYZER_VENV)
-	$(MODEL_ANALYZER_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(MODEL_ANALYZER_VENV)/bin/python -m pip install --quiet -r requirements-model-analyzer.txt
-	touch $@
-
 # Model Analyzer for tests/live/test_tuning.py.
 model-analyzer: $(MODEL_ANALYZER_VENV)/.installed
-
-$(GENAI_PERF_VENV)/.installed: requirements-genai-perf.txt
-	$(PYTHON) -m venv $(GENAI_PERF_VENV)
-	$(GENAI_PERF_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(GENAI_PERF_VENV)/bin/python -m pip install --quiet -r requirements-genai-perf.txt
-	touch $@
 
 # GenAI-Perf for tests/live/test_llm_tuning.py.
 genai-perf: $(GENAI_PERF_VENV)/.installed
 
-$(TORCH_VENV)/.installed: requirements-torch.txt
-	$(PYTHON) -m venv $(TORCH_VENV)
-	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(TORCH_VENV)/bin/python -m pip install --quiet -r requirements-torch.txt
-	touch $@
-
 # torch and lightning for tests/live/test_torchrun_distributed.py.
 torch: $(TORCH_VENV)/.installed
-
-$(DOCS_VENV)/.installed: requirements-docs.txt
-	$(PYTHON) -m venv $(DOCS_VENV)
-	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(DOCS_VENV)/bin/python -m pip install --quiet -r requirements-docs.txt
-	touch $@
 
 # mkdocs for `make docs` and tests/conformance/test_docs_site.py.
 docs-venv: $(DOCS_VENV)/.installed
