@@ -12,7 +12,10 @@ edges, which is the graph checked here.
 Each rule pairs a selector of dependents with what they must come after: a selector
 (every matching resource, e.g. the istiod release) or a relation (the claim and Secrets a
 workload's pods use). A rule whose required resources are not in the plan holds
-trivially: the cluster provides them. The check walks the descendants of each required
+trivially: the cluster provides them. CRDs the plan itself declares (the Gateway API and
+InferencePool CRDs) are matched by group and kind: each object of one, and each Helm release
+rendering one, comes after that CRD, and a kind of a declared group without its CRD is reported
+too (an object the API server has no kind for). The check walks the descendants of each required
 resource once: O(V + E) per resource a selector names, and for related resources (claims,
 PVs, Secrets, buckets) only their own few descendants.
 """
@@ -26,6 +29,7 @@ from typing import Any, Callable, Iterable, Optional
 from .awaits import HELM_RELEASE, label, runs_tritonserver
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 S3_BUCKET = "pulumi-python:dynamic/s3:Bucket"
 WORKLOAD_KINDS = {"apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"},
                   "batch/v1": {"Job", "CronJob"}, "v1": {"Pod"}}
@@ -36,6 +40,22 @@ MONITOR_VALUES = {
     "gpu-operator": ("dcgmExporter.serviceMonitor.enabled",),
     "loki": ("monitoring.serviceMonitor.enabled", "monitoring.rules.enabled", "monitoring.alerts.enabled"),
     "alloy": ("serviceMonitor.enabled",),
+    # llm-d-router-gateway v0.10.0 charts/router/templates/_servicemonitor.yaml (provider
+    # prometheusoperator, the default of router.monitoring.provider.name).
+    "llm-d-router-gateway": ("router.monitoring.prometheus.enabled",),
+}
+# The custom kinds a chart renders whose CRD a plan may declare: (group, kind, the value that
+# turns it on, its default). llm-d-router-gateway v0.10.0: templates/epp.yaml includes
+# charts/router/templates/_inferencepool.yaml, an InferencePool unless router.inferencePool.create
+# is false (charts/router/values.yaml: true) and one InferenceObjective per
+# router.inferenceObjectives entry (_inferenceobjective.yaml: llm-d.ai/v1alpha2); templates/
+# httproute.yaml an HTTPRoute under httpRoute.create (values.yaml: false).
+CHART_CUSTOM_KINDS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
+    "llm-d-router-gateway": (
+        ("inference.networking.k8s.io", "InferencePool", "router.inferencePool.create", True),
+        ("llm-d.ai", "InferenceObjective", "router.inferenceObjectives", False),
+        ("gateway.networking.k8s.io", "HTTPRoute", "httpRoute.create", False),
+    ),
 }
 
 
@@ -59,6 +79,8 @@ class Graph:
         self.objects: dict[tuple[str, Optional[str], str], int] = {}
         self.volumes_by_claim: dict[tuple[str, str], int] = {}
         self.buckets: dict[str, int] = {}
+        # The CRDs the plan declares, by the (group, kind) they define.
+        self.crds: dict[tuple[str, str], int] = {}
         for i, r in enumerate(resources):
             inputs = r.get("inputs") or {}
             meta = inputs.get("metadata") or {}
@@ -66,6 +88,9 @@ class Graph:
                 self.namespace_labels[meta["name"]] = meta.get("labels") or {}
             elif r["type"] == S3_BUCKET and isinstance(inputs.get("bucket"), str):
                 self.buckets[inputs["bucket"]] = i
+            elif r["type"] == CRD:
+                spec = inputs.get("spec") or {}
+                self.crds[(str(spec.get("group")), str((spec.get("names") or {}).get("kind")))] = i
             kind = inputs.get("kind")
             name = (((r.get("outputs") or {}).get("metadata") or {}).get("name") or meta.get("name"))
             if isinstance(kind, str) and isinstance(name, str):
@@ -73,6 +98,7 @@ class Graph:
             ref = (inputs.get("spec") or {}).get("claimRef") if kind == "PersistentVolume" else None
             if isinstance(ref, dict):
                 self.volumes_by_claim[(ref.get("namespace"), ref.get("name"))] = i
+        self.crd_groups = {group for group, _ in self.crds}
 
     def descendants(self, start: int) -> set[int]:
         """Every resource that comes after `start` (iterative: stacks are deep and wide)."""
@@ -164,6 +190,14 @@ class Workloads:
 
 
 @dataclass(frozen=True)
+class OfDeclaredGroups:
+    """Custom resources, and releases of charts rendering them, of a group whose CRDs the plan declares."""
+
+    def __call__(self, r: dict[str, Any], g: Graph) -> bool:
+        return any(group in g.crd_groups for group, _ in custom_kinds(r))
+
+
+@dataclass(frozen=True)
 class AnyOf:
     selectors: tuple[Selector, ...]
 
@@ -217,19 +251,48 @@ def loki_storage(r: dict[str, Any], g: Graph) -> Iterable[int]:
             yield i
 
 
+def custom_kinds(r: dict[str, Any]) -> Iterable[tuple[str, str]]:
+    """The (group, kind) of a custom resource, or of the custom resources a chart renders."""
+    if r["type"] == HELM_RELEASE:
+        values = (r.get("inputs") or {}).get("values") or {}
+        for group, kind, path, default in CHART_CUSTOM_KINDS.get(_chart(r) or "", ()):
+            value = _path(values, path)
+            if default if value is None else bool(value):
+                yield group, kind
+    elif r["type"].startswith("kubernetes:") and r["type"] != CRD:
+        api, kind, _ = _api(r)
+        if "/" in api:
+            yield api.split("/", 1)[0], kind
+
+
+def declared_crds(r: dict[str, Any], g: Graph) -> Iterable[int]:
+    """The CRDs in the plan that define a custom resource's kind (or the kinds its chart renders)."""
+    for key in custom_kinds(r):
+        if key in g.crds:
+            yield g.crds[key]
+
+
+def undeclared_crds(r: dict[str, Any], g: Graph) -> Iterable[str]:
+    """The kinds of groups whose CRDs the plan declares that have no CRD in it."""
+    for group, kind in custom_kinds(r):
+        if (group, kind) not in g.crds and group in g.crd_groups:
+            yield f"{kind} ({group})"
+
+
 # --------------------------------------------------------------------------- rules
 
 
 @dataclass(frozen=True)
 class Rule:
     """Every resource `dependents` selects comes after every resource `after` selects, or
-    after the resources `related` names for it."""
+    after the resources `related` names for it; `unmet` names what it needs that the plan lacks."""
 
     name: str
     dependents: Selector
     reason: str
     after: Optional[Selector] = None
     related: Optional[Relation] = None
+    unmet: Optional[Callable[[dict[str, Any], Graph], Iterable[str]]] = None
 
 
 ORDERING_RULES: tuple[Rule, ...] = (
@@ -267,6 +330,13 @@ ORDERING_RULES: tuple[Rule, ...] = (
          after=Charts(("kueue",)),
          reason="the kueue chart installs Kueue's CRDs and the webhooks that admit its objects: a queue or flavor "
                 "created before them is rejected"),
+    Rule("declared-crds",
+         dependents=OfDeclaredGroups(),
+         related=declared_crds,
+         unmet=undeclared_crds,
+         reason="the API server rejects an object whose CRD is not yet established (no matches for kind), "
+                "and a chart rendering one fails its install: e.g. a Gateway, HTTPRoute or InferencePool "
+                "before the Gateway API and InferencePool CRDs"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),
@@ -287,10 +357,15 @@ def violations(resources: list[dict[str, Any]], rules: Iterable[Rule] = ORDERING
     """One sentence per (dependent, required resource) pair that no dependency path connects."""
     g = Graph(resources)
     needed_by: dict[int, list[tuple[int, Rule]]] = defaultdict(list)
+    problems = []
     for rule in rules:
         dependents = [i for i, r in enumerate(resources) if rule.dependents(r, g)]
         if not dependents:
             continue
+        if rule.unmet is not None:
+            problems.extend(f"{label(resources[d])} needs the CRD of {what} ({rule.name}: {rule.reason}), but the plan "
+                            f"declares other CRDs of its group and not this one"
+                            for d in dependents for what in rule.unmet(resources[d], g))
         if rule.related is not None:
             for d in dependents:
                 for t in set(rule.related(resources[d], g)):
@@ -298,7 +373,6 @@ def violations(resources: list[dict[str, Any]], rules: Iterable[Rule] = ORDERING
         if rule.after is not None:
             for t in (i for i, r in enumerate(resources) if rule.after(r, g)):
                 needed_by[t].extend((d, rule) for d in dependents if d != t)
-    problems = []
     for t, needs in needed_by.items():
         after = g.descendants(t)
         for d, rule in needs:

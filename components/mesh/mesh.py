@@ -328,7 +328,10 @@ class Mesh(pulumi.ComponentResource):
         base = release("base", versions.ISTIO_BASE, ep.ISTIO_BASE_RELEASE, {})
         if a.gateway_api:
             self.gateway_api_crds = gateway_api_crds(self, name)
-        # istiod watches the Gateway API kinds it finds when it starts.
+        # Not needed for istiod itself: it waits for the Gateway CRD and watches InferencePools
+        # through informers started once their CRDs appear (istio 1.30.3 pkg/kube/kclient/client.go
+        # NewDelayedInformer, pilot/pkg/bootstrap/configcontroller.go WaitForCRD), but it puts
+        # the CRDs ahead of everything that comes after istiod.
         istiod = release("istiod", versions.ISTIOD, ep.ISTIOD_RELEASE, istiod_values(a), base, *self.gateway_api_crds)
         # The gateway's pods are injected by istiod, so it must be running first.
         release("gateway", versions.ISTIO_GATEWAY, ep.GATEWAY_RELEASE, gateway_values(a), istiod)

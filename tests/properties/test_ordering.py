@@ -154,6 +154,62 @@ def test_loki_without_its_bucket_is_reported():
     assert found[0].startswith("Release monitoring/loki must come after Bucket rand-dev-observability-loki-bucket")
 
 
+GATEWAY_CRD = "acme-prod-mesh-crd-{}-gateway.networking.k8s.io"
+POOL_CRD = "acme-prod-mesh-crd-inferencepools-inference.networking.k8s.io"
+
+
+def forget_crd(resources: list[dict], dependent: dict, crd_name: str) -> None:
+    """The CRD leaves the dependent's ancestry: the service no longer asks for it, nor does
+    istiod (which every service comes after through its namespace)."""
+    crd = find(resources, ":CustomResourceDefinition", crd_name)
+    forget(resources, dependent, crd)
+    forget(resources, find(resources, ":Release", "acme-prod-mesh-istiod"), crd)
+
+
+@pytest.mark.parametrize("dependent,crd,expected", [
+    ((":Gateway", "llm-chat-gateway"), GATEWAY_CRD.format("gateways"),
+     "Gateway llm-chat/llm-chat must come after CustomResourceDefinition gateways.gateway.networking.k8s.io"),
+    ((":HTTPRoute", "llm-chat-httproute"), GATEWAY_CRD.format("httproutes"),
+     "HTTPRoute llm-chat/llm-chat must come after CustomResourceDefinition httproutes.gateway.networking.k8s.io"),
+    ((":ReferenceGrant", "llm-chat-gateway-certificate-grant"), GATEWAY_CRD.format("referencegrants"),
+     "ReferenceGrant istio-system/llm-chat-llm-chat-gateway must come after CustomResourceDefinition "
+     "referencegrants.gateway.networking.k8s.io"),
+], ids=["Gateway", "HTTPRoute", "ReferenceGrant"])
+def test_a_gateway_api_object_not_after_its_crd_is_reported(dependent, crd, expected):
+    resources = resources_of("acme-prod")
+    forget_crd(resources, find(resources, *dependent), crd)
+    (problem,) = ordering.violations(resources)
+    assert problem.startswith(f"{expected} (declared-crds: ") and problem.endswith("but no dependency leads there")
+
+
+def test_router_releases_not_after_the_inference_pool_crd_are_reported():
+    """Each version's router release renders its InferencePool: both are named."""
+    resources = resources_of("acme-prod")
+    forget_crd(resources, find(resources, ":Release", "llm-chat-v7-router"), POOL_CRD)
+    found = ordering.violations(resources)
+    assert [p.split(" (")[0] for p in found] == [
+        f"Release llm-chat/llm-chat-{v} must come after CustomResourceDefinition inferencepools.inference.networking.k8s.io"
+        for v in ("v7", "v8")]
+
+
+def test_a_gateway_api_object_whose_crd_the_plan_lacks_is_reported():
+    """The plan declares the group's other CRDs, so the cluster is not the one providing it."""
+    resources = [r for r in resources_of("acme-prod") if r["name"] != GATEWAY_CRD.format("httproutes")]
+    (problem,) = ordering.violations(resources)
+    assert problem.startswith("HTTPRoute llm-chat/llm-chat needs the CRD of HTTPRoute (gateway.networking.k8s.io) "
+                              "(declared-crds: ")
+
+
+def test_acme_prod_orders_the_llm_routing_after_its_crds():
+    resources = plan_resources(stack_plan("acme-prod"))
+    g = ordering.Graph(resources)
+    idx = {r["name"]: i for i, r in enumerate(resources)}
+    for name, crd in (("llm-chat-gateway", GATEWAY_CRD.format("gateways")),
+                      ("llm-chat-httproute", GATEWAY_CRD.format("httproutes")),
+                      ("llm-chat-v7-router", POOL_CRD), ("llm-chat-v8-router", POOL_CRD)):
+        assert idx[name] in g.descendants(idx[crd]), name
+
+
 # --------------------------------------------------------------------------- the graph itself
 
 
@@ -239,3 +295,32 @@ def test_deep_chains_need_no_recursion():
     chain = [ISTIOD, INJECTED] + [workload(f"w{i}", deps=[f"w{i - 1}" if i else "istiod", "ns"]) for i in range(20000)]
     assert ordering.violations(chain) == []
 
+
+
+POOL_CRD_RESOURCE = res("crd", type=ordering.CRD, apiVersion="apiextensions.k8s.io/v1", kind="CustomResourceDefinition",
+                        metadata={"name": "inferencepools.inference.networking.k8s.io"},
+                        spec={"group": "inference.networking.k8s.io", "names": {"kind": "InferencePool"}})
+
+
+def router(urn: str, deps=(), **values) -> dict:
+    return res(urn, type="kubernetes:helm.sh/v3:Release", deps=deps, chart="llm-d-router-gateway", namespace="llm",
+               name=urn, values=values)
+
+
+@pytest.mark.parametrize("values,needs_crd", [
+    ({}, True),
+    ({"router": {"inferencePool": {"create": False}}}, False),
+], ids=["pool by default", "no pool"])
+def test_a_router_release_needs_the_pool_crd_only_when_it_renders_a_pool(values, needs_crd):
+    assert bool(ordering.violations([POOL_CRD_RESOURCE, router("r", **values)])) is needs_crd
+    assert ordering.violations([POOL_CRD_RESOURCE, router("r", deps=["crd"], **values)]) == []
+
+
+def test_a_router_release_scraped_by_its_service_monitor_comes_after_the_monitoring_crds():
+    kps = res("kps", type="kubernetes:helm.sh/v3:Release", chart="kube-prometheus-stack", namespace="monitoring",
+              name="kube-prometheus-stack")
+    scraped = {"router": {"monitoring": {"prometheus": {"enabled": True}}}}
+    (problem,) = ordering.violations([kps, router("r", **scraped)])
+    assert problem.startswith("Release llm/r must come after Release monitoring/kube-prometheus-stack (monitoring-crds")
+    assert ordering.violations([kps, router("r", deps=["kps"], **scraped)]) == []
+    assert ordering.violations([kps, router("r")]) == []
