@@ -137,11 +137,16 @@ def perf_analyzer_flags(goals: TuningGoals) -> dict[str, Any]:
         return {}
     flags: dict[str, Any] = {}
     if goals.shapes:
-        # By name: the config (and the run's name) must not depend on how the stack file orders them.
-        flags["shape"] = [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in sorted(goals.shapes.items())]
+        flags["shape"] = shape_flags(goals.shapes)
     if goals.input_data != "random":
         flags["input-data"] = goals.input_data
     return flags
+
+
+def shape_flags(shapes: Mapping[str, list[int]]) -> list[str]:
+    """Perf Analyzer's `--shape` values, `<name>:<d1>,<d2>`, by name: the config (and the run's
+    name) must not depend on how the stack file orders them."""
+    return [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in sorted(shapes.items())]
 
 
 def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from platformctl.patch import canary_patch
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, base_config, render_raw, stack_plan
 from tests.support import conformance
+from tests.support.model_configs import TEXT_MODEL
 
 pytest_plugins = ["tests.support.s3server"]
 
@@ -322,19 +323,6 @@ def run_rclone(container: dict, s3_server, bucket: str, home: Path, paths: dict[
 # --------------------------------------------------------------------------- the shape check
 
 
-# acme-prod's embedding model as exported to ONNX: a variable sequence length on every input.
-BGE_CONFIG = """name: "bge-large"
-platform: "onnxruntime_onnx"
-max_batch_size: 32
-input [
-  { name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] },
-  { name: "attention_mask" data_type: TYPE_INT64 dims: [ -1 ] },
-  { name: "token_type_ids" data_type: TYPE_INT64 dims: [ -1 ] }
-]
-output [{ name: "last_hidden_state" data_type: TYPE_FP32 dims: [ -1, 1024 ] }]
-"""
-
-
 def run_check(plan, service: str, tmp_path: Path, paths: dict[str, str], without: str = "") -> subprocess.CompletedProcess:
     """The rendered `check-shapes` container (less its argument `without`) in the SDK image's
     stand-in (Model Analyzer's venv: tritonclient[all], as the 25.01 SDK image installs it: server
@@ -365,7 +353,7 @@ def test_an_s3_run_copies_only_the_models_config_and_checks_its_shapes_before_it
     bucket = s3_server.bucket_name("shapes")
     client = s3_server.client()
     client.create_bucket(Bucket=bucket)
-    for key, body in {"config.pbtxt": BGE_CONFIG, "1/model.onnx": "weights", "configs/tuned-old-1.pbtxt": "old"}.items():
+    for key, body in {"config.pbtxt": TEXT_MODEL, "1/model.onnx": "weights", "configs/tuned-old-1.pbtxt": "old"}.items():
         client.put_object(Bucket=bucket, Key=f"embed/v1/bge-large/{key}", Body=body.encode())
     work = tmp_path / "work"
     copied = run_rclone(containers(job)["model-config"], s3_server, bucket, tmp_path,

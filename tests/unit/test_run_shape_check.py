@@ -12,20 +12,9 @@ from inference_platform.settings.loader import parse_settings
 from inference_platform.tuning.perf_inputs import unseen_tuned_models
 from model_tools import perf_shapes
 from tests.conftest import base_config
+from tests.support.model_configs import TEXT_MODEL
 
 KEY = "inference-platform:services[embed].versions[v1].tuning"
-# A BERT-style text model as exported to ONNX with a dynamic sequence length.
-TEXT_MODEL = """name: "bge-large"
-platform: "onnxruntime_onnx"
-max_batch_size: 32
-input [
-  { name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] },
-  { name: "attention_mask" data_type: TYPE_INT64 dims: [ -1 ] },
-  { name: "token_type_ids" data_type: TYPE_INT64 dims: [ -1 ] }
-]
-output [{ name: "last_hidden_state" data_type: TYPE_FP32 dims: [ -1, 1024 ] }]
-dynamic_batching { }
-"""
 IMAGE_MODEL = """name: "resnet50"
 platform: "onnxruntime_onnx"
 max_batch_size: 32
