@@ -325,7 +325,8 @@ def shape_check_container(image: str, service: Service, version: Version, config
 def model_config_container(bucket: pulumi.Input[str], version: Version, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
     """Copy the tuned model's config.pbtxt, and nothing else, out of the bucket: an include
     starting with `/` matches at the top of the source only (rclone docs/content/filtering.md).
-    No config there copies nothing (Triton completes one); no model directory fails the copy."""
+    No config there (Triton completes one) copies nothing, and so does a prefix the bucket does
+    not hold (an S3 listing of it is empty): the check then has nothing to read."""
     path = f"{version.model_repository.path.strip('/')}/{version.tuning.model}"
     return rclone_copy_container("model-config", bucket_path(bucket, path), MODEL_CONFIG_DIR, endpoint, s3_secret,
                                  flags=(f"--include=/{CONFIG_FILE}",))
