@@ -1,5 +1,5 @@
 """The GPU part of the plan output: capacity warnings, the cold-start estimate, LLM memory fits, the
-serving-first proof of the training quotas."""
+serving-first proof of the training quotas, the tuning runs that check their models' shapes when they start."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from inference_platform.serving.llm_memory import llm_memory_report
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import format_estimate, stack_estimates
 from inference_platform.training.capacity import proof_report
+from inference_platform.tuning.perf_inputs import unseen_tuned_models
 
 
 def gpu_report(settings: Settings) -> str:
@@ -16,4 +17,5 @@ def gpu_report(settings: Settings) -> str:
         lines.append(format_estimate(stack_estimates(settings)))
     lines += llm_memory_report(settings)
     lines += proof_report(settings)
+    lines += unseen_tuned_models(settings)
     return "\n".join(lines)

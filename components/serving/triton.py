@@ -88,7 +88,12 @@ from inference_platform.settings.serving import Autoscaling, Service, Version, d
 from inference_platform.timing.estimates import GroupEstimate, estimates_or_defaults
 from inference_platform.timing.readiness import custom_timeouts, service_endpoints_budget, version_rollout_budget, wait_seconds
 from inference_platform.tuning.llm_runs import declare_llm_tuning_run, tokenizer_container
-from inference_platform.tuning.runs import declare_tuning_run, tuning_network_policy_spec, upload_container
+from inference_platform.tuning.runs import (
+    declare_tuning_run,
+    model_config_container,
+    tuning_network_policy_spec,
+    upload_container,
+)
 
 # The volume of the platform-written model configs (triton_server.MODEL_CONFIGS_PATH).
 MODEL_CONFIGS_VOLUME = "model-configs"
@@ -626,4 +631,7 @@ class TritonService(pulumi.ComponentResource):
             declare_llm_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, tokenizer,
                                    a.tuning_priority_class)
             return
-        declare_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, a.tuning_priority_class)
+        model_config = (model_config_container(weights.s3_bucket, version, weights.s3_endpoint, s3_secret)
+                        if upload is not None else None)
+        declare_tuning_run(self, name, a.service, version, group, server, volumes, cache_mount, upload, model_config,
+                           a.tuning_priority_class)

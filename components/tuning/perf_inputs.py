@@ -5,8 +5,9 @@ dimension): without `--shape` it fails every measurement (perf_analyzer docs/inp
 "For models with variable-sized inputs you must provide the --shape argument"), and Model
 Analyzer ends with nothing to publish. A tuned version's `tuning.shapes` gives them. The plan
 can read a model's config only when a weight upload of the stack carries the version's
-repository; then every variable input needs a shape, and every shape must fit its input.
-Creates no resources.
+repository; then every variable input needs a shape, and every shape must fit its input. For
+the other models the run checks the same rule (model_tools/perf_shapes.py) before its Triton
+server starts, and the plan says so (`unseen_tuned_models`). Creates no resources.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
+from inference_platform.model_tools import perf_shapes
 from inference_platform.serving.model_config import CONFIG_FILE, ModelConfigError, parse_model_config
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import Version
@@ -39,28 +41,9 @@ def local_config(version: Version, settings: Settings) -> Optional[tuple[str, Pa
 
 def shape_problems(config_text: str, where: str, shapes: dict[str, list[int]], model: str) -> list[tuple[KeyPath, str]]:
     """Variable inputs without a shape and shapes that do not fit their input (paths relative to
-    the version's `tuning`). A config listing no inputs (Triton completes it from the model
-    file) tells nothing."""
-    config = parse_model_config(config_text, where)
-    inputs = {i.name: list(i.dims) for i in config.input}
-    if not inputs:
-        return []
-    problems: list[tuple[KeyPath, str]] = []
-    for name, dims in inputs.items():
-        if -1 in dims and name not in shapes:
-            example = [d if d != -1 else "<n>" for d in dims]
-            problems.append((("shapes",), f"input {name!r} of model {model!r} has variable dims {dims} ({where}) and no "
-                             f"shape: Perf Analyzer cannot choose one; allowed: shapes.{name}: "
-                             f"[{', '.join(str(d) for d in example)}] with each <n> a size it should send"))
-    for name, shape in shapes.items():
-        dims = inputs.get(name)
-        if dims is None:
-            problems.append((("shapes", name), f"model {model!r} has no input {name!r} ({where}); "
-                             f"inputs: {', '.join(sorted(inputs))}"))
-        elif len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(dims, shape, strict=True)):
-            problems.append((("shapes", name), f"{shape} does not fit the input's dims {dims} ({where}); allowed: "
-                             f"{len(dims)} sizes, equal to each fixed dim"))
-    return problems
+    the version's `tuning`): model_tools/perf_shapes.py's rule, which a run checks again in its
+    pod for the models the plan cannot see. A config listing no inputs tells nothing."""
+    return perf_shapes.shape_problems(parse_model_config(config_text, where), shapes, model, where)
 
 
 def tuned_shape_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
@@ -80,3 +63,18 @@ def tuned_shape_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
                 continue  # upload_config_problems reports an unreadable config
             problems += [(("services", si, "versions", vi, "tuning", *path), why) for path, why in own]
     return problems
+
+
+def unseen_tuned_models(settings: Settings) -> list[str]:
+    """One plan line per Model Analyzer run whose model's config the plan cannot read (its
+    repository is not one of the stack's uploads): the run checks the shapes when it starts."""
+    lines = []
+    for svc in settings.services:
+        for version in svc.versions:
+            tuning, repo = version.tuning, version.model_repository
+            if tuning is None or version.llm_backend is not None or local_config(version, settings) is not None:
+                continue
+            lines.append(f"tuning: services[{svc.name}].versions[{version.name}]: model {tuning.model!r} is not uploaded "
+                         f"by this stack ({repo.cache} {repo.path.strip('/')}/{tuning.model}/{CONFIG_FILE}); its run "
+                         "checks tuning.shapes against that config before its Triton server starts")
+    return lines

@@ -25,7 +25,8 @@ binds where the first runs):
    version's GPU group and share (an engine runs only on the TensorRT release and GPU model
    that built it), writes `<model>/1/model.plan` for a batch of 1 up to `maxBatchSize`.
 3. analyze: Model Analyzer (tuning/runs.py) against a Triton server of the base version's image
-   and GPU share in the same pod, serving the new repository with explicit model control.
+   and GPU share in the same pod, serving the new repository with explicit model control; Perf
+   Analyzer sends the shapes the engine was built for (`inputs`).
 4. publish (model_tools/publish.py): the best variants as `<model>/configs/tuned-<version>-<rank>.pbtxt`
    and the stack-file patch that adds the version as a canary.
 5. upload (rclone): copies the repository to `<repositoryPrefix>/<version>/` in the base
@@ -83,6 +84,7 @@ from inference_platform.tuning.runs import (
     publish_container,
     rclone_env,
     sdk_image,
+    shape_flags,
     tensorrt_image,
     tool_security_context,
     tools_files,
@@ -242,9 +244,21 @@ def analysis_goals(pipeline: ServicePipeline) -> TuningGoals:
     return pipeline.tuning.model_copy(update={"search": capped})
 
 
+def pipeline_analyzer_config(pipeline: ServicePipeline) -> dict[str, Any]:
+    """Model Analyzer's config for the engine, with Perf Analyzer's shapes: the engine's own.
+    Triton completes the engine's config from its bindings, where a dimension the ONNX left
+    variable stays -1 even though the build fixed it (tensorrt_backend src/model_state.cc GetRefIO
+    and InitIODims read getBindingDimensions), and Perf Analyzer sends no -1 without a `--shape`;
+    it ignores the shape of an input whose dims are fixed (perf_analyzer src/model_parser.cc
+    InitTriton uses a user shape only for a dynamic input)."""
+    config = analyzer_config(analysis_goals(pipeline), pipeline.model)
+    config["perf_analyzer_flags"] = {"shape": shape_flags(pipeline.inputs)}
+    return config
+
+
 def config_map_data(pipeline: ServicePipeline) -> dict[str, str]:
     """model_tools, Model Analyzer's config and the engine's config.pbtxt."""
-    analyzer = yaml.safe_dump(analyzer_config(analysis_goals(pipeline), pipeline.model), sort_keys=True)
+    analyzer = yaml.safe_dump(pipeline_analyzer_config(pipeline), sort_keys=True)
     return {**tools_files(), ANALYZER_CONFIG: analyzer, ENGINE_CONFIG: engine_config(pipeline)}
 
 

@@ -1,6 +1,11 @@
 """Model Analyzer runs: for a version with `tuning`, one Job per set of tuning inputs.
 
 The Job's pod runs, in order (native sidecars, Kubernetes 1.29+):
+0. `check-shapes` (model_tools/perf_shapes.py), after `model-config` on S3 (rclone copies the
+   model's config.pbtxt out of the bucket): the model's config against `tuning.shapes`, by the
+   plan's own rule, before the Triton image is pulled or started. A model Perf Analyzer could not
+   profile fails the Job at once (exit 2, one line per input naming the stack key to set; the pod
+   failure policy does not retry it) instead of after hours of failed measurements.
 1. `triton`: the version's own Triton image, GPU share and model repository, started with
    explicit model control and nothing loaded. It is an init container with
    `restartPolicy: Always`, so the next step starts once its startup probe passes and the
@@ -62,6 +67,8 @@ from inference_platform.core.common import (
     standard_labels,
 )
 from inference_platform.gpu.profiles import gpu_scheduling
+from inference_platform.serving.model_config import CONFIG_FILE
+from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.serving import Service, Version
 from inference_platform.settings.tuning import TRITON_IMAGE, TUNING_OBJECTIVES, Tuning, TuningGoals
@@ -130,11 +137,16 @@ def perf_analyzer_flags(goals: TuningGoals) -> dict[str, Any]:
         return {}
     flags: dict[str, Any] = {}
     if goals.shapes:
-        # By name: the config (and the run's name) must not depend on how the stack file orders them.
-        flags["shape"] = [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in sorted(goals.shapes.items())]
+        flags["shape"] = shape_flags(goals.shapes)
     if goals.input_data != "random":
         flags["input-data"] = goals.input_data
     return flags
+
+
+def shape_flags(shapes: Mapping[str, list[int]]) -> list[str]:
+    """Perf Analyzer's `--shape` values, `<name>:<d1>,<d2>`, by name: the config (and the run's
+    name) must not depend on how the stack file orders them."""
+    return [f"{name}:{','.join(str(d) for d in dims)}" for name, dims in sorted(shapes.items())]
 
 
 def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
@@ -175,8 +187,9 @@ def analyzer_config(goals: TuningGoals, model: str) -> dict[str, Any]:
 
 
 # The model_tools files a Model Analyzer run or pipeline executes (a file it does not run must
-# not rename, and so rerun, every run when it is added).
+# not rename, and so rerun, every run when it is added); a run also checks its model's shapes.
 MODEL_ANALYZER_TOOLS = ("__init__.py", "publish.py")
+RUN_TOOLS = (*MODEL_ANALYZER_TOOLS, "perf_shapes.py")
 
 
 def tools_files(names: tuple[str, ...] = MODEL_ANALYZER_TOOLS) -> dict[str, str]:
@@ -226,8 +239,13 @@ def publish_args(model: str, tag: str, keep: int, dest: str) -> list[str]:
 
 
 def publish_container(image: str, args: list[str], mounts: list[dict]) -> dict:
+    return sdk_tool_container("publish", image, args, mounts)
+
+
+def sdk_tool_container(name: str, image: str, args: list[str], mounts: list[dict]) -> dict:
+    """A model_tools program in the SDK image, with the work volume and the tools."""
     return {
-        "name": "publish",
+        "name": name,
         "image": image,
         "command": args,
         "workingDir": WORK_DIR,
@@ -253,13 +271,13 @@ def rclone_env(endpoint: pulumi.Input[str], s3_secret: str) -> list[dict]:
 
 
 def rclone_copy_container(name: str, source: pulumi.Input[str], target: pulumi.Input[str],
-                          endpoint: pulumi.Input[str], s3_secret: str) -> dict:
-    """A tool container that copies `source` to `target` with rclone (one of them in the bucket);
-    copy never deletes what is there."""
+                          endpoint: pulumi.Input[str], s3_secret: str, flags: tuple[str, ...] = ()) -> dict:
+    """A tool container that copies `source` to `target` with rclone (one of them in the bucket),
+    with rclone's `flags`; copy never deletes what is there."""
     return {
         "name": name,
         "image": versions.RCLONE_IMAGE,
-        "args": ["copy", "--checksum", source, target],
+        "args": ["copy", "--checksum", *flags, source, target],
         "env": rclone_env(endpoint, s3_secret),
         "envFrom": [{"secretRef": {"name": s3_secret}}],
         "resources": TOOL_RESOURCES,
@@ -276,6 +294,42 @@ def bucket_path(bucket: pulumi.Input[str], path: str) -> pulumi.Output[str]:
 def upload_container(bucket: pulumi.Input[str], path: str, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
     """Copy the staged files into `<bucket>/<path>`."""
     return rclone_copy_container("upload", STAGING_DIR, bucket_path(bucket, path), endpoint, s3_secret)
+
+
+# --------------------------------------------------------------------------- the shape check
+
+
+CHECK_CONTAINER = "check-shapes"
+# Where an S3 run's `model-config` step puts the tuned model's config.pbtxt.
+MODEL_CONFIG_DIR = f"{WORK_DIR}/model-config"
+# perf_shapes.py's exits for a model Perf Analyzer cannot profile (2) and a config that does not
+# parse (4): the same pod would fail the same way again.
+CHECK_FAILURES = [2, 4]
+
+
+def tuning_key(service: Service, version: Version) -> str:
+    """The stack key of a version's `tuning`, as the stack file's errors write it."""
+    return f"{NAMESPACE}:services[{service.name}].versions[{version.name}].tuning"
+
+
+def shape_check_container(image: str, service: Service, version: Version, config_dir: str, mounts: list[dict]) -> dict:
+    """model_tools/perf_shapes.py on the tuned model's config.pbtxt in `config_dir`, with the
+    shapes Model Analyzer hands Perf Analyzer."""
+    tuning, repo = version.tuning, version.model_repository
+    args = ["python3", "-m", "model_tools.perf_shapes", f"--config={config_dir}/{CONFIG_FILE}",
+            f"--where={repo.cache} {repo.path.strip('/')}/{tuning.model}/{CONFIG_FILE}", f"--model={tuning.model}",
+            f"--key={tuning_key(service, version)}", *(f"--shape={s}" for s in perf_analyzer_flags(tuning).get("shape", []))]
+    return sdk_tool_container(CHECK_CONTAINER, image, args, mounts)
+
+
+def model_config_container(bucket: pulumi.Input[str], version: Version, endpoint: pulumi.Input[str], s3_secret: str) -> dict:
+    """Copy the tuned model's config.pbtxt, and nothing else, out of the bucket: an include
+    starting with `/` matches at the top of the source only (rclone docs/content/filtering.md).
+    No config there (Triton completes one) copies nothing, and so does a prefix the bucket does
+    not hold (an S3 listing of it is empty): the check then has nothing to read."""
+    path = f"{version.model_repository.path.strip('/')}/{version.tuning.model}"
+    return rclone_copy_container("model-config", bucket_path(bucket, path), MODEL_CONFIG_DIR, endpoint, s3_secret,
+                                 flags=(f"--include=/{CONFIG_FILE}",))
 
 
 # --------------------------------------------------------------------------- the Job
@@ -353,14 +407,14 @@ def gpu_placement(service: Service, version: Version, group: NodeGroup,
 
 def job_spec(service: Service, version: Version, group: NodeGroup, server: dict, volumes: list[dict],
              init: list[dict], main: dict, priority_class: Optional[pulumi.Input[str]],
-             tool: str = "model-analyzer") -> dict:
-    """The run's Job spec: `server` (Triton) as a native sidecar, then `init` in order, then `main`,
-    on the version's GPU group."""
+             tool: str = "model-analyzer", checks: tuple[dict, ...] = ()) -> dict:
+    """The run's Job spec: `checks` in order, then `server` (Triton) as a native sidecar, then
+    `init` in order, then `main`, on the version's GPU group."""
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
         "securityContext": {"runAsNonRoot": True, "fsGroup": TOOLS_UID, "seccompProfile": {"type": "RuntimeDefault"}},
-        "initContainers": [{**server, "restartPolicy": "Always"}, *init],
+        "initContainers": [*checks, {**server, "restartPolicy": "Always"}, *init],
         "containers": [main],
         "volumes": volumes,
         **gpu_placement(service, version, group, priority_class),
@@ -368,8 +422,14 @@ def job_spec(service: Service, version: Version, group: NodeGroup, server: dict,
     return {
         "backoffLimit": 1,
         "activeDeadlineSeconds": round(version.tuning.deadline_hours * 3600),
-        # A serving replica that preempts the run is not the run's failure.
-        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+        # A serving replica that preempts the run is not the run's failure; a failed shape check
+        # fails the run without a retry.
+        "podFailurePolicy": {"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            *([{"action": "FailJob", "onExitCodes": {"containerName": CHECK_CONTAINER, "operator": "In",
+                                                     "values": CHECK_FAILURES}}]
+              if any(c["name"] == CHECK_CONTAINER for c in checks) else []),
+        ]},
         "template": {"metadata": {"labels": pod_labels(service, version, tool)}, "spec": pod},
     }
 
@@ -402,9 +462,11 @@ def publish_steps(first: dict, publish: dict, upload: Optional[dict]) -> tuple[l
 
 def declare_run(parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
                 tool: str, config: str, files: Mapping[str, str], server: dict, server_volumes: list[dict],
-                steps: Callable[[str, str], tuple[list[dict], dict]], priority_class: Optional[pulumi.Input[str]]) -> None:
+                steps: Callable[[str, str], tuple[list[dict], dict]], priority_class: Optional[pulumi.Input[str]],
+                checks: Callable[[str], tuple[dict, ...]] = lambda image: ()) -> None:
     """One version's run, children of `parent` (its TritonService): the ConfigMap of the tools and
-    the run's `config`, and the Job. `steps(run id, SDK image)` gives its init and main containers."""
+    the run's `config`, and the Job. `steps(run id, SDK image)` gives its init and main containers,
+    `checks(SDK image)` the containers that run before its server."""
     run = run_id(run_inputs(service, version, group, files))
     run_name = job_name(service, version, run)
     ns = service.k8s_namespace
@@ -429,7 +491,8 @@ def declare_run(parent: pulumi.Resource, name: str, service: Service, version: V
                 **hardening.skip_annotations(*hardening.tuning_workloads(version)),
             },
         },
-        spec=job_spec(service, version, group, server, volumes, init, main, priority_class, tool),
+        spec=job_spec(service, version, group, server, volumes, init, main, priority_class, tool,
+                      checks(analyzer_image(version))),
         # A Job's pod template is immutable: a change the name does not carry (a name handed in by
         # another stack) replaces the Job under the same name, so the old one must go first.
         opts=pulumi.ResourceOptions.merge(resource_opts(parent), pulumi.ResourceOptions(delete_before_replace=True)),
@@ -438,11 +501,18 @@ def declare_run(parent: pulumi.Resource, name: str, service: Service, version: V
 
 def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, version: Version, group: NodeGroup,
                        server: dict, server_volumes: list[dict], cache_mount: Optional[dict], upload: Optional[dict],
-                       priority_class: Optional[pulumi.Input[str]]) -> None:
+                       model_config: Optional[dict], priority_class: Optional[pulumi.Input[str]]) -> None:
     """One version's Model Analyzer run. `cache_mount` is the weights claim's writable mount (file
-    share), else `upload` copies the staged results into the bucket."""
+    share), else `model_config` copies the model's config out of the bucket for the shape check
+    and `upload` copies the staged results into it."""
     tuning = version.tuning
-    files = {**tools_files(), ANALYZER_CONFIG: yaml.safe_dump(analyzer_config(tuning, tuning.model), sort_keys=True)}
+    files = {**tools_files(RUN_TOOLS), ANALYZER_CONFIG: yaml.safe_dump(analyzer_config(tuning, tuning.model), sort_keys=True)}
+
+    def checks(image: str) -> tuple[dict, ...]:
+        if cache_mount is not None:
+            model_dir = f"{cache_mount['mountPath']}/{version.model_repository.path.strip('/')}/{tuning.model}"
+            return (shape_check_container(image, service, version, model_dir, [{**cache_mount, "readOnly": True}]),)
+        return model_config, shape_check_container(image, service, version, MODEL_CONFIG_DIR, [])
 
     def steps(run: str, image: str) -> tuple[list[dict], dict]:
         dest = run_dest(version, tuning.model, cache_mount, upload)
@@ -451,4 +521,4 @@ def declare_tuning_run(parent: pulumi.Resource, name: str, service: Service, ver
         return publish_steps(analyzer_container(image), publish, upload)
 
     declare_run(parent, name, service, version, group, "model-analyzer", ANALYZER_CONFIG, files, server, server_volumes,
-                steps, priority_class)
+                steps, priority_class, checks)

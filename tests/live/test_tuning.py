@@ -24,6 +24,7 @@ from platformctl.patch import canary_patch
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, base_config, render_raw, stack_plan
 from tests.support import conformance
+from tests.support.model_configs import TEXT_MODEL
 
 pytest_plugins = ["tests.support.s3server"]
 
@@ -98,7 +99,7 @@ def test_a_tuned_version_has_exactly_one_job(demo, acme):
 def test_the_run_measures_the_versions_own_server(demo):
     job, serving = job_of(demo, "resnet"), deployment_of(demo, "resnet", "v2")
     pod, serving_pod = job["spec"]["template"]["spec"], serving["spec"]["template"]["spec"]
-    server, triton = pod["initContainers"][0], serving_pod["containers"][0]
+    server, triton = containers(job)["triton"], serving_pod["containers"][0]
     # A native sidecar: started first, the next step waits for its startup probe, stopped at the end.
     assert server["name"] == "triton" and server["restartPolicy"] == "Always" and "startupProbe" in server
     for key in ("image", "resources", "securityContext"):
@@ -109,7 +110,7 @@ def test_the_run_measures_the_versions_own_server(demo):
     assert repository in server["args"] and "--model-control-mode=explicit" in server["args"]
     assert not [a for a in server["args"] if a.startswith("--load-model")]
     steps = containers(job)
-    assert [c["name"] for c in pod["initContainers"]] == ["triton", "analyze"] and list(steps)[-1] == "publish"
+    assert [c["name"] for c in pod["initContainers"]] == ["check-shapes", "triton", "analyze"] and list(steps)[-1] == "publish"
     assert steps["analyze"]["image"] == "nvcr.io/nvidia/tritonserver:25.01-py3-sdk"
     # The server reads the claim read-only; only the publish step writes, into the version's repository.
     assert {"name": "models", "mountPath": "/models", "readOnly": True} in server["volumeMounts"]
@@ -132,7 +133,8 @@ def test_the_run_never_takes_a_serving_replicas_gpu(demo):
     placeholder = next(p for p in objects(demo, "PriorityClass") if p["metadata"]["name"] == "gpu-placeholder")
     assert placeholder["value"] < priority["value"] < 0 and priority["preemptionPolicy"] == "Never"
     assert job["spec"]["podFailurePolicy"]["rules"] == [
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "check-shapes", "operator": "In", "values": [2, 4]}}]
     # Not in the mesh, not behind the service's Service, and nothing may reach it.
     assert pod.get("automountServiceAccountToken") is False
     assert job["spec"]["template"]["metadata"]["labels"]["sidecar.istio.io/inject"] == "false"
@@ -298,19 +300,88 @@ def test_the_upload_step_copies_into_the_bucket_and_deletes_nothing(acme, s3_ser
     staged = tmp_path / "publish"
     (staged / "bge-large" / "configs").mkdir(parents=True)
     (staged / "bge-large" / "configs" / "tuned-abc-1.pbtxt").write_text('name: "bge-large"\n')
-    # The container as rendered, pointed at this server: its endpoint, the Secret's values, a test bucket.
-    secret = {"AWS_ACCESS_KEY_ID": s3_server.access_key_id, "AWS_SECRET_ACCESS_KEY": s3_server.secret_access_key,
-              "AWS_DEFAULT_REGION": s3_server.region}
-    env = {"PATH": os.environ["PATH"], **secret}
-    for item in upload["env"]:
-        value = secret[item["valueFrom"]["secretKeyRef"]["key"]] if "valueFrom" in item else item["value"]
-        env[item["name"]] = s3_server.endpoint if item["name"].endswith("_ENDPOINT") else value
-    env["HOME"] = str(tmp_path)
-    args = [str(staged) if a == tuning.STAGING_DIR else a.replace("acme-prod-model-weights", bucket) for a in upload["args"]]
-    run = subprocess.run([str(RCLONE), *args], env=env, capture_output=True, text=True, timeout=120)
+    run = run_rclone(upload, s3_server, bucket, tmp_path, {tuning.STAGING_DIR: str(staged)})
     assert run.returncode == 0, run.stderr[-2000:]
     keys = {o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"]}
     assert keys == {"embed/v1/bge-large/1/model.onnx", "embed/v1/bge-large/configs/tuned-abc-1.pbtxt"}
+
+
+def run_rclone(container: dict, s3_server, bucket: str, home: Path, paths: dict[str, str]) -> subprocess.CompletedProcess:
+    """A rendered rclone container pointed at this server: its endpoint, the Secret's values, a
+    test bucket for acme-prod's, and the pod's `paths` on this machine."""
+    secret = {"AWS_ACCESS_KEY_ID": s3_server.access_key_id, "AWS_SECRET_ACCESS_KEY": s3_server.secret_access_key,
+              "AWS_DEFAULT_REGION": s3_server.region}
+    env = {"PATH": os.environ["PATH"], **secret}
+    for item in container["env"]:
+        value = secret[item["valueFrom"]["secretKeyRef"]["key"]] if "valueFrom" in item else item["value"]
+        env[item["name"]] = s3_server.endpoint if item["name"].endswith("_ENDPOINT") else value
+    env["HOME"] = str(home)
+    args = [paths.get(a, a.replace("acme-prod-model-weights", bucket)) for a in container["args"]]
+    return subprocess.run([str(RCLONE), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+# --------------------------------------------------------------------------- the shape check
+
+
+def run_check(plan, service: str, tmp_path: Path, paths: dict[str, str], without: str = "") -> subprocess.CompletedProcess:
+    """The rendered `check-shapes` container (less its argument `without`) in the SDK image's
+    stand-in (Model Analyzer's venv: tritonclient[all], as the 25.01 SDK image installs it: server
+    v2.54.0 Dockerfile.sdk), with the run's ConfigMap laid out as the pod mounts it and the pod's
+    `paths` on this machine."""
+    job = job_of(plan, service)
+    (config_map,) = [c for c in objects(plan, "ConfigMap") if c["metadata"]["name"] == job["metadata"]["name"]]
+    tools = tmp_path / "tools"
+    for item in next(v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "tools")["configMap"]["items"]:
+        (tools / item["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (tools / item["path"]).write_text(config_map["data"][item["key"]])
+    command = []
+    for arg in containers(job)["check-shapes"]["command"]:
+        for pod, here in paths.items():
+            arg = arg.replace(pod, here)
+        command += [arg] if arg != without else []
+    assert command[0] == "python3"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tools), "HOME": str(tmp_path)}
+    return subprocess.run([str(MODEL_ANALYZER), *command[1:]], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.skipif(not MODEL_ANALYZER.exists(), reason="Model Analyzer is not installed: run `make model-analyzer`")
+def test_an_s3_run_copies_only_the_models_config_and_checks_its_shapes_before_its_server(acme, s3_server, tmp_path):
+    job = job_of(acme, "embed")
+    pod = job["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"][:3]] == ["model-config", "check-shapes", "triton"]
+    bucket = s3_server.bucket_name("shapes")
+    client = s3_server.client()
+    client.create_bucket(Bucket=bucket)
+    for key, body in {"config.pbtxt": TEXT_MODEL, "1/model.onnx": "weights", "configs/tuned-old-1.pbtxt": "old"}.items():
+        client.put_object(Bucket=bucket, Key=f"embed/v1/bge-large/{key}", Body=body.encode())
+    work = tmp_path / "work"
+    copied = run_rclone(containers(job)["model-config"], s3_server, bucket, tmp_path,
+                        {tuning.MODEL_CONFIG_DIR: str(work / "model-config")})
+    assert copied.returncode == 0, copied.stderr[-2000:]
+    assert sorted(p.name for p in (work / "model-config").rglob("*")) == ["config.pbtxt"]
+    # acme-prod gives every token input a shape: the run goes on.
+    checked = run_check(acme, "embed", tmp_path, {tuning.WORK_DIR: str(work)})
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    # Without token_type_ids' shape the run stops here, naming the key to set and the input's dims.
+    failed = run_check(acme, "embed", tmp_path, {tuning.WORK_DIR: str(work)}, without="--shape=token_type_ids:128")
+    assert failed.returncode == 2 and failed.stderr.splitlines() == [
+        "perf_shapes: inference-platform:services[embed].versions[v1].tuning.shapes.token_type_ids: input "
+        "'token_type_ids' of model 'bge-large' has variable dims [-1] (s3 embed/v1/bge-large/config.pbtxt) and no "
+        "shape: Perf Analyzer cannot choose one; allowed: shapes.token_type_ids: [<n>] with each <n> a size it should send"]
+
+
+@pytest.mark.skipif(not MODEL_ANALYZER.exists(), reason="Model Analyzer is not installed: run `make model-analyzer`")
+def test_a_file_share_run_checks_the_config_in_the_claim(demo, tmp_path):
+    claim = tmp_path / "claim"
+    (claim / "resnet" / "v2" / "resnet50").mkdir(parents=True)
+    config = claim / "resnet" / "v2" / "resnet50" / "config.pbtxt"
+    config.write_text('max_batch_size: 8\ninput [{ name: "input" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] }]\n')
+    assert run_check(demo, "resnet", tmp_path, {"/models": str(claim)}).returncode == 0
+    config.write_text('max_batch_size: 8\ninput [{ name: "input" data_type: TYPE_FP32 dims: [ 3, -1, -1 ] }]\n')
+    failed = run_check(demo, "resnet", tmp_path, {"/models": str(claim)})
+    assert failed.returncode == 2
+    assert failed.stderr.startswith("perf_shapes: inference-platform:services[resnet].versions[v2].tuning.shapes.input: ")
 
 
 # --------------------------------------------------------------------------- bad input

@@ -140,5 +140,5 @@ def test_a_classic_run_is_unchanged_beside_an_llm_run():
     together = render(both)
     assert run_of(together, "svc") == run_of(alone, "svc")
     job, config_map = run_of(alone, "svc")
-    assert sorted(config_map["data"]) == ["__init__.py", "model-analyzer.yaml", "publish.py"]
-    assert [c["name"] for c in job["spec"]["template"]["spec"]["initContainers"]] == ["triton", "analyze"]
+    assert sorted(config_map["data"]) == ["__init__.py", "model-analyzer.yaml", "perf_shapes.py", "publish.py"]
+    assert [c["name"] for c in job["spec"]["template"]["spec"]["initContainers"]] == ["check-shapes", "triton", "analyze"]

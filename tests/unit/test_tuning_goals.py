@@ -67,7 +67,7 @@ def test_a_shape_perf_analyzer_would_refuse_is_refused(shapes):
 
 def test_a_variable_input_without_a_shape_is_named_with_the_shape_it_needs():
     problems = shape_problems(TEXT_MODEL, "src/embed/config.pbtxt", {"input_ids": [128]}, "embed")
-    assert [path for path, _ in problems] == [("shapes",), ("shapes",)]
+    assert [path for path, _ in problems] == [("shapes", "attention_mask"), ("shapes", "pixel")]
     assert "attention_mask" in problems[0][1] and "shapes.attention_mask: [<n>]" in problems[0][1]
     assert "pixel" in problems[1][1] and "[3, <n>]" in problems[1][1]
 
@@ -93,7 +93,8 @@ def test_an_uploaded_text_model_without_shapes_fails_the_plan(tmp_path, monkeypa
                                  "uploads": [{"source": "repo", "prefix": "svc"}]}
     raw["services"][0]["versions"][0]["modelRepository"] = {"cache": "s3", "path": "svc"}
     error = refused(raw)
-    assert error.paths == ["inference-platform:services[svc].versions[v1].tuning.shapes"] * 3
+    assert error.paths == [f"inference-platform:services[svc].versions[v1].tuning.shapes.{name}"
+                           for name in ("input_ids", "attention_mask", "pixel")]
     assert "weightCaches.s3.uploads[0].source/embed/config.pbtxt" in error.one_line()
     raw["services"][0]["versions"][0]["tuning"]["shapes"] = {"input_ids": [64], "attention_mask": [64], "pixel": [3, 64]}
     parse(raw)
