@@ -98,12 +98,11 @@ def _bucket(server, tag: str) -> str:
 
 def ours(server, source: Path) -> Run:
     """Our provider's sync, first and unchanged, into a bucket of its own."""
-    from inference_platform.weights.s3.client import client
-    from inference_platform.weights.s3.upload import sync_tree
+    from inference_platform.weights.s3.upload import sync_tree, upload_client
 
     props = server.props(bucket=_bucket(server, "bench-ours"), source=str(source), prefix="repo")
-    first_s, _ = _timed(lambda: sync_tree(client(props), props, workers=WORKERS))
-    again_s, again = _timed(lambda: sync_tree(client(props), props, workers=WORKERS))
+    first_s, _ = _timed(lambda: sync_tree(upload_client(props), props, workers=WORKERS))
+    again_s, again = _timed(lambda: sync_tree(upload_client(props), props, workers=WORKERS))
     return Run(first_s, again_s, again["uploadedFiles"])
 
 

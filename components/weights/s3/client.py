@@ -10,14 +10,16 @@ Expect: 100-continue: botocore puts it on every PUT with a body, so each small o
 round trip for the server's interim response before its bytes go; the client asks for it only
 from 2 MiB up, as the AWS SDK for Go does (see `expect_continue_for_large_bodies`).
 
-A client is built afresh for every call from the resource's properties, where the credentials
-arrive as secret inputs: the providers hold none (see provider.py).
+A client is built for every call from the resource's properties, where the credentials arrive as
+secret inputs: the providers hold none (see provider.py). What the clients share is botocore's
+session (the service model and endpoint rules it has read), never credentials.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 from typing import Any, Optional
 from urllib.parse import urlparse
 
@@ -80,9 +82,38 @@ def same_server(a: Any, b: Any) -> bool:
     return endpoint_server(a) == endpoint_server(b)
 
 
-def client(props: dict[str, Any]):
-    """A fresh boto3 S3 client for the resource's endpoint, region and credentials."""
-    import boto3
+_SESSIONS: dict[bool, Any] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _as_sent(text: str) -> str:
+    return text
+
+
+def _client_from_shared_session(raw_timestamps: bool, **kwargs):
+    """A client from the process's botocore session: its loader keeps the S3 service model and endpoint
+    rules once read (a session of its own per client read them from disk each time: about 50 ms of CPU).
+
+    Credentials go to each client, never to the session, so clients of other keys cannot mix them;
+    botocore sessions are not thread-safe, hence the lock.
+    """
+    import botocore.session
+
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(raw_timestamps)
+        if session is None:
+            session = _SESSIONS[raw_timestamps] = botocore.session.Session()
+            if raw_timestamps:
+                # botocore parsers.py ResponseParserFactory.set_parser_defaults(timestamp_parser=...): the
+                # uploads read no timestamp, and parsing each listed key's LastModified with dateutil was
+                # most of the CPU of an unchanged re-run's listing.
+                session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=_as_sent)
+        return session.create_client("s3", **kwargs)
+
+
+def client(props: dict[str, Any], raw_timestamps: bool = False):
+    """A boto3 S3 client for the resource's endpoint, region and credentials (timestamps in
+    responses left as the server's text with `raw_timestamps`)."""
     from botocore.config import Config
     from botocore.handlers import add_expect_header
 
@@ -105,9 +136,9 @@ def client(props: dict[str, Any]):
         read_timeout=120,
         max_pool_connections=32,
     )
-    session = boto3.session.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
     try:
-        s3 = session.client("s3", endpoint_url=endpoint, config=config)
+        s3 = _client_from_shared_session(raw_timestamps, endpoint_url=endpoint, config=config,
+                                         aws_access_key_id=key_id, aws_secret_access_key=secret)
     except ValueError as err:
         raise S3Error(f"endpoint {endpoint!r} is not usable: {err}") from None
     s3.meta.events.register("before-sign.s3", md5_instead_of_flexible_checksum)
