@@ -4,7 +4,8 @@ Checksums: botocore (>= 1.36) puts a CRC32 header, not Content-MD5, on the opera
 S3 API requires a checksum for (DeleteObjects, the bucket configuration PUTs); servers that
 predate flexible checksums refuse those. The client sends Content-MD5 there instead, and the
 uploads put it on every object and part (AWS and SeaweedFS refuse a body that does not match
-it); botocore adds no other checksum.
+it); botocore adds no other checksum, and those bodies go with `UNSIGNED-PAYLOAD` instead of their
+sha256 in the signature (see `unsigned_payload_under_content_md5`).
 
 Expect: 100-continue: botocore puts it on every PUT with a body, so each small object waits a
 round trip for the server's interim response before its bytes go; the client asks for it only
@@ -18,6 +19,7 @@ session (the service model and endpoint rules it has read), never credentials.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import threading
 from typing import Any, Optional
@@ -142,6 +144,8 @@ def client(props: dict[str, Any], raw_timestamps: bool = False):
     except ValueError as err:
         raise S3Error(f"endpoint {endpoint!r} is not usable: {err}") from None
     s3.meta.events.register("before-sign.s3", md5_instead_of_flexible_checksum)
+    unsigned = s3.meta.config.merge(Config(s3={**(s3.meta.config.s3 or {}), "payload_signing_enabled": False}))
+    s3.meta.events.register("before-sign.s3", functools.partial(unsigned_payload_under_content_md5, unsigned=unsigned))
     # The unregister is botocore's own advice for dropping the header (boto/botocore#1659).
     s3.meta.events.unregister("before-call.s3", add_expect_header)
     s3.meta.events.register("before-call.s3", expect_continue_for_large_bodies)
@@ -190,6 +194,20 @@ def md5_instead_of_flexible_checksum(request, **_) -> None:
     for name in flexible + ["Content-MD5"]:
         del request.headers[name]  # removes every copy; setting would add another
     request.headers["Content-MD5"] = content_md5(bytes(request.body))
+
+
+def unsigned_payload_under_content_md5(request, unsigned, **_) -> None:
+    """Before signing an upload's body (PutObject, UploadPart) that carries Content-MD5: `UNSIGNED-PAYLOAD`
+    over plain http too, as botocore already does over https.
+
+    botocore auth.py `S3SigV4Auth._should_sha256_sign_payload` signs every payload over http (its own
+    sha256 of the body, a third hash of every byte sent) and, over https, leaves streaming bodies with a
+    checksum header unsigned; the explicit `payload_signing_enabled` of the request's `client_config`
+    decides first. Content-MD5 is a signed header (not in `SIGNED_HEADERS_BLACKLIST`), so the
+    server still refuses a body that is not the one signed for; the upload hashes what it sends itself.
+    """
+    if "Content-MD5" in request.headers and request.context.get("has_streaming_input"):
+        request.context["client_config"] = unsigned
 
 
 def error_code(err: Exception) -> str:
