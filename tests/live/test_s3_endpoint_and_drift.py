@@ -93,8 +93,8 @@ def test_an_unchanged_upload_is_checked_with_one_listing_and_no_head_per_object(
     calls: Counter = Counter()
     real_client = s3client.client
 
-    def counting(props_):
-        s3 = real_client(props_)
+    def counting(props_, **options):
+        s3 = real_client(props_, **options)
         s3.meta.events.register("before-call.s3", lambda model, **_: calls.update([model.name]))
         return s3
 

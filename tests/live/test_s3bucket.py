@@ -179,8 +179,8 @@ def recording_client(monkeypatch) -> list[tuple[str, dict, object]]:
     sent: list[tuple[str, dict, object]] = []
     make = s3client.client
 
-    def recording(props):
-        c = make(props)
+    def recording(props, **options):
+        c = make(props, **options)
         c.meta.events.register("before-send.s3", lambda request, event_name, **_: sent.append(
             (event_name.rsplit(".", 1)[-1], {k.lower(): v for k, v in request.headers.items()}, request.body)))
         return c
@@ -522,7 +522,7 @@ def test_a_planned_upload_with_presets_puts_their_config_variants_beside_the_mod
 def test_an_upload_state_without_generated_files_is_unchanged_by_the_new_input(monkeypatch):
     olds = {k: f"v-{k}" for k in s3upload.UPLOAD_INPUTS if k != "generated"}
     # Unchanged inputs ask the bucket whether it still holds the manifest's objects: here it does.
-    monkeypatch.setattr(s3upload, "client", lambda props: None)
+    monkeypatch.setattr(s3upload, "client", lambda props, **_: None)
     monkeypatch.setattr(s3upload, "bucket_differs", lambda s3, props: False)
     p = UploadProvider()
     assert p.diff("id", olds, dict(olds)).changes is False

@@ -66,3 +66,25 @@ def test_large_files_are_sent_side_by_side_with_no_more_parts_in_flight_than_wor
     c = s3_server.client()
     assert {rel: c.get_object(Bucket=props["bucket"], Key=f"m/{rel}")["Body"].read() for rel in bodies} == bodies
 
+
+
+def test_uploaded_bodies_go_unsigned_under_their_content_md5_over_http_and_the_rest_stay_signed(s3_server, tmp_path, monkeypatch):
+    monkeypatch.setattr(s3upload, "MULTIPART_BYTES", PART)
+    root = tmp_path / "repo"
+    (root / "llm").mkdir(parents=True)
+    bodies = {"llm/config.pbtxt": b'name: "llm"\nbackend: "python"\n', "llm/shard.bin": os.urandom(PART + 1024)}
+    for rel, body in bodies.items():
+        (root / rel).write_bytes(body)
+    props = s3_server.props(bucket=new_bucket(s3_server, "unsigned"), source=str(root), prefix="m")
+    assert props["endpoint"].startswith("http://")
+    s3 = s3upload.upload_client(props)
+    sent: list[tuple[str, str, bool]] = []
+    s3.meta.events.register("before-send.s3", lambda request, event_name, **_: sent.append(
+        (event_name.rsplit(".", 1)[1], request.headers["X-Amz-Content-SHA256"].decode(), "Content-MD5" in request.headers)))
+    assert sync_tree(s3, props, workers=2)["uploadedFiles"] == 2
+    payloads = {(operation, sha if sha == "UNSIGNED-PAYLOAD" else "sha256", md5) for operation, sha, md5 in sent}
+    assert payloads >= {("PutObject", "UNSIGNED-PAYLOAD", True), ("UploadPart", "UNSIGNED-PAYLOAD", True),
+                        ("CompleteMultipartUpload", "sha256", False)}
+    assert not [entry for entry in sent if entry[1] == "UNSIGNED-PAYLOAD" and not entry[2]]
+    c = s3_server.client()
+    assert {rel: c.get_object(Bucket=props["bucket"], Key=f"m/{rel}")["Body"].read() for rel in bodies} == bodies

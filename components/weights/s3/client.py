@@ -4,20 +4,24 @@ Checksums: botocore (>= 1.36) puts a CRC32 header, not Content-MD5, on the opera
 S3 API requires a checksum for (DeleteObjects, the bucket configuration PUTs); servers that
 predate flexible checksums refuse those. The client sends Content-MD5 there instead, and the
 uploads put it on every object and part (AWS and SeaweedFS refuse a body that does not match
-it); botocore adds no other checksum.
+it); botocore adds no other checksum, and those bodies go with `UNSIGNED-PAYLOAD` instead of their
+sha256 in the signature (see `unsigned_payload_under_content_md5`).
 
 Expect: 100-continue: botocore puts it on every PUT with a body, so each small object waits a
 round trip for the server's interim response before its bytes go; the client asks for it only
 from 2 MiB up, as the AWS SDK for Go does (see `expect_continue_for_large_bodies`).
 
-A client is built afresh for every call from the resource's properties, where the credentials
-arrive as secret inputs: the providers hold none (see provider.py).
+A client is built for every call from the resource's properties, where the credentials arrive as
+secret inputs: the providers hold none (see provider.py). What the clients share is botocore's
+session (the service model and endpoint rules it has read), never credentials.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import threading
 from typing import Any, Optional
 from urllib.parse import urlparse
 
@@ -80,9 +84,38 @@ def same_server(a: Any, b: Any) -> bool:
     return endpoint_server(a) == endpoint_server(b)
 
 
-def client(props: dict[str, Any]):
-    """A fresh boto3 S3 client for the resource's endpoint, region and credentials."""
-    import boto3
+_SESSIONS: dict[bool, Any] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _as_sent(text: str) -> str:
+    return text
+
+
+def _client_from_shared_session(raw_timestamps: bool, **kwargs):
+    """A client from the process's botocore session: its loader keeps the S3 service model and endpoint
+    rules once read (a session of its own per client read them from disk each time: about 50 ms of CPU).
+
+    Credentials go to each client, never to the session, so clients of other keys cannot mix them;
+    botocore sessions are not thread-safe, hence the lock.
+    """
+    import botocore.session
+
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(raw_timestamps)
+        if session is None:
+            session = _SESSIONS[raw_timestamps] = botocore.session.Session()
+            if raw_timestamps:
+                # botocore parsers.py ResponseParserFactory.set_parser_defaults(timestamp_parser=...): the
+                # uploads read no timestamp, and parsing each listed key's LastModified with dateutil was
+                # most of the CPU of an unchanged re-run's listing.
+                session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=_as_sent)
+        return session.create_client("s3", **kwargs)
+
+
+def client(props: dict[str, Any], raw_timestamps: bool = False):
+    """A boto3 S3 client for the resource's endpoint, region and credentials (timestamps in
+    responses left as the server's text with `raw_timestamps`)."""
     from botocore.config import Config
     from botocore.handlers import add_expect_header
 
@@ -105,12 +138,14 @@ def client(props: dict[str, Any]):
         read_timeout=120,
         max_pool_connections=32,
     )
-    session = boto3.session.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
     try:
-        s3 = session.client("s3", endpoint_url=endpoint, config=config)
+        s3 = _client_from_shared_session(raw_timestamps, endpoint_url=endpoint, config=config,
+                                         aws_access_key_id=key_id, aws_secret_access_key=secret)
     except ValueError as err:
         raise S3Error(f"endpoint {endpoint!r} is not usable: {err}") from None
     s3.meta.events.register("before-sign.s3", md5_instead_of_flexible_checksum)
+    unsigned = s3.meta.config.merge(Config(s3={**(s3.meta.config.s3 or {}), "payload_signing_enabled": False}))
+    s3.meta.events.register("before-sign.s3", functools.partial(unsigned_payload_under_content_md5, unsigned=unsigned))
     # The unregister is botocore's own advice for dropping the header (boto/botocore#1659).
     s3.meta.events.unregister("before-call.s3", add_expect_header)
     s3.meta.events.register("before-call.s3", expect_continue_for_large_bodies)
@@ -159,6 +194,20 @@ def md5_instead_of_flexible_checksum(request, **_) -> None:
     for name in flexible + ["Content-MD5"]:
         del request.headers[name]  # removes every copy; setting would add another
     request.headers["Content-MD5"] = content_md5(bytes(request.body))
+
+
+def unsigned_payload_under_content_md5(request, unsigned, **_) -> None:
+    """Before signing an upload's body (PutObject, UploadPart) that carries Content-MD5: `UNSIGNED-PAYLOAD`
+    over plain http too, as botocore already does over https.
+
+    botocore auth.py `S3SigV4Auth._should_sha256_sign_payload` signs every payload over http (its own
+    sha256 of the body, a third hash of every byte sent) and, over https, leaves streaming bodies with a
+    checksum header unsigned; the explicit `payload_signing_enabled` of the request's `client_config`
+    decides first. Content-MD5 is a signed header (not in `SIGNED_HEADERS_BLACKLIST`), so the
+    server still refuses a body that is not the one signed for; the upload hashes what it sends itself.
+    """
+    if "Content-MD5" in request.headers and request.context.get("has_streaming_input"):
+        request.context["client_config"] = unsigned
 
 
 def error_code(err: Exception) -> str:

@@ -248,9 +248,19 @@ def _delete(target: Target, rels: list[str]) -> None:
 # The sync.
 
 
+def upload_client(props: dict[str, Any]):
+    """The client an upload uses: no timestamp in the responses is read, so none is parsed."""
+    return client(props, raw_timestamps=True)
+
+
+def _quick_check(f: LocalFile, known: Optional[dict[str, Any]]) -> bool:
+    """rsync's quick check: the manifest's entry still describes the file when its size and times match."""
+    return bool(known and known.get("sha256") and all(known.get(k) == v for k, v in stat_fields(f.stat).items()))
+
+
 def _local_entry(f: LocalFile, known: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The file's manifest entry: the known one when size and times match (rsync's quick check), else hashed."""
-    if known and known.get("sha256") and all(known.get(k) == v for k, v in stat_fields(f.stat).items()):
+    """The file's manifest entry: the known one when the quick check passes, else hashed."""
+    if _quick_check(f, known):
         return known
     sha, st = hash_file(f.path)
     same = {k: known[k] for k in ("md5", "etag") if known.get(k)} if known and known.get("sha256") == sha else {}
@@ -267,8 +277,11 @@ def _nothing_changed_yet():
 
 def _hash_source(files: list[LocalFile], old: Manifest, workers: int) -> dict[str, dict[str, Any]]:
     """Every file's entry, or SourceError: the bucket is not touched before this succeeds."""
-    entries = parallel_map(lambda f: _local_entry(f, old.files.get(f.rel)), files, workers)
-    return dict(zip([f.rel for f in files], entries, strict=True))
+    # Only the files to hash go to the pool: a task per unchanged file cost more than its check.
+    unchanged = {f.rel: old.files[f.rel] for f in files if _quick_check(f, old.files.get(f.rel))}
+    to_hash = [f for f in files if f.rel not in unchanged]
+    entries = parallel_map(lambda f: _local_entry(f, old.files.get(f.rel)), to_hash, workers)
+    return unchanged | dict(zip([f.rel for f in to_hash], entries, strict=True))
 
 
 def _held(target: Target, rels: list[str], local: dict[str, dict[str, Any]], listing: dict[str, Listed], workers: int) -> set[str]:
@@ -371,13 +384,13 @@ class UploadProvider(S3Provider):
             # Unchanged inputs: does the bucket still hold what the manifest claims? One GET and one
             # listing (no HEAD per object), so an object lost behind our back is sent again by this `up`.
             plain_news = {k: plain(v) for k, v in news.items()}
-            return DiffResult(changes=bucket_differs(client(plain_news), plain_news), replaces=[], stables=[])
+            return DiffResult(changes=bucket_differs(upload_client(plain_news), plain_news), replaces=[], stables=[])
         # Re-uploading to a new place is an update; the old objects stay (a running version may read them).
         return DiffResult(changes=bool(changed) or has_unknowns(news), replaces=[], stables=[])
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         props = {k: plain(v) for k, v in props.items()}
-        result = sync_tree(client(props), props)
+        result = sync_tree(upload_client(props), props)
         return CreateResult(f"{props['bucket']}/{props['prefix'].strip('/')}", {**props, **result})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -388,7 +401,7 @@ class UploadProvider(S3Provider):
         the update checks every file against the bucket.
         """
         props = {k: plain(v) for k, v in props.items()}
-        verified, problems = audit(client(props), props)
+        verified, problems = audit(upload_client(props), props)
         if not problems:
             return ReadResult(id_, {**props, "drift": None} if props.get("drift") else props)
         outs = {**props, **content_outputs(verified), "drift": "; ".join(problems), "fingerprint": DRIFTED}
@@ -398,7 +411,7 @@ class UploadProvider(S3Provider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         news = {k: plain(v) for k, v in news.items()}
         verify = olds.get("fingerprint") == DRIFTED
-        return UpdateResult({**news, **sync_tree(client(news), news, verify=verify)})
+        return UpdateResult({**news, **sync_tree(upload_client(news), news, verify=verify)})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         # Uploaded weights outlive the upload resource: a running version may still read them.
