@@ -13,7 +13,7 @@ Read in kubeflow/trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go:
 - A job with `publishTo` runs on the `-publish` variant of its runtime, and its runtimePatches
   also fill the `publish` step (training/publish.py): adding or removing `publishTo`, or changing
   its service, replaces the job; its version and ONNX file live in a ConfigMap the step reads
-  when it starts, so changing them is an update of that ConfigMap alone.
+  when it starts, so changing them replaces that ConfigMap alone (the job does not wait for it).
 """
 
 from __future__ import annotations

@@ -192,13 +192,12 @@ def publish_resources(name: str, a, teams: dict[str, TrainingTeam], namespaces: 
                     "name": f"{COMPONENT}-{PUBLISH}", "namespace": team.namespace,
                     "labels": standard_labels(f"{COMPONENT}-{PUBLISH}", **{COMPONENT_KEY: COMPONENT})},
                 spec=publish_network_policy_spec(), opts=in_team[team.name])
-    bindings: dict[str, pulumi.Resource] = {}
     for service, teams_of in publishers(jobs, teams).items():
         ref = a.pipelines[service]
         meta = {"name": submit_role_name(ref), "namespace": ref.namespace,
                 "labels": standard_labels(submit_role_name(ref), **{COMPONENT_KEY: COMPONENT, PIPELINE_LABEL: service})}
         role = k8s.rbac.v1.Role(f"{name}-publish-{service}-role", metadata=meta, rules=SUBMIT_RULES, opts=opts)
-        bindings[service] = k8s.rbac.v1.RoleBinding(
+        k8s.rbac.v1.RoleBinding(
             f"{name}-publish-{service}-rolebinding", metadata=meta,
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
             subjects=[{"kind": "ServiceAccount", "name": service_account_name(service), "namespace": t.namespace}
@@ -206,10 +205,15 @@ def publish_resources(name: str, a, teams: dict[str, TrainingTeam], namespaces: 
     needs: dict[tuple[str, str], list[pulumi.Resource]] = {}
     for job in jobs:
         team, service = teams[job.team], job.publish_to.service
-        config_map = k8s.core.v1.ConfigMap(
+        k8s.core.v1.ConfigMap(
             f"{name}-job-{team.name}-{job.name}-publish", metadata={
                 "name": config_map_name(job), "namespace": team.namespace,
                 "labels": standard_labels(config_map_name(job), **{COMPONENT_KEY: COMPONENT})},
             data=config_map_data(job, team, a.pipelines[service]), opts=in_team[team.name])
-        needs[(team.name, job.name)] = [accounts[(team.name, service)], bindings[service], config_map]
+        # The job waits for its step's account only. Not for the ConfigMap: a new version name
+        # replaces it (pulumi-kubernetes replaces a ConfigMap whose data changes; its fixed name
+        # deletes it first), and the engine would replace a dependent job too, running the
+        # training again. The step reads the ConfigMap hours later; a pod whose ConfigMap is
+        # missing waits for it.
+        needs[(team.name, job.name)] = [accounts[(team.name, service)]]
     return needs
