@@ -1032,6 +1032,17 @@ class CachePathArgs(TypedDict):
     """Path inside the file share, or key prefix inside the bucket."""
 
 
+class PublishToArgs(TypedDict):
+    """Arguments of `PublishTo` (see the configuration reference, docs/reference.md)."""
+
+    service: str
+    """The service (`services[].name`, with a `pipeline`) whose model pipeline builds, tunes and publishes the trained model as a new canary version."""
+    version: NotRequired[str]
+    """Name of the new version (a DNS label of at most 20 characters the service does not use); default: the job's name."""
+    onnx: NotRequired[str]
+    """The ONNX file the job exports, relative to its checkpoint directory (`$PLATFORM_CHECKPOINT_DIR/<onnx>`): the pipeline's `onnx` argument is `<checkpoint.path>/<onnx>` on the file share. Default: `model.onnx`."""
+
+
 class TrainJobSettingsArgs(TypedDict):
     """Arguments of `TrainJobSettings` (see the configuration reference, docs/reference.md)."""
 
@@ -1071,6 +1082,8 @@ class TrainJobSettingsArgs(TypedDict):
     """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
     suspend: NotRequired[bool]
     """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job). Default: `false`."""
+    publish_to: NotRequired[PublishToArgs]
+    """When the job's nodes complete, start the model pipeline of this service (export -> TensorRT -> analyse -> publish -> canary patch) with the ONNX file the job wrote in its checkpoint directory (docs/training.md: From a trained model to a canary). Needs `checkpoint`; adding, removing or changing `service` replaces the TrainJob."""
 
 
 class GroupNetworkArgs(TypedDict):
@@ -1404,6 +1417,17 @@ class ModelPipelineArgs(TypedDict):
     """Node labels the Argo Workflows controller's pods select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
 
+class PipelineRefArgs(TypedDict):
+    """Where a service's model pipeline is: what a publishing job's Workflow names."""
+
+    namespace: str
+    """The service's namespace, where its WorkflowTemplate is."""
+    template: str
+    """The WorkflowTemplate (`<service>-pipeline`)."""
+    cache: Literal["fileShare", "s3"]
+    """The weight cache the pipeline reads `onnx` from: its base version's. One of: `fileShare`, `s3`."""
+
+
 class TrainingArgs(TypedDict):
     """Kubeflow Trainer (with JobSet) from its pinned chart, the platform's ClusterTrainingRuntimes, and the teams' TrainJobs on the GPU groups."""
 
@@ -1418,4 +1442,6 @@ class TrainingArgs(TypedDict):
     priority_class: NotRequired[str]
     """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: NotRequired[dict[str, str]]
-    """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders select (the system group). Empty: any node that admits them."""
+    """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders and publish steps select (the system group). Empty: any node that admits them."""
+    pipelines: NotRequired[dict[str, PipelineRefArgs]]
+    """Per service a job publishes to (`publishTo.service`), its model pipeline: namespace, WorkflowTemplate and the weight cache it reads the ONNX file from."""

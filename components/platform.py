@@ -40,6 +40,7 @@ from inference_platform.serving.triton import TritonService
 from inference_platform.settings.component_args import M
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
+from inference_platform.settings.training_publish import PipelineRef, pipeline_refs
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.training.capacity import group_proofs
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces
@@ -168,7 +169,13 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
 def training_inputs(s: Settings, weights: dict[str, WeightsRef]) -> TrainingInputs:
     return _given(TrainingInputs, training=s.training, gpu_groups=s.gpu_groups, weights=weights,
                   create_namespaces=False, priority_class=TRAINING_PRIORITY_CLASS,
-                  system_node_selector=s.cluster.system_selector)
+                  system_node_selector=s.cluster.system_selector, pipelines=published_pipelines(s))
+
+
+def published_pipelines(s: Settings) -> dict[str, PipelineRef]:
+    """The model pipelines training jobs publish to (`publishTo.service`)."""
+    used = {j.publish_to.service for j in (s.training.jobs if s.training else []) if j.publish_to is not None}
+    return {svc: ref for svc, ref in pipeline_refs(s).items() if svc in used}
 
 
 def _settings(args: Union[Settings, InferencePlatformArgs]) -> Settings:
@@ -309,5 +316,8 @@ class InferencePlatform(pulumi.ComponentResource):
         deps = [d for ns in namespaces for d in (self.team_namespaces[ns], *self.weights.depends_on(ns))]
         queues = [self.kueue.release, self.kueue.priority_class, *self.kueue.local_queues.values()] if self.kueue else []
         args = training_inputs(settings, {ns: self.weights.reference(ns) for ns in namespaces})
+        # Jobs that publish: their Role goes in the service's namespace, and their step runs its pipeline.
+        published = sorted({ref.namespace for ref in args.pipelines.values()})
+        deps += [self.namespaces.namespaces[ns] for ns in published] + ([self.pipeline] if published else [])
         # After the monitoring CRDs too: JobSet's chart declares a ServiceMonitor and fails without its kind.
         return Training(f"{name}-training", args, opts=after(*deps, *queues, self.observability.crds))

@@ -79,6 +79,10 @@ GPU_DRIVER_VERSION = "595.91.07"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # Small image for init containers that only need a shell.
 BUSYBOX_IMAGE = "busybox:1.37.0"
+# kubectl of the Kubernetes release the objects are validated against: the release images include
+# it since 1.28 (kubernetes/kubernetes#116672, hack/lib/golang.sh server_image_targets cmd/kubectl;
+# build/lib/release.sh copies it to /usr/local/bin on the distroless go-runner base: no shell).
+KUBECTL_IMAGE = f"registry.k8s.io/kubectl:v{KUBERNETES_VERSION}"
 
 # Images of the mesh charts whose published values leave them to the packager.
 ISTIO_HUB = "docker.io/istio"

@@ -22,6 +22,7 @@ from inference_platform.settings.base import DnsLabel, Image, Model, Quantity, R
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import GpuRequest
+from inference_platform.settings.training_publish import PublishTo, publish_section_problems
 from inference_platform.settings.training_teams import TopologyLevels, TrainingTeam
 
 RUNTIME_KINDS = ("torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning")
@@ -179,6 +180,8 @@ class TrainJobSettings(Model):
     """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
     suspend: bool = False
     """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job)."""
+    publish_to: Optional[PublishTo] = None
+    """When the job's nodes complete, start the model pipeline of this service (export -> TensorRT -> analyse -> publish -> canary patch) with the ONNX file the job wrote in its checkpoint directory (docs/training.md: From a trained model to a canary). Needs `checkpoint`; adding, removing or changing `service` replaces the TrainJob."""
 
     @property
     def processes(self) -> int:
@@ -329,4 +332,5 @@ def training_section_problems(settings) -> list[tuple[KeyPath, str]]:
                        if v is not None)
     serving = frozenset(w.k8s_namespace for w in settings.workloads)
     return [(("training", *path), why)
-            for path, why in training_problems(training, settings.cluster.node_groups, serving, caches)]
+            for path, why in training_problems(training, settings.cluster.node_groups, serving, caches)
+            ] + publish_section_problems(settings)

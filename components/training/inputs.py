@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from inference_platform.settings.base import DnsLabel, Labels, Model
+from inference_platform.settings.base import DnsLabel, Labels, Model, ShortName
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.training import TrainingSettings, training_problems
+from inference_platform.settings.training_publish import PipelineRef, publish_problems
 from inference_platform.training.jobs import s3_initializers
 from inference_platform.weights.inputs import WeightsRef
 
@@ -34,11 +35,15 @@ class TrainingInputs(Model):
     priority_class: Optional[str] = None
     """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: Labels = {}
-    """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders select (the system group). Empty: any node that admits them."""
+    """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders and publish steps select (the system group). Empty: any node that admits them."""
+    pipelines: dict[ShortName, PipelineRef] = {}
+    """Per service a job publishes to (`publishTo.service`), its model pipeline: namespace, WorkflowTemplate and the weight cache it reads the ONNX file from."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
-        """The `training` checks against the given groups, and every cache a job uses named in `weights`."""
+        """The `training` checks against the given groups, each publishing job's pipeline in
+        `pipelines`, and every cache a job uses named in `weights`."""
         found = [(("training", *path), why) for path, why in training_problems(self.training, self.gpu_groups)]
+        found += [(("training", *path), why) for path, why in publish_problems(self.training, self.pipelines)]
         for i, job in enumerate(self.training.jobs):
             team = self.training.team(job.team)
             if team is None:

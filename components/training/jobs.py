@@ -10,6 +10,10 @@ Read in kubeflow/trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go:
   tolerations, volumes and the `node` container's volumeMounts; not env (refused for `node`).
   The same Validate refuses a patch change unless the job is suspended, so it replaces too.
 - `spec.suspend` may change at any time: an update.
+- A job with `publishTo` runs on the `-publish` variant of its runtime, and its runtimePatches
+  also fill the `publish` step (training/publish.py): adding or removing `publishTo`, or changing
+  its service, replaces the job; its version and ONNX file live in a ConfigMap the step reads
+  when it starts, so changing them replaces that ConfigMap alone (the job does not wait for it).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from inference_platform.settings.training import (
     TrainingTeam,
     TrainJobSettings,
 )
+from inference_platform.training.publish import publish_patch
 from inference_platform.training.runtimes import COMPONENT, NODE, WORKSPACE, variant_name
 from inference_platform.weights.inputs import WeightsRef
 
@@ -98,7 +103,7 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
-                       "name": variant_name(job.runtime, s3_initializers(job))},
+                       "name": variant_name(job.runtime, s3_initializers(job), job.publish_to is not None)},
         "trainer": {
             "image": job.image,
             "command": list(job.command),
@@ -111,6 +116,8 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
         "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
             {"name": NODE, "template": {"spec": {"template": {"spec": pod}}}}]}}}}],
     }
+    if job.publish_to is not None:
+        spec["runtimePatches"].append(publish_patch(job))
     initializers = {}
     for what in s3_initializers(job):
         place: CachePath = getattr(job, what)

@@ -27,6 +27,7 @@ from inference_platform.core.common import COMPONENT_KEY, restricted_security_co
 from inference_platform.settings.training import STRATEGY_ENV, TrainingRuntimeSettings, runtime_name
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+ROLE_LABEL = "inference-platform/training-role"
 NODE = "node"
 DATA_LOADER = "data-loader"
 INITIALIZERS = {"dataset": ("dataset-initializer", versions.DATASET_INITIALIZER_IMAGE),
@@ -38,13 +39,14 @@ TMP_VOLUME = "tmp"
 COMPONENT = "training"
 
 
-def variant_name(kind: str, initializers: tuple[str, ...] = ()) -> str:
-    """The runtime a job of `kind` with these Trainer initializers ("dataset", "model") runs on."""
-    return "-".join((runtime_name(kind), *sorted(initializers)))
+def variant_name(kind: str, initializers: tuple[str, ...] = (), publish: bool = False) -> str:
+    """The runtime a job of `kind` with these Trainer initializers ("dataset", "model") runs on,
+    ending in `-publish` with the publish step (training/publish.py)."""
+    return "-".join((runtime_name(kind), *sorted(initializers), *(["publish"] if publish else [])))
 
 
-def _pod_labels(kind: str, role: str) -> dict[str, str]:
-    return standard_labels(runtime_name(kind), **{COMPONENT_KEY: COMPONENT, "inference-platform/training-role": role})
+def pod_labels(kind: str, role: str) -> dict[str, str]:
+    return standard_labels(runtime_name(kind), **{COMPONENT_KEY: COMPONENT, ROLE_LABEL: role})
 
 
 def _workspace_mount() -> dict[str, str]:
@@ -71,7 +73,7 @@ def node_job(r: TrainingRuntimeSettings, initializers: tuple[str, ...]) -> dict[
         "template": {
             "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
             "spec": {"template": {
-                "metadata": {"labels": _pod_labels(r.kind, NODE)},
+                "metadata": {"labels": pod_labels(r.kind, NODE)},
                 "spec": {
                     "containers": [container],
                     # /dev/shm as memory, sized: the container runtime's default is 64 MiB.
@@ -97,7 +99,7 @@ def initializer_job(which: str, r: TrainingRuntimeSettings) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": {ANCESTOR_LABEL: name}},
             "spec": {"template": {
-                "metadata": {"labels": _pod_labels(r.kind, name)},
+                "metadata": {"labels": pod_labels(r.kind, name)},
                 "spec": {
                     "containers": [{"name": name, "image": image, "volumeMounts": [_workspace_mount()],
                                     "securityContext": restricted_security_context(runAsUser=r.run_as_user, runAsGroup=r.run_as_user)
@@ -125,20 +127,23 @@ def data_loader_job(r: TrainingRuntimeSettings, system_node_selector: dict[str, 
     if system_node_selector:
         pod["nodeSelector"] = dict(system_node_selector)
     return {"name": DATA_LOADER, "replicas": d.replicas,
-            "template": {"spec": {"template": {"metadata": {"labels": _pod_labels(r.kind, DATA_LOADER)}, "spec": pod}}}}
+            "template": {"spec": {"template": {"metadata": {"labels": pod_labels(r.kind, DATA_LOADER)}, "spec": pod}}}}
 
 
 def runtime_spec(r: TrainingRuntimeSettings, initializers: tuple[str, ...] = (),
                  system_node_selector: dict[str, str] | None = None, initializer_size: str = "100Gi",
-                 priority_class: str | None = None) -> dict[str, Any]:
+                 priority_class: str | None = None, publish_step: dict[str, Any] | None = None) -> dict[str, Any]:
     """A ClusterTrainingRuntime's spec: Trainer's torch policy, the JobSet template; the GPU node
-    pods at `priority_class` (the platform's `gpu-training`, below serving)."""
+    pods at `priority_class` (the platform's `gpu-training`, below serving); last, a `publish_step`
+    that starts a service's model pipeline once the nodes completed (training/publish.py)."""
     node = node_job(r, initializers)
     if priority_class is not None:
         node["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
     jobs = [initializer_job(i, r) for i in sorted(initializers)] + [node]
     if r.data_loader is not None:
         jobs.append(data_loader_job(r, system_node_selector or {}))
+    if publish_step is not None:
+        jobs.append(publish_step)
     template: dict[str, Any] = {"replicatedJobs": jobs}
     if initializers:
         # jobset 0.12.0 volumeClaimPolicies: one claim per JobSet, shared by the initializers

@@ -27,6 +27,7 @@ from inference_platform.training.jobs import (
     trainjob_labels,
     trainjob_spec,
 )
+from inference_platform.training.publish import publish_job, publish_resources
 from inference_platform.training.runtimes import COMPONENT, runtime_spec, variant_name
 from inference_platform.weights.inputs import WeightsRef
 
@@ -38,12 +39,13 @@ def team_namespace(logical_name: str, team: TrainingTeam, opts: pulumi.ResourceO
                      labels={COMPONENT_KEY: COMPONENT})
 
 
-def runtime_variants(training: TrainingSettings) -> list[tuple[str, tuple[str, ...]]]:
-    """(kind, initializers) of every runtime: each kind alone, and each set of S3 initializers its jobs use."""
-    variants = [(r.kind, ()) for r in training.runtimes]
+def runtime_variants(training: TrainingSettings) -> list[tuple[str, tuple[str, ...], bool]]:
+    """(kind, initializers, publish) of every runtime: each kind alone, and each set of S3
+    initializers and publish step its jobs use."""
+    variants = [(r.kind, (), False) for r in training.runtimes]
     for job in training.jobs:
-        key = (job.runtime, tuple(sorted(s3_initializers(job))))
-        if key[1] and key not in variants:
+        key = (job.runtime, tuple(sorted(s3_initializers(job))), job.publish_to is not None)
+        if (key[1] or key[2]) and key not in variants:
             variants.append(key)
     return variants
 
@@ -65,24 +67,26 @@ class Training(pulumi.ComponentResource):
         # The chart installs the CRDs and the webhooks that admit these objects.
         after_release = resource_opts(self, depends_on=[self.release])
         names = []
-        for kind, initializers in runtime_variants(a.training):
+        for kind, initializers, publish in runtime_variants(a.training):
             runtime = a.training.runtime(kind)
-            rt_name = variant_name(kind, initializers)
+            rt_name = variant_name(kind, initializers, publish)
             k8s.apiextensions.CustomResource(
                 f"{name}-runtime-{rt_name}", api_version=API_VERSION, kind="ClusterTrainingRuntime",
                 metadata={"name": rt_name, "labels": standard_labels(rt_name, **{COMPONENT_KEY: COMPONENT})},
                 spec=runtime_spec(runtime, initializers, a.system_node_selector, runtime.initializer_volume,
-                                  a.priority_class),
+                                  a.priority_class, publish_job(kind, a.system_node_selector) if publish else None),
                 opts=after_release)
             names.append(rt_name)
         teams = {t.name: t for t in a.training.teams}
         namespaces = ({t.name: team_namespace(f"{name}-team-{t.name}", t, resource_opts(self)) for t in a.training.teams}
                       if a.create_namespaces else {})
         groups = {g.name: g for g in a.gpu_groups}
+        publishing = publish_resources(name, a, teams, namespaces, resource_opts(self))
         refs: dict[str, pulumi.Input[str]] = {}
         for job in a.training.jobs:
             team = teams[job.team]
-            deps = [self.release, *([namespaces[team.name]] if team.name in namespaces else [])]
+            deps = [self.release, *([namespaces[team.name]] if team.name in namespaces else []),
+                    *publishing.get((team.name, job.name), [])]
             trainjob = k8s.apiextensions.CustomResource(
                 f"{name}-job-{team.name}-{job.name}", api_version=API_VERSION, kind="TrainJob",
                 metadata={"name": job.name, "namespace": team.namespace, "labels": trainjob_labels(job, team)},

@@ -3,20 +3,17 @@ per strategy, and each team's TrainJobs placed by the node contract, queued on t
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from inference_platform.core import versions
 from inference_platform.gpu.profiles import gpu_scheduling
 from inference_platform.settings.cluster import NodeGroup
 from platformctl import ordering
-from platformctl.__main__ import main
 from platformctl.invariants import plan_resources
-from platformctl.plan import manifest, write_plan
+from platformctl.plan import manifest
 from tests.conftest import as_magnum, base_config, render_raw
 from tests.support import conformance
-from tests.support.training_stacks import training_config
+from tests.support.training_stacks import diff_lines, training_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
@@ -176,13 +173,7 @@ def test_every_trainer_object_validates_against_the_vendored_crds(reference):
 
 
 def _diff(tmp_path, capsys, edit) -> list[str]:
-    before = training_config()
-    after = copy.deepcopy(before)
-    edit(after["training"]["jobs"][0])
-    write_plan(render_raw(before), tmp_path / "a")
-    write_plan(render_raw(after), tmp_path / "b")
-    main(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
-    return [line for line in capsys.readouterr().out.splitlines() if "TrainJob" in line]
+    return [line for line in diff_lines(tmp_path, capsys, training_config(), edit) if "TrainJob" in line]
 
 
 def test_an_edit_trainer_refuses_on_a_created_job_replaces_it_deleting_the_old_one_first(tmp_path, capsys):

@@ -455,12 +455,38 @@ TRAINING_VALUES: list[tuple[str, tuple, Any]] = [
     ("training-ifname-too-long", T + ("networks", "gpu-a100", "socketIfname"), "e" * 16),
     ("training-hca-shell", T + ("networks", "gpu-a100", "ibHca"), "mlx5_0;reboot"),
     ("training-network-unknown-group", T + ("networks",), {"gpu-h100": {"ibDisable": True}}),
+    # publishTo: demo-dev's resnet has a pipeline (base version v2, on the file share).
+    ("training-publish-unknown-service", TJ + ("publishTo",), {"service": "ghost"}),
+    ("training-publish-service-upper", TJ + ("publishTo",), {"service": "Resnet"}),
+    ("training-publish-as-string", TJ + ("publishTo",), "resnet"),
+    ("training-publish-without-checkpoint", TJ + ("publishTo",), {"service": "resnet"}),
+    ("training-publish-existing-version", TJ + ("publishTo",), {"service": "resnet", "version": "v2"}),
+    ("training-publish-version-21", TJ + ("publishTo",), {"service": "resnet", "version": "v" * 21}),
+    ("training-publish-version-slash", TJ + ("publishTo",), {"service": "resnet", "version": "v3/../v1"}),
+    ("training-publish-onnx-dotdot", TJ + ("publishTo",), {"service": "resnet", "onnx": "../../resnet/v1/model.onnx"}),
+    ("training-publish-onnx-absolute", TJ + ("publishTo",), {"service": "resnet", "onnx": "/etc/passwd.onnx"}),
+    ("training-publish-onnx-shell", TJ + ("publishTo",), {"service": "resnet", "onnx": "$(reboot).onnx"}),
+    ("training-publish-onnx-not-onnx", TJ + ("publishTo",), {"service": "resnet", "onnx": "model.pt"}),
+    ("training-publish-onnx-newline", TJ + ("publishTo",), {"service": "resnet", "onnx": "model\n.onnx"}),
+    ("training-publish-onnx-huge", TJ + ("publishTo",), {"service": "resnet", "onnx": "a/" * 200 + "m.onnx"}),
+    ("training-publish-unknown-key", TJ + ("publishTo",), {"service": "resnet", "workflowTemplate": "x"}),
 ]
 _REDIRECTED.update({
     "training-dataset-dotdot": TJ + ("dataset", "path"),
     "training-dataset-absolute": TJ + ("dataset", "path"),
     "training-checkpoint-s3": TJ + ("checkpoint", "cache"),
     "training-network-unknown-group": T + ("networks", "gpu-h100"),
+    "training-publish-without-checkpoint": TJ + ("publishTo",),
+    "training-publish-existing-version": TJ + ("publishTo", "version"),
+    "training-publish-version-21": TJ + ("publishTo", "version"),
+    "training-publish-version-slash": TJ + ("publishTo", "version"),
+    "training-publish-onnx-dotdot": TJ + ("publishTo", "onnx"),
+    "training-publish-onnx-absolute": TJ + ("publishTo", "onnx"),
+    "training-publish-onnx-shell": TJ + ("publishTo", "onnx"),
+    "training-publish-onnx-not-onnx": TJ + ("publishTo", "onnx"),
+    "training-publish-onnx-newline": TJ + ("publishTo", "onnx"),
+    "training-publish-onnx-huge": TJ + ("publishTo", "onnx"),
+    "training-publish-unknown-key": TJ + ("publishTo", "workflowTemplate"),
 })
 
 

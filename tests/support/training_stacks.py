@@ -6,7 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.conftest import base_config
+from platformctl.__main__ import main
+from platformctl.plan import write_plan
+from tests.conftest import base_config, render_raw
 
 IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 DDP = {"name": "ddp", "team": "vision", "runtime": "torch-ddp", "image": IMAGE, "command": ["torchrun", "train.py"],
@@ -28,3 +30,14 @@ def training_config(**training: Any) -> dict:
                        "networks": {"gpu": {"socketIfname": "=eth1", "ibDisable": True}},
                        "jobs": [copy.deepcopy(DDP), copy.deepcopy(FSDP_TP)], **training}
     return raw
+
+
+def diff_lines(tmp_path, capsys, before: dict, edit) -> list[str]:
+    """`platformctl diff` of the plan of `before` against that of `before` with its first job
+    edited by `edit`: its printed lines."""
+    after = copy.deepcopy(before)
+    edit(after["training"]["jobs"][0])
+    write_plan(render_raw(before), tmp_path / "a")
+    write_plan(render_raw(after), tmp_path / "b")
+    main(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    return capsys.readouterr().out.splitlines()

@@ -1,0 +1,109 @@
+"""`training.jobs[].publishTo` refuses, each with one line naming its key path, a job whose trained
+model could not reach the service's pipeline: no such service or pipeline, a pipeline reading
+another cache than the file share the job writes, no checkpoint, a version the service has or
+another job publishes."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.loader import parse_settings
+from inference_platform.settings.training_publish import PipelineRef, onnx_path, publish_problems
+from inference_platform.training.inputs import TrainingInputs
+from tests.support.training_stacks import training_config
+
+PIPELINE = {"baseVersion": "v1", "model": "embed", "inputs": {"input_ids": [128]}, "repositoryPrefix": "svc"}
+AT = "inference-platform:training.jobs[ddp].publishTo"
+
+
+def publishing(**publish_to) -> dict:
+    """The training test stack whose service `svc` has a pipeline and whose DDP job publishes to it."""
+    raw = training_config()
+    raw["services"][0]["pipeline"] = copy.deepcopy(PIPELINE)
+    raw["modelPipeline"] = {"enabled": True}
+    raw["training"]["jobs"][0]["publishTo"] = {"service": "svc", **publish_to}
+    return raw
+
+
+def problems(raw) -> dict[str, str]:
+    with pytest.raises(ConfigError) as err:
+        parse_settings(raw, "Pulumi.test-dev.yaml")
+    return dict(zip(err.value.paths, (msg for _, msg in err.value.problems), strict=True))
+
+
+def test_a_job_publishing_to_a_service_with_a_pipeline_is_valid_and_its_onnx_is_in_its_checkpoint_directory():
+    settings = parse_settings(publishing(version="v2"), "Pulumi.test-dev.yaml")
+    job = settings.training.jobs[0]
+    assert (job.publish_to.service, job.publish_to.version, job.publish_to.onnx) == ("svc", "v2", "model.onnx")
+    assert onnx_path(job) == "ckpt/ddp/model.onnx"
+
+
+def test_a_job_may_not_publish_to_a_service_that_does_not_exist():
+    raw = publishing()
+    raw["training"]["jobs"][0]["publishTo"]["service"] = "ghost"
+    assert problems(raw) == {f"{AT}.service": "no service 'ghost'; services: svc"}
+
+
+def test_a_job_may_not_publish_to_a_service_without_a_pipeline():
+    raw = publishing()
+    del raw["services"][0]["pipeline"]
+    assert problems(raw) == {f"{AT}.service": "service 'svc' has no pipeline; allowed: a service with "
+                                              "services[].pipeline (and modelPipeline.enabled)"}
+
+
+def test_a_job_may_not_publish_to_a_pipeline_that_reads_the_onnx_from_the_s3_cache():
+    raw = publishing()
+    raw["weightCaches"]["s3"] = {"endpoint": "https://s3.example.com", "bucket": "weights", "region": "eu-1"}
+    raw["s3AccessKeyId"], raw["s3SecretAccessKey"] = "AKIA", "secret"
+    raw["services"][0]["versions"][0]["modelRepository"] = {"cache": "s3", "path": "svc/v1"}
+    with pytest.raises(ConfigError) as err:
+        parse_settings(raw, "Pulumi.test-dev.yaml", secret_keys=frozenset({"s3AccessKeyId", "s3SecretAccessKey"}))
+    found = dict(zip(err.value.paths, (msg for _, msg in err.value.problems), strict=True))
+    assert found == {f"{AT}.service": "the pipeline of 'svc' reads its ONNX from cache 's3', the job writes the file "
+                                      "share; allowed: a service whose pipeline's base version reads the fileShare cache"}
+
+
+def test_a_job_without_a_checkpoint_has_no_onnx_to_publish():
+    raw = publishing()
+    del raw["training"]["jobs"][0]["checkpoint"]
+    assert problems(raw) == {AT: "needs checkpoint (cache fileShare): the ONNX file is read from the checkpoint directory"}
+
+
+def test_the_new_version_may_not_be_one_the_service_has():
+    assert problems(publishing(version="v1")) == {f"{AT}.version": "'svc' already has a version 'v1'; allowed: a new version name"}
+
+
+def test_two_jobs_may_not_publish_the_same_version_of_a_service():
+    raw = publishing(version="v2")
+    second = copy.deepcopy(raw["training"]["jobs"][0])
+    raw["training"]["jobs"].append(dict(second, name="ddp-again"))
+    assert problems(raw) == {"inference-platform:training.jobs[ddp-again].publishTo.version":
+                             "version 'v2' of 'svc' is published by job 'ddp' of team 'vision' too; allowed: one job per version"}
+
+
+def test_without_a_version_the_jobs_name_must_fit_a_version_name():
+    raw = publishing()
+    raw["training"]["jobs"][0]["name"] = "a-rather-long-job-name"
+    at = "inference-platform:training.jobs[a-rather-long-job-name].publishTo"
+    assert problems(raw) == {f"{at}.version": "required: the job's name 'a-rather-long-job-name' is longer than a "
+                                              "version name (a DNS label of at most 20 characters)"}
+
+
+@pytest.mark.parametrize("onnx", ["../svc/v1/model.onnx", "/abs/model.onnx", "model.pt", "a//model.onnx",
+                                  "./model.onnx", "mo del.onnx", "$(x).onnx", "a/" * 130 + "m.onnx"])
+def test_the_onnx_file_is_a_plain_relative_onnx_path_the_pipelines_export_step_accepts(onnx):
+    found = problems(publishing(onnx=onnx))
+    assert list(found) == [f"{AT}.onnx"] and "is not an ONNX file path" in found[f"{AT}.onnx"]
+
+
+def test_training_alone_refuses_a_job_whose_service_has_no_pipeline_among_its_inputs():
+    raw = publishing()
+    settings = parse_settings(raw, "Pulumi.test-dev.yaml")
+    inputs = TrainingInputs(training=settings.training, gpu_groups=settings.gpu_groups)
+    assert ((("training", "jobs", 0, "publishTo", "service"), "no model pipeline for service 'svc'; services with a "
+             "pipeline: none")) in inputs.problems()
+    ref = PipelineRef(namespace="svc", template="svc-pipeline", cache="fileShare")
+    assert publish_problems(settings.training, {"svc": ref}) == []
