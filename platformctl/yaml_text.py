@@ -9,7 +9,9 @@ folds long double-quoted scalars at other places (PyYAML lib/yaml/emitter.py
 complex keys (`? key`) as simple ones: an empty key, or one of 128 characters
 (`check_simple_key`: `length < 128` against `length > 128`). So libyaml writes only
 the documents that keep clear of every such difference: keys of the characters
-Kubernetes names and labels use, shorter than 100, and strings of printable ASCII,
+Kubernetes names and labels use, and `@` (Envoy's `@type`, which both emitters single-quote
+when it leads: PyYAML `analyze_scalar` and libyaml `yaml_emitter_analyze_scalar` take a
+leading `@` as an indicator, and neither treats it so elsewhere), shorter than 100, and strings of printable ASCII,
 which both emitters write plain or single-quoted and fold at the same single spaces
 (`write_plain`, `write_single_quoted` against their libyaml twins). Every other
 document goes through PyYAML's own emitter, so the text never depends on which
@@ -24,7 +26,7 @@ from typing import Any
 import yaml
 
 _FAST_DUMPER = getattr(yaml, "CSafeDumper", None)  # absent when PyYAML was built without libyaml
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9._/-]{1,99}")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9._/@-]{1,99}")
 
 
 def _libyaml_writes_alike(value: Any) -> bool:
