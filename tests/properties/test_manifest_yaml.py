@@ -27,6 +27,7 @@ strings = st.one_of(
     st.text(" ab'", max_size=200),
     st.text(TRICKY, max_size=200),
     st.text(max_size=40),
+    st.text(PRINTABLE_ASCII, max_size=200).map(lambda line: line + "\n"),
 )
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), strings)
 documents = st.dictionaries(
@@ -48,5 +49,11 @@ def test_an_envoy_filter_with_type_keys_is_written_by_libyaml_as_pyyaml_writes_i
            "spec": {"configPatches": [{"patch": {"value": {
                "name": "envoy.filters.http.lua",
                "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua"}}}}]}}
+    assert yaml_text._libyaml_writes_alike(doc)  # the fast writer, not PyYAML's
+    assert manifest_yaml(doc) == yaml.safe_dump(doc, sort_keys=False)
+
+
+def test_a_response_body_ending_in_a_line_break_is_written_by_libyaml_as_pyyaml_writes_it():
+    doc = {"kind": "VirtualService", "spec": {"http": [{"directResponse": {"status": 404, "body": {"string": "Not Found\n"}}}]}}
     assert yaml_text._libyaml_writes_alike(doc)  # the fast writer, not PyYAML's
     assert manifest_yaml(doc) == yaml.safe_dump(doc, sort_keys=False)
