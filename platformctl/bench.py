@@ -7,11 +7,14 @@ copied under new names, so it stays valid as the stack schema grows: the tests p
 that stack too. Each size runs in its own interpreter, so peak memory is that plan's
 alone. The table shows ratios, never bare times alone: CPU seconds per service against
 the smallest size (flat means no part grows faster than the stack), wall seconds
-against the 20 s goal and peak RSS against the 1 GiB goal at a thousand services.
+against the 20 s goal and peak RSS against the 1 GiB goal at a thousand services. Under
+each size, the SDK floor (bench_floor.py): the same plan's resources registered bare, in an
+interpreter of its own, and our render's ratio to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import re
@@ -21,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from inference_platform.settings.cluster import NodeGroup
 
@@ -71,7 +74,8 @@ def synthetic_config(services: int) -> dict[str, Any]:
     return raw
 
 
-def run_one(services: int) -> dict[str, Any]:
+def run_one(services: int, keep: Optional[str] = None) -> dict[str, Any]:
+    """One size's plan, timed; written into the directory `keep` when given (else a temporary one)."""
     from inference_platform.settings.loader import parse_settings
 
     from .engine import render_config
@@ -83,17 +87,19 @@ def run_one(services: int) -> dict[str, Any]:
     start, cpu_start = time.perf_counter(), time.process_time()
     settings = parse_settings(raw, "stacks/Pulumi.bench-dev.yaml")
     plan = render_config("bench-dev", config)
-    rendered = time.perf_counter()
+    rendered, cpu_rendered = time.perf_counter(), time.process_time()
     _, found = problems(plan, settings)
     checked = time.perf_counter()
     if found:
         raise SystemExit(f"synthetic stack fails its plan checks: {found[0]}")
-    with tempfile.TemporaryDirectory(prefix="platformctl-bench-") as out:
-        write_plan(plan, Path(out) / "plan")
+    with contextlib.ExitStack() as cleanup:
+        out = Path(keep) if keep else Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="platformctl-bench-")))
+        write_plan(plan, out / "plan")
         end, cpu_end = time.perf_counter(), time.process_time()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"services": services, "resources": len(plan.resources), "seconds": end - start,
-            "cpu_seconds": cpu_end - cpu_start, "render_seconds": rendered - start,
+            "cpu_seconds": cpu_end - cpu_start, "render_cpu_seconds": cpu_rendered - cpu_start,
+            "render_seconds": rendered - start,
             "checks_seconds": checked - rendered, "write_seconds": end - checked, "peak_rss_mib": peak_kib / 1024}
 
 
@@ -111,19 +117,44 @@ def row(r: dict[str, Any], smallest: dict[str, Any]) -> str:
             f"{r['peak_rss_mib']:>12.0f} {r['peak_rss_mib'] / GOAL_RSS_MIB:>12.2f}x")
 
 
+def floor_row(floor: dict[str, Any], ours: dict[str, Any]) -> str:
+    """The SDK floor of one size (its resources registered bare) and our render's ratio to it."""
+    label = "SDK floor"
+    return (f"{label:>8} {floor['resources']:>9} {floor['seconds']:>7.1f} {'':>12} {'':>21} "
+            f"{floor['cpu_seconds'] / ours['services']:>13.4f} {'':>11} {floor['peak_rss_mib']:>12.0f}\n"
+            f"{'':>8} ours / floor: render wall {ours['render_seconds'] / floor['seconds']:.2f}x, "
+            f"render CPU {ours['render_cpu_seconds'] / floor['cpu_seconds']:.2f}x, "
+            f"peak RSS {ours['peak_rss_mib'] / floor['peak_rss_mib']:.2f}x")
+
+
+def _in_own_interpreter(call: str, what: str) -> dict[str, Any]:
+    """`platformctl.bench.<call>`'s result, run in a fresh interpreter so its peak memory is its own."""
+    out = subprocess.run([sys.executable, "-c", f"import json, platformctl.bench as b; print(json.dumps(b.{call}))"],
+                         capture_output=True, text=True, cwd=ROOT)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"{what} failed (exit {out.returncode}): {last}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_floor(plan_dir: str) -> dict[str, Any]:
+    from .bench_floor import run_floor as floor
+
+    return floor(Path(plan_dir) / "resources.json")
+
+
 def main(sizes: list[int]) -> int:
     # CPU seconds as well: on a shared machine wall time also counts other processes' load.
     print(f"plan of {TEMPLATE_STACK.name}'s services copied N times; goals at 1,000 services: "
-          f"{GOAL_SECONDS:.0f} s wall, {GOAL_RSS_MIB:.0f} MiB peak RSS")
+          f"{GOAL_SECONDS:.0f} s wall, {GOAL_RSS_MIB:.0f} MiB peak RSS; "
+          "SDK floor: the same resources registered bare (render only)")
     print(HEADER)
     smallest = None
     for n in sizes:
-        out = subprocess.run([sys.executable, "-c", f"import json, platformctl.bench as b; print(json.dumps(b.run_one({n})))"],
-                             capture_output=True, text=True, cwd=ROOT)
-        if out.returncode != 0:
-            last = (out.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SystemExit(f"bench at {n} services failed (exit {out.returncode}): {last}")
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        smallest = smallest or result
-        print(row(result, smallest), flush=True)
+        with tempfile.TemporaryDirectory(prefix="platformctl-bench-") as out:
+            result = _in_own_interpreter(f"run_one({n}, {out!r})", f"bench at {n} services")
+            smallest = smallest or result
+            print(row(result, smallest), flush=True)
+            floor = _in_own_interpreter(f"run_floor({str(Path(out) / 'plan')!r})", f"SDK floor at {n} services")
+            print(floor_row(floor, result), flush=True)
     return 0

@@ -9,9 +9,14 @@ folds long double-quoted scalars at other places (PyYAML lib/yaml/emitter.py
 complex keys (`? key`) as simple ones: an empty key, or one of 128 characters
 (`check_simple_key`: `length < 128` against `length > 128`). So libyaml writes only
 the documents that keep clear of every such difference: keys of the characters
-Kubernetes names and labels use, shorter than 100, and strings of printable ASCII,
+Kubernetes names and labels use, and `@` (Envoy's `@type`, which both emitters single-quote
+when it leads: PyYAML `analyze_scalar` and libyaml `yaml_emitter_analyze_scalar` take a
+leading `@` as an indicator, and neither treats it so elsewhere), shorter than 100, and strings of printable ASCII,
 which both emitters write plain or single-quoted and fold at the same single spaces
-(`write_plain`, `write_single_quoted` against their libyaml twins). Every other
+(`write_plain`, `write_single_quoted` against their libyaml twins), or such a line with one
+line break after it and no space before that break (a response body, "Not Found\n": both
+single-quote it; a space before a break makes both choose double quotes, which they fold
+apart). Every other
 document goes through PyYAML's own emitter, so the text never depends on which
 emitter wrote it (tests/properties/test_manifest_yaml.py compares the two).
 """
@@ -24,12 +29,18 @@ from typing import Any
 import yaml
 
 _FAST_DUMPER = getattr(yaml, "CSafeDumper", None)  # absent when PyYAML was built without libyaml
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9._/-]{1,99}")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9._/@-]{1,99}")
+
+
+def _printable_ascii(text: str) -> bool:
+    return text.isascii() and text.isprintable()
 
 
 def _libyaml_writes_alike(value: Any) -> bool:
     if isinstance(value, str):
-        return value.isascii() and value.isprintable()
+        if value.endswith("\n") and len(value) > 1 and not value.endswith(" \n"):
+            return _printable_ascii(value[:-1])
+        return _printable_ascii(value)
     if isinstance(value, dict):
         return all(isinstance(k, str) and _PLAIN_KEY.fullmatch(k) and _libyaml_writes_alike(v) for k, v in value.items())
     if isinstance(value, list):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from inference_platform.settings.loader import parse_settings
 from platformctl import bench
+from platformctl.bench_floor import floor_plan
 from platformctl.stackfile import read_stack_config
 
 
@@ -32,3 +35,18 @@ def test_the_bench_plans_its_smallest_stack_with_every_check_and_reports_ratios(
 def test_the_bench_stack_is_a_valid_stack_file_at_a_thousand_services():
     settings = parse_settings(bench.synthetic_config(1000), "stacks/Pulumi.bench-dev.yaml")
     assert len(settings.services) == 1000
+
+
+def test_the_sdk_floor_registers_the_plans_own_resources_bare_and_the_table_shows_our_ratio_to_it(tmp_path):
+    ours = bench.run_one(2, str(tmp_path))
+    saved = json.loads((tmp_path / "plan" / "resources.json").read_text())
+    floor = floor_plan(saved["resources"], saved["stack"]).to_json()["resources"]
+    # The same resources with the same options and inputs, only without the components' logic.
+    same = ("urn", "type", "name", "parent", "custom", "provider", "dependsOn", "protect", "retainOnDelete",
+            "deleteBeforeReplace", "ignoreChanges", "replaceOnChanges", "customTimeouts", "aliases", "inputs")
+    assert [{k: r[k] for k in same} for r in floor] == [{k: r[k] for k in same} for r in saved["resources"]]
+    figures = bench.run_floor(str(tmp_path / "plan"))
+    assert figures["resources"] == ours["resources"]
+    lines = bench.floor_row(figures, ours).splitlines()
+    assert lines[0].split()[:3] == ["SDK", "floor", str(ours["resources"])]
+    assert "ours / floor: render wall" in lines[1] and "peak RSS" in lines[1]
