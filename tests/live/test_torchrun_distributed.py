@@ -13,7 +13,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -45,7 +48,8 @@ def _clean_env() -> dict[str, str]:
 
 
 def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]:
-    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports."""
+    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports.
+    Each node logs to `<kind>-node<rank>.log` in the work dir."""
     out = workdir / f"{kind}.json"
     runtime, trainjob = runtime_and_trainjob(kind, [str(_program(kind)), "--out", str(out)])
     port = free_port()
@@ -53,27 +57,58 @@ def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]
     for rank in range(num_nodes(runtime, trainjob)):
         launch = node_launch(runtime, trainjob, rank)
         env = {**_clean_env(), **launch.env, "PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": str(port)}
-        nodes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        with open(workdir / f"{kind}-node{rank}.log", "w") as log:
+            nodes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
     return out, nodes
 
 
-def finished_report(kind: str, out: Path, nodes: list[subprocess.Popen]) -> dict:
-    """Rank 0's JSON report once every node exited, or the failure (reported by the test of that kind)."""
-    logs = [node.communicate(timeout=RUN_LIMIT_S)[0] for node in nodes]
-    failed = [(rank, node.returncode, log[-3000:]) for rank, (node, log) in enumerate(zip(nodes, logs, strict=True)) if node.returncode]
-    return {"failure": f"{kind}: nodes failed: {failed}"} if failed else json.loads(out.read_text())
+def end_node(process: subprocess.Popen) -> None:
+    """Kill a node and its workers (each node runs in a session of its own)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def wait_for_runs(runs: dict[str, list[subprocess.Popen]]) -> None:
+    """Wait until every process exits. When a node fails, end the other nodes of its run at once
+    (torchrun's agents would wait out their 300 s exit barrier for it); at RUN_LIMIT_S, end all."""
+    waiting = {os.pidfd_open(p.pid): (name, p) for name, processes in runs.items() for p in processes}
+    deadline = time.monotonic() + RUN_LIMIT_S
+    try:
+        while waiting:
+            ready, _, _ = select.select(list(waiting), [], [], max(0.0, deadline - time.monotonic()))
+            for fd in ready or list(waiting):
+                os.close(fd)
+                name, process = waiting.pop(fd)
+                if process.poll() is None or process.returncode:
+                    for node in runs[name]:
+                        end_node(node)
+    finally:
+        for fd in waiting:
+            os.close(fd)
+
+
+def report(name: str, out: Path, processes: list[subprocess.Popen]) -> dict:
+    """Rank 0's JSON report, or the failure with the end of each failed node's log (reported by the test of that kind)."""
+    failed = [(rank, p.returncode) for rank, p in enumerate(processes) if p.returncode]
+    if not failed:
+        return json.loads(out.read_text())
+    logs = {rank: (out.parent / f"{name}-node{rank}.log").read_text(errors="replace")[-3000:] for rank, _ in failed}
+    return {"failure": f"{name}: nodes failed (rank, exit code): {failed}; logs in {out.parent}: {logs}"}
 
 
 def run_all(workdir: Path) -> dict[str, dict]:
     """Every kind's run and the one-process reference, all at once (the machine's cores stay busy
     while others import torch)."""
     workdir.mkdir()
-    reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
-                                 env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(workdir / "reference-node0.log", "w") as log:
+        reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
+                                     env=_clean_env(), stdout=log, stderr=subprocess.STDOUT)
     started = {kind: start_nodes(kind, workdir) for kind in KINDS}
-    found = {kind: finished_report(kind, *run) for kind, run in started.items()}
-    found["reference"] = finished_report("reference", workdir / "reference.json", [reference])
-    return found
+    started["reference"] = (workdir / "reference.json", [reference])
+    wait_for_runs({name: processes for name, (_, processes) in started.items()})
+    return {name: report(name, out, processes) for name, (out, processes) in started.items()}
 
 
 @pytest.fixture(scope="module")
