@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -70,32 +71,37 @@ def end_node(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def wait_for_runs(runs: dict[str, list[subprocess.Popen]]) -> None:
+def wait_for_runs(runs: dict[str, list[subprocess.Popen]]) -> dict[str, str]:
     """Wait until every process exits. When a node fails, end the other nodes of its run at once
-    (torchrun's agents would wait out their 300 s exit barrier for it); at RUN_LIMIT_S, end all."""
-    waiting = {os.pidfd_open(p.pid): (name, p) for name, processes in runs.items() for p in processes}
+    (torchrun's agents would wait out their 300 s exit barrier for it); at RUN_LIMIT_S, end all.
+    Returns, for each run ended early, why."""
+    waiting = {os.pidfd_open(p.pid): (name, rank, p) for name, processes in runs.items() for rank, p in enumerate(processes)}
     deadline = time.monotonic() + RUN_LIMIT_S
+    ended: dict[str, str] = {}
     try:
         while waiting:
             ready, _, _ = select.select(list(waiting), [], [], max(0.0, deadline - time.monotonic()))
             for fd in ready or list(waiting):
                 os.close(fd)
-                name, process = waiting.pop(fd)
+                name, rank, process = waiting.pop(fd)
                 if process.poll() is None or process.returncode:
+                    ended.setdefault(name, f"ended when node {rank} exited with {process.returncode}" if ready
+                                     else f"ended at the {RUN_LIMIT_S} s limit")
                     for node in runs[name]:
                         end_node(node)
     finally:
         for fd in waiting:
             os.close(fd)
+    return ended
 
 
-def report(name: str, out: Path, processes: list[subprocess.Popen]) -> dict:
+def report(name: str, out: Path, processes: list[subprocess.Popen], ended: str | None) -> dict:
     """Rank 0's JSON report, or the failure with the end of each failed node's log (reported by the test of that kind)."""
     failed = [(rank, p.returncode) for rank, p in enumerate(processes) if p.returncode]
     if not failed:
         return json.loads(out.read_text())
     logs = {rank: (out.parent / f"{name}-node{rank}.log").read_text(errors="replace")[-3000:] for rank, _ in failed}
-    return {"failure": f"{name}: nodes failed (rank, exit code): {failed}; logs in {out.parent}: {logs}"}
+    return {"failure": f"{name}: {ended}; nodes failed (rank, exit code): {failed}; logs in {out.parent}: {logs}"}
 
 
 def run_all(workdir: Path) -> dict[str, dict]:
@@ -104,11 +110,11 @@ def run_all(workdir: Path) -> dict[str, dict]:
     workdir.mkdir()
     with open(workdir / "reference-node0.log", "w") as log:
         reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
-                                     env=_clean_env(), stdout=log, stderr=subprocess.STDOUT)
+                                     env=_clean_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started = {kind: start_nodes(kind, workdir) for kind in KINDS}
     started["reference"] = (workdir / "reference.json", [reference])
-    wait_for_runs({name: processes for name, (_, processes) in started.items()})
-    return {name: report(name, out, processes) for name, (out, processes) in started.items()}
+    ended = wait_for_runs({name: processes for name, (_, processes) in started.items()})
+    return {name: report(name, out, processes, ended.get(name)) for name, (out, processes) in started.items()}
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +170,19 @@ def test_a_shifted_reference_fails_the_comparison(reports):
 def test_lightning_sees_the_four_processes_of_the_two_nodes(reports):
     report = _report(reports, "lightning")
     assert (report["strategy"], report["world_size"], report["num_nodes"]) == ("lightning", 4, 2)
+
+
+def test_a_failed_node_ends_the_other_nodes_of_its_run_at_once(monkeypatch):
+    """A node that fails ends its run's other nodes (here one that would wait for its input forever),
+    not the run limit; the run beside it is left to finish."""
+    monkeypatch.setattr(sys.modules[__name__], "RUN_LIMIT_S", 600)
+    python = [str(TORCH_BIN / "python"), "-c"]
+    failing = subprocess.Popen([*python, "raise SystemExit(3)"], start_new_session=True)
+    waiting = subprocess.Popen([*python, "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, start_new_session=True)
+    finishing = subprocess.Popen([*python, "pass"], start_new_session=True)
+    try:
+        ended = wait_for_runs({"run": [failing, waiting], "other": [finishing]})
+    finally:
+        waiting.stdin.close()
+    assert ended == {"run": "ended when node 0 exited with 3"}
+    assert (waiting.returncode, finishing.returncode) == (-signal.SIGKILL, 0)
