@@ -10,14 +10,13 @@ distributed test checks the world size; the parameters are not compared with tra
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
-from train import GLOBAL_BATCH, LR, STEPS, full_parameters, global_batches, make_model
+from train import GLOBAL_BATCH, LR, STEPS, end_worker, full_parameters, global_batches, make_model, write_report
 
 
 class SmallModel(L.LightningModule):
@@ -50,9 +49,9 @@ def main() -> None:
     trainer.fit(model, DataLoader(data, batch_size=GLOBAL_BATCH // world, shuffle=False))
     if trainer.global_rank == 0:
         params = {name.removeprefix("net."): values for name, values in full_parameters(model).items()}
-        with open(out, "w") as f:
-            json.dump({"strategy": strategy, "world_size": trainer.world_size, "num_nodes": trainer.num_nodes,
-                       "params": params}, f)
+        write_report(out, {"strategy": strategy, "world_size": trainer.world_size, "num_nodes": trainer.num_nodes,
+                           "params": params})
+    end_worker()  # Lightning leaves its process group to interpreter finalization: see train.end_worker
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -116,20 +117,40 @@ def main() -> None:
     if "WORLD_SIZE" not in os.environ:
         model = make_model()
         train(model, 0, 1)
-        report = {"strategy": "reference", "world_size": 1, "mesh": [1], "params": full_parameters(model)}
-    else:
-        strategy = os.environ["PLATFORM_TRAIN_STRATEGY"]
-        if strategy not in STRATEGIES:
-            raise SystemExit(f"PLATFORM_TRAIN_STRATEGY={strategy!r}: this program runs {', '.join(STRATEGIES)}")
-        dist.init_process_group("gloo")
-        world, rank = dist.get_world_size(), dist.get_rank()
-        model, mesh = STRATEGIES[strategy](world, rank)
-        report = {"strategy": strategy, "world_size": world, "mesh": mesh, "params": full_parameters(model)}
-        dist.destroy_process_group()
-        if rank != 0:
-            return
+        write_report(out, {"strategy": "reference", "world_size": 1, "mesh": [1], "params": full_parameters(model)})
+        return
+    strategy = os.environ["PLATFORM_TRAIN_STRATEGY"]
+    if strategy not in STRATEGIES:
+        raise SystemExit(f"PLATFORM_TRAIN_STRATEGY={strategy!r}: this program runs {', '.join(STRATEGIES)}")
+    dist.init_process_group("gloo")
+    world, rank = dist.get_world_size(), dist.get_rank()
+    model, mesh = STRATEGIES[strategy](world, rank)
+    report = {"strategy": strategy, "world_size": world, "mesh": mesh, "params": full_parameters(model)}
+    if rank == 0:
+        write_report(out, report)
+    end_worker()
+
+
+def write_report(out: str, report: dict) -> None:
     with open(out, "w") as f:
         json.dump(report, f)
+
+
+def end_worker() -> None:
+    """Leave the process group and end this torchrun worker without interpreter finalization.
+
+    torch 2.13's gloo worker threads (ProcessGroupGloo::runLoop) drop their last collective after
+    the caller saw it complete; a collective launched inside backward() holds the Python context
+    autograd stashes in thread-local state (torch/autograd/graph.py `_engine_run_backward`), whose
+    release takes the GIL. If the main thread is already finalizing the interpreter, that thread
+    exits inside a C++ destructor and the worker aborts ("terminate called without an active
+    exception", SIGABRT) after its work is done, and torchrun's agents on the other nodes wait out
+    their 300 s exit barrier. A loaded machine widens that window; skipping finalization closes it.
+    """
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,7 +49,8 @@ def _clean_env() -> dict[str, str]:
 
 
 def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]:
-    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports."""
+    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports.
+    Each node logs to `<kind>-node<rank>.log` in the work dir."""
     out = workdir / f"{kind}.json"
     runtime, trainjob = runtime_and_trainjob(kind, [str(_program(kind)), "--out", str(out)])
     port = free_port()
@@ -53,27 +58,63 @@ def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]
     for rank in range(num_nodes(runtime, trainjob)):
         launch = node_launch(runtime, trainjob, rank)
         env = {**_clean_env(), **launch.env, "PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": str(port)}
-        nodes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        with open(workdir / f"{kind}-node{rank}.log", "w") as log:
+            nodes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
     return out, nodes
 
 
-def finished_report(kind: str, out: Path, nodes: list[subprocess.Popen]) -> dict:
-    """Rank 0's JSON report once every node exited, or the failure (reported by the test of that kind)."""
-    logs = [node.communicate(timeout=RUN_LIMIT_S)[0] for node in nodes]
-    failed = [(rank, node.returncode, log[-3000:]) for rank, (node, log) in enumerate(zip(nodes, logs, strict=True)) if node.returncode]
-    return {"failure": f"{kind}: nodes failed: {failed}"} if failed else json.loads(out.read_text())
+def end_node(process: subprocess.Popen) -> None:
+    """Kill a node and its workers (each node runs in a session of its own)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def wait_for_runs(runs: dict[str, list[subprocess.Popen]]) -> dict[str, str]:
+    """Wait until every process exits. When a node fails, end the other nodes of its run at once
+    (torchrun's agents would wait out their 300 s exit barrier for it); at RUN_LIMIT_S, end all.
+    Returns, for each run ended early, why."""
+    waiting = {os.pidfd_open(p.pid): (name, rank, p) for name, processes in runs.items() for rank, p in enumerate(processes)}
+    deadline = time.monotonic() + RUN_LIMIT_S
+    ended: dict[str, str] = {}
+    try:
+        while waiting:
+            ready, _, _ = select.select(list(waiting), [], [], max(0.0, deadline - time.monotonic()))
+            for fd in ready or list(waiting):
+                os.close(fd)
+                name, rank, process = waiting.pop(fd)
+                if process.poll() is None or process.returncode:
+                    ended.setdefault(name, f"ended when node {rank} exited with {process.returncode}" if ready
+                                     else f"ended at the {RUN_LIMIT_S} s limit")
+                    for node in runs[name]:
+                        end_node(node)
+    finally:
+        for fd in waiting:
+            os.close(fd)
+    return ended
+
+
+def report(name: str, out: Path, processes: list[subprocess.Popen], ended: str | None) -> dict:
+    """Rank 0's JSON report, or the failure with the end of each failed node's log (reported by the test of that kind)."""
+    failed = [(rank, p.returncode) for rank, p in enumerate(processes) if p.returncode]
+    if not failed:
+        return json.loads(out.read_text())
+    logs = {rank: (out.parent / f"{name}-node{rank}.log").read_text(errors="replace")[-3000:] for rank, _ in failed}
+    return {"failure": f"{name}: {ended}; nodes failed (rank, exit code): {failed}; logs in {out.parent}: {logs}"}
 
 
 def run_all(workdir: Path) -> dict[str, dict]:
     """Every kind's run and the one-process reference, all at once (the machine's cores stay busy
     while others import torch)."""
     workdir.mkdir()
-    reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
-                                 env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(workdir / "reference-node0.log", "w") as log:
+        reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
+                                     env=_clean_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started = {kind: start_nodes(kind, workdir) for kind in KINDS}
-    found = {kind: finished_report(kind, *run) for kind, run in started.items()}
-    found["reference"] = finished_report("reference", workdir / "reference.json", [reference])
-    return found
+    started["reference"] = (workdir / "reference.json", [reference])
+    ended = wait_for_runs({name: processes for name, (_, processes) in started.items()})
+    return {name: report(name, out, processes, ended.get(name)) for name, (out, processes) in started.items()}
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +170,19 @@ def test_a_shifted_reference_fails_the_comparison(reports):
 def test_lightning_sees_the_four_processes_of_the_two_nodes(reports):
     report = _report(reports, "lightning")
     assert (report["strategy"], report["world_size"], report["num_nodes"]) == ("lightning", 4, 2)
+
+
+def test_a_failed_node_ends_the_other_nodes_of_its_run_at_once(monkeypatch):
+    """A node that fails ends its run's other nodes (here one that would wait for its input forever),
+    not the run limit; the run beside it is left to finish."""
+    monkeypatch.setattr(sys.modules[__name__], "RUN_LIMIT_S", 600)
+    python = [str(TORCH_BIN / "python"), "-c"]
+    failing = subprocess.Popen([*python, "raise SystemExit(3)"], start_new_session=True)
+    waiting = subprocess.Popen([*python, "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, start_new_session=True)
+    finishing = subprocess.Popen([*python, "pass"], start_new_session=True)
+    try:
+        ended = wait_for_runs({"run": [failing, waiting], "other": [finishing]})
+    finally:
+        waiting.stdin.close()
+    assert ended == {"run": "ended when node 0 exited with 3"}
+    assert (waiting.returncode, finishing.returncode) == (-signal.SIGKILL, 0)
