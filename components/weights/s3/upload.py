@@ -106,7 +106,7 @@ def _send_small(target: Target, f: LocalFile) -> dict[str, Any]:
         sha = hashlib.sha256(body).hexdigest()
         md5 = hashlib.md5(body, usedforsecurity=False)
         # Content-MD5: the server refuses the object unless it received exactly these bytes.
-        put = target.call(f"uploading {f.path} to {target.bucket}/{target.key(f.rel)}", target.s3.put_object,
+        put = target.call(f"uploading {f.path} to {target.bucket}/{target.key(f.rel)}", target.put_small,
                           Bucket=target.bucket, Key=target.key(f.rel), Body=body, Metadata={"sha256": sha},
                           ContentMD5=base64.b64encode(md5.digest()).decode())
         settled = _settled(f.path, before, sha)
@@ -208,7 +208,7 @@ def _send_large(target: Target, f: LocalFile, sha: Optional[str], senders: PartS
 def _send_generated(target: Target, g: GeneratedFile) -> dict[str, Any]:
     """One PUT of a generated file: its bytes are in memory, so they cannot change while sent."""
     entry = g.entry
-    put = target.call(f"uploading the generated {g.rel} to {target.bucket}/{target.key(g.rel)}", target.s3.put_object,
+    put = target.call(f"uploading the generated {g.rel} to {target.bucket}/{target.key(g.rel)}", target.put_small,
                       Bucket=target.bucket, Key=target.key(g.rel), Body=g.body, Metadata={"sha256": entry["sha256"]},
                       ContentMD5=content_md5(g.body))
     return {**entry, **_etag(put)}
