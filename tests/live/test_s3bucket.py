@@ -360,11 +360,12 @@ WRITES = ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipart
 
 
 def counting_client(props):
-    """The provider's own client, with a hook counting the write calls it sends."""
+    """The provider's own client, with a hook counting the write requests it sends (`before-send`: small objects'
+    lean PUTs emit it too, small_put.py)."""
     client = s3client.client(props)
     calls: Counter = Counter()
     for op in WRITES + ("DeleteObjects",):
-        client.meta.events.register(f"before-call.s3.{op}", lambda op=op, **_: calls.update([op]))
+        client.meta.events.register(f"before-send.s3.{op}", lambda op=op, **_: calls.update([op]))
     return client, calls
 
 

@@ -248,12 +248,13 @@ def test_unreadable_source_fails_before_the_bucket_changes(deployed, locked):
 
 
 def hooked(props: dict, operation: str, hook) -> tuple[object, Counter]:
-    """The provider's own client, calling `hook(url)` just before each `operation` request is sent, counting calls."""
+    """The provider's own client, calling `hook(url)` just before each `operation` request is sent, counting the
+    requests sent (`before-send`: small objects' lean PUTs emit it too, small_put.py)."""
     client = s3client.client(props)
     calls: Counter = Counter()
     client.meta.events.register(f"before-send.s3.{operation}", lambda request, **_: hook(request.url))
     for op in ("PutObject", "CreateMultipartUpload", "CompleteMultipartUpload", "AbortMultipartUpload", "DeleteObjects"):
-        client.meta.events.register(f"before-call.s3.{op}", lambda op=op, **_: calls.update([op]))
+        client.meta.events.register(f"before-send.s3.{op}", lambda op=op, **_: calls.update([op]))
     return client, calls
 
 
@@ -318,6 +319,62 @@ def test_file_that_keeps_changing_fails_the_update_naming_it(deployed):
     assert_claims_only_what_is_held(d)
     assert "resnet/config.pbtxt" in manifest(d)["pending"]
     assert_mirrors_source(d, UploadProvider().update(d.id, d.outs, d.inputs()).outs)
+
+
+# --------------------------------------------------------------------------- the server answers with an error
+
+
+class _Body:
+    def __init__(self, body: bytes):
+        self.body = body
+
+    def stream(self, **_):
+        yield self.body
+
+
+def answering(props: dict, status: int, code: str, refuse) -> tuple[object, Counter, list]:
+    """A client whose PutObject requests below the prefix get `status` with the S3 error `code` instead of the
+    server's answer while `refuse(rel, attempt)` says so; the requests per relative path, and their headers."""
+    from botocore.awsrequest import AWSResponse
+
+    client, sent, attempts = s3client.client(props), [], Counter()
+    error = f"<Error><Code>{code}</Code><Message>injected</Message></Error>".encode()
+
+    def answer(request, **_):
+        if f"/{PREFIX}/" not in request.url:
+            return None  # the manifest
+        rel = request.url.split(f"/{PREFIX}/", 1)[1]
+        attempts.update([rel])
+        sent.append((rel, dict(request.headers)))
+        if refuse(rel, attempts[rel]):
+            return AWSResponse(request.url, status, {"Content-Type": "application/xml"}, _Body(error))
+        return None
+    client.meta.events.register("before-send.s3.PutObject", answer)
+    return client, attempts, sent
+
+
+@pytest.mark.parametrize(("status", "code"), [(500, "InternalError"), (503, "SlowDown")])
+def test_a_server_error_on_a_small_file_is_retried_and_a_lasting_one_fails_without_claiming_it(deployed, status, code):
+    d = deployed
+    second_version(d.root)
+    small = "bert/config.pbtxt"
+    # Each small file's first request (the lean PUT) is refused once: sent again, the update completes.
+    client, attempts, sent = answering(d.via.props(), status, code, lambda _, attempt: attempt == 1)
+    assert_mirrors_source(d, sync_tree(client, d.inputs()))
+    assert attempts[small] == 2 and "amz-sdk-request" not in next(h for rel, h in sent if rel == small)
+
+    # Refused every time: the update fails in one line, the file is pending, nothing is deleted.
+    (d.root / small).write_bytes(b'name: "bert"\nmax_batch_size: 4\n')
+    (d.root / "bert/vocab.txt").unlink()
+    client, attempts, _ = answering(d.via.props(), status, code, lambda rel, _: rel == small)
+    with pytest.raises(S3Error) as failure:
+        sync_tree(client, d.inputs())
+    assert_one_line(str(failure.value))
+    assert f"{d.bucket}/{PREFIX}/{small}" in str(failure.value) and code in str(failure.value)
+    assert attempts[small] > 2  # the lean PUT, then botocore's attempts
+    assert "bert/vocab.txt" in objects(d) and small in manifest(d)["pending"]
+    assert_claims_only_what_is_held(d)
+    assert_mirrors_source(d, sync_tree(s3client.client(d.via.props()), d.inputs()))
 
 
 # --------------------------------------------------------------------------- changes behind our back

@@ -68,6 +68,22 @@ def test_large_files_are_sent_side_by_side_with_no_more_parts_in_flight_than_wor
 
 
 
+def test_a_file_above_the_multipart_size_goes_in_parts_of_16_mib(s3_server, tmp_path, monkeypatch):
+    monkeypatch.setattr(s3upload, "MULTIPART_BYTES", 20 * 1024 * 1024)
+    root = tmp_path / "repo"
+    (root / "llm").mkdir(parents=True)
+    body = os.urandom(40 * 1024 * 1024)
+    (root / "llm/shard.bin").write_bytes(body)
+    props = s3_server.props(bucket=new_bucket(s3_server, "parts"), source=str(root), prefix="m")
+    s3 = s3client.client(props)
+    parts: list[int] = []
+    send_part = s3.upload_part
+    s3.upload_part = lambda **kwargs: parts.append(len(kwargs["Body"])) or send_part(**kwargs)
+    assert sync_tree(s3, props, workers=2)["uploadedFiles"] == 1
+    assert sorted(parts) == sorted([s3upload.PART_BYTES, s3upload.PART_BYTES, 8 * 1024 * 1024]) and s3upload.PART_BYTES == 16 * 1024 * 1024
+    assert s3_server.client().get_object(Bucket=props["bucket"], Key="m/llm/shard.bin")["Body"].read() == body
+
+
 def test_uploaded_bodies_go_unsigned_under_their_content_md5_over_http_and_the_rest_stay_signed(s3_server, tmp_path, monkeypatch):
     monkeypatch.setattr(s3upload, "MULTIPART_BYTES", PART)
     root = tmp_path / "repo"

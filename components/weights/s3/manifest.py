@@ -7,6 +7,7 @@ refresh runs: it compares every object's content, not its size, with the manifes
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any, Optional
 
 from inference_platform.weights.s3.client import S3Error, call_or_explain, content_md5, error_code, explain, http_status
 from inference_platform.weights.s3.parallel import parallel_map
+from inference_platform.weights.s3.small_put import SmallPut
 
 MANIFEST_ROOT = ".inference-platform/uploads"
 KMS_ENCRYPTION = frozenset({"aws:kms", "aws:kms:dsse"})
@@ -57,6 +59,11 @@ class Target:
 
     def key(self, rel: str) -> str:
         return f"{self.prefix}/{rel}"
+
+    @functools.cached_property
+    def put_small(self) -> SmallPut:
+        """PutObject for upload bodies, lean on the happy path of small ones (small_put.py)."""
+        return SmallPut(self.s3, self.props)
 
     @property
     def manifest(self) -> str:
