@@ -262,10 +262,8 @@ def _quick_check(f: LocalFile, known: Optional[dict[str, Any]]) -> bool:
     return bool(known and known.get("sha256") and all(known.get(k) == v for k, v in stat_fields(f.stat).items()))
 
 
-def _local_entry(f: LocalFile, known: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The file's manifest entry: the known one when the quick check passes, else hashed."""
-    if _quick_check(f, known):
-        return known
+def _hashed_entry(f: LocalFile, known: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The manifest entry of a file the quick check did not pass: hashed, keeping the known ETag when the content is the same."""
     sha, st = hash_file(f.path)
     same = {k: known[k] for k in ("md5", "etag") if known.get(k)} if known and known.get("sha256") == sha else {}
     return {"sha256": sha, **stat_fields(st), **same}
@@ -284,7 +282,7 @@ def _hash_source(files: list[LocalFile], old: Manifest, workers: int) -> dict[st
     # Only the files to hash go to the pool: a task per unchanged file cost more than its check.
     unchanged = {f.rel: old.files[f.rel] for f in files if _quick_check(f, old.files.get(f.rel))}
     to_hash = [f for f in files if f.rel not in unchanged]
-    entries = parallel_map(lambda f: _local_entry(f, old.files.get(f.rel)), to_hash, workers)
+    entries = parallel_map(lambda f: _hashed_entry(f, old.files.get(f.rel)), to_hash, workers)
     return unchanged | dict(zip([f.rel for f in to_hash], entries, strict=True))
 
 
