@@ -178,6 +178,16 @@ def _abort_quietly(target: Target, key: str, upload_id: str) -> None:
         pass
 
 
+def _started_upload(target: Target, f: LocalFile, key: str, sha: str) -> str:
+    """A new multipart upload's id. An answer without one (seen when the server's connection is cut
+    mid-upload, tests/live/test_upload_faults.py) is a server error like any other, not a KeyError."""
+    doing = f"starting the upload of {f.path} to {target.bucket}/{key}"
+    started = target.call(doing, target.s3.create_multipart_upload, Bucket=target.bucket, Key=key, Metadata={"sha256": sha})
+    if not started.get("UploadId"):
+        raise S3Error(f"{doing}: the server's answer held no UploadId")
+    return started["UploadId"]
+
+
 def _send_large(target: Target, f: LocalFile, sha: Optional[str], senders: PartSenders) -> dict[str, Any]:
     """Multipart, declaring `sha` (hashed before); completed only when the bytes sent hash to it."""
     key = target.key(f.rel)
@@ -186,21 +196,20 @@ def _send_large(target: Target, f: LocalFile, sha: Optional[str], senders: PartS
             sha, st = hash_file(f.path)
             if st.st_size < MULTIPART_BYTES:
                 return _send_small(target, f)  # rewritten smaller: one PUT
-        started = target.call(f"starting the upload of {f.path} to {target.bucket}/{key}", target.s3.create_multipart_upload,
-                              Bucket=target.bucket, Key=key, Metadata={"sha256": sha})
+        upload_id = _started_upload(target, f, key, sha)
         try:
-            sent, before, parts = _send_parts(target, f, started["UploadId"], senders)
+            sent, before, parts = _send_parts(target, f, upload_id, senders)
             if sent != sha or before.st_size < MULTIPART_BYTES:
                 # Changed since it was hashed: the object would not hold what its metadata says.
                 # (Below the threshold the parts could be too small; the next attempt sends it in one PUT.)
-                _abort_quietly(target, key, started["UploadId"])
+                _abort_quietly(target, key, upload_id)
                 sha = None
                 continue
             done = target.call(f"finishing the upload of {f.path} to {target.bucket}/{key}",
                                target.s3.complete_multipart_upload,
-                               Bucket=target.bucket, Key=key, UploadId=started["UploadId"], MultipartUpload={"Parts": parts})
+                               Bucket=target.bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
         except BaseException:
-            _abort_quietly(target, key, started["UploadId"])
+            _abort_quietly(target, key, upload_id)
             raise
         settled = _settled(f.path, before, sent)
         if settled is not None:
