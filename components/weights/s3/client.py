@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import os
 import threading
 from typing import Any, Optional
 from urllib.parse import urlparse
@@ -92,9 +93,9 @@ def _as_sent(text: str) -> str:
     return text
 
 
-def _client_from_shared_session(raw_timestamps: bool, **kwargs):
-    """A client from the process's botocore session: its loader keeps the S3 service model and endpoint
-    rules once read (a session of its own per client read them from disk each time: about 50 ms of CPU).
+def _shared_session(raw_timestamps: bool):
+    """The process's botocore session: its loader keeps the S3 service model and endpoint rules once
+    read (a session of its own per client read them from disk each time: about 50 ms of CPU).
 
     Credentials go to each client, never to the session, so clients of other keys cannot mix them;
     botocore sessions are not thread-safe, hence the lock.
@@ -110,7 +111,25 @@ def _client_from_shared_session(raw_timestamps: bool, **kwargs):
                 # uploads read no timestamp, and parsing each listed key's LastModified with dateutil was
                 # most of the CPU of an unchanged re-run's listing.
                 session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=_as_sent)
+        return session
+
+
+def _client_from_shared_session(raw_timestamps: bool, **kwargs):
+    session = _shared_session(raw_timestamps)
+    with _SESSIONS_LOCK:
         return session.create_client("s3", **kwargs)
+
+
+def tls_verify() -> bool | str:
+    """What a client of `client()` verifies https servers against: a CA bundle's path, or True for botocore's own.
+
+    `client()` passes no `verify`, so botocore takes the `ca_bundle` setting (AWS_CA_BUNDLE or the
+    config file; session.py create_client), else REQUESTS_CA_BUNDLE, else True (endpoint.py
+    _get_verify_value)."""
+    session = _shared_session(raw_timestamps=True)
+    with _SESSIONS_LOCK:
+        ca_bundle = session.get_config_variable("ca_bundle")
+    return ca_bundle or os.environ.get("REQUESTS_CA_BUNDLE") or True
 
 
 def client(props: dict[str, Any], raw_timestamps: bool = False):

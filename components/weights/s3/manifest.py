@@ -65,6 +65,11 @@ class Target:
         """PutObject for upload bodies, lean on the happy path of small ones (small_put.py)."""
         return SmallPut(self.s3, self.props)
 
+    def close(self) -> None:
+        """Close the lean PUT's connections, if it was used."""
+        if "put_small" in self.__dict__:
+            self.put_small.close()
+
     @property
     def manifest(self) -> str:
         return manifest_key(self.prefix)

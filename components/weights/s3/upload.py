@@ -244,8 +244,11 @@ def _send_all(target: Target, todo: list[LocalFile | GeneratedFile], local: dict
             return _send_large(target, f, local[f.rel]["sha256"], senders)
         return _send_one(target, f)
 
-    with PartSenders.of(workers) as senders:
-        return dict(zip([f.rel for f in ordered], parallel_map(send, ordered, workers), strict=True))
+    try:
+        with PartSenders.of(workers) as senders:
+            return dict(zip([f.rel for f in ordered], parallel_map(send, ordered, workers), strict=True))
+    finally:
+        target.close()
 
 
 def _delete(target: Target, rels: list[str]) -> None:
