@@ -16,6 +16,8 @@ the cluster's own Istio must provide. Services and graphs take the mesh as one h
 `Mesh.reference()` (a MeshRef, mesh/ref.py).
 """
 
+import copy
+import functools
 from typing import Any, Optional
 
 import pulumi
@@ -260,8 +262,19 @@ def kiali_network_policy_spec(a: MeshInputs) -> dict[str, Any]:
 CRDS_DIR = common.shipped_dir("crds")
 
 
+# libyaml's parser with PyYAML's safe constructor and resolver, where PyYAML was built with it: the
+# same documents (tests/unit/test_shipped_crds.py) from 1.1 MB of YAML in 0.06 s of CPU, not 0.43 s.
+_CRD_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
+def _parsed_crds() -> tuple[dict[str, Any], ...]:
+    return tuple(yaml.load(path.read_text(), Loader=_CRD_LOADER) for path in sorted(CRDS_DIR.glob("*.yaml")))  # noqa: S506 - a safe loader
+
+
 def gateway_api_crd_documents() -> list[dict[str, Any]]:
-    return [yaml.safe_load(path.read_text()) for path in sorted(CRDS_DIR.glob("*.yaml"))]
+    """The shipped CRDs, parsed once per process; each caller gets its own copy."""
+    return copy.deepcopy(list(_parsed_crds()))
 
 
 def gateway_api_crds(parent: pulumi.Resource, name: str) -> list[pulumi.Resource]:
