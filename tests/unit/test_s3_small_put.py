@@ -186,9 +186,24 @@ def test_over_https_an_unverified_server_gets_no_request(recorder, pki, monkeypa
 
 def test_an_endpoint_behind_a_proxy_is_sent_to_by_botocore_alone(recorder, monkeypatch):
     server = recorder()
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # for https endpoints only, as botocore reads it
+    monkeypatch.setenv("NO_PROXY", "s3.internal")
+    assert SmallPut(client(server.props), server.props)._connections is not None
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     assert SmallPut(client(server.props), server.props)._connections is None
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # botocore bypasses the proxy: so may the lean path
     assert SmallPut(client(server.props), server.props)._connections is not None
+
+
+def test_a_client_configured_with_a_proxy_sends_through_botocore_alone(recorder):
+    from botocore.config import Config
+
+    import botocore.session
+
+    server = recorder()
+    s3 = botocore.session.get_session().create_client(
+        "s3", endpoint_url=server.props["endpoint"], aws_access_key_id="AKIAONE", aws_secret_access_key="one",
+        config=Config(region_name="eu-west-1", proxies={"http": "http://127.0.0.1:9"}))
+    assert SmallPut(s3, server.props)._connections is None

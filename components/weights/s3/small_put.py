@@ -42,7 +42,9 @@ def _direct_connections(s3) -> Optional[Connections]:
 
     endpoint, config = s3.meta.endpoint_url, s3.meta.config
     scheme = urlsplit(endpoint).scheme
-    if scheme not in ("http", "https") or config.proxies or config.client_cert or get_environ_proxies(endpoint):
+    # As httpsession.py ProxyConfiguration.proxy_url_for picks one: by the endpoint's scheme.
+    proxy = (config.proxies or {}).get(scheme) or get_environ_proxies(endpoint).get(scheme)
+    if scheme not in ("http", "https") or proxy or config.client_cert:
         return None
     try:
         tls = _tls_context() if scheme == "https" else None
