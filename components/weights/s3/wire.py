@@ -86,7 +86,11 @@ class _Connection:
 
     def dropped(self) -> bool:
         """The server closed an idle connection (or sent something unasked), as urllib3 checks before reuse."""
-        return self.sock.fileno() < 0 or bool(self.buffer) or bool(select.select([self.sock], [], [], 0)[0])
+        if self.sock.fileno() < 0 or self.buffer:
+            return True
+        readable = select.poll()  # not select(): it refuses descriptors above FD_SETSIZE
+        readable.register(self.sock, select.POLLIN)
+        return bool(readable.poll(0))
 
 
 def _fields(lines: list[bytes]) -> dict[str, str]:
