@@ -103,7 +103,7 @@ class SmallPut:
 
         shown = HeadersDict({name: value.encode() for name, value in headers.items()})
         shown["Content-Length"] = str(len(body))
-        request = AWSPreparedRequest("PUT", self._endpoint + path, shown, body, stream_output=False)
+        request = AWSPreparedRequest("PUT", self._endpoint + path, shown, body, stream_output=False, context={})
         return first_non_none_response(self._s3.meta.events.emit("before-send.s3.PutObject", request=request))
 
     def close(self) -> None:
