@@ -192,9 +192,10 @@ def table(measured: list[Row], reference_name: str) -> str:
 
 def _servers():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.support.s3server import running_moto, running_seaweedfs
+    from tests.support.s3server import running_moto_process, running_seaweedfs
 
-    return {"moto": running_moto, "seaweedfs": running_seaweedfs}
+    # Each server in a process of its own, as rclone's and our client see a real one.
+    return {"moto": running_moto_process, "seaweedfs": running_seaweedfs}
 
 
 def measure(kind: str, mixes: dict[str, Path], runs: int, rclone: Path, tmp: Path) -> tuple[list[Row], int]:

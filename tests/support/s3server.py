@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -151,18 +152,18 @@ def set_auth(endpoint: str, free_requests: str) -> None:
     urllib.request.urlopen(req).read()
 
 
-@contextlib.contextmanager
-def running_moto() -> Iterator[S3Server]:
-    """moto on a free loopback port, ACLs disabled as on AWS, authentication on."""
+def _moto_http_server(port: int):
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     app = AclsDisabled(DomainDispatcherApplication(create_backend_app))
-    server = make_server("127.0.0.1", free_port(), app, threaded=True, request_handler=MotoRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{server.server_port}"
+    return make_server("127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler)
+
+
+@contextlib.contextmanager
+def _authenticated(endpoint: str) -> Iterator[S3Server]:
+    """Our IAM user and a stranger's on a fresh moto, then authentication on; off again afterwards."""
     try:
         info = S3Server(endpoint, *_iam_user(endpoint, OUR_ACCOUNT), *_iam_user(endpoint, OTHER_ACCOUNT), enforces_ownership=True)
         set_auth(endpoint, "0")
@@ -170,8 +171,53 @@ def running_moto() -> Iterator[S3Server]:
     finally:
         # Later servers in the same process must not inherit authentication.
         set_auth(endpoint, "inf")
+
+
+@contextlib.contextmanager
+def running_moto() -> Iterator[S3Server]:
+    """moto on a free loopback port, ACLs disabled as on AWS, authentication on."""
+    server = _moto_http_server(free_port())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with _authenticated(f"http://127.0.0.1:{server.server_port}") as info:
+            yield info
+    finally:
         server.shutdown()
         thread.join()
+
+
+MOTO_START_SECONDS = 30
+
+
+@contextlib.contextmanager
+def running_moto_process() -> Iterator[S3Server]:
+    """The same moto in a process of its own, for the upload bench: a client in this process does
+    not share its interpreter with the server, as no client of a real server does."""
+    port = free_port()
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen([sys.executable, "-c", f"from tests.support.s3server import _moto_http_server; "
+                                f"_moto_http_server({port}).serve_forever()"], cwd=root, stdout=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + MOTO_START_SECONDS
+        while not _answers(endpoint):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto did not start on {endpoint} (exit code {process.poll()})")
+            time.sleep(0.1)
+        with _authenticated(endpoint) as info:
+            yield info
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _answers(endpoint: str) -> bool:
+    try:
+        urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).read()
+        return True
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------- SeaweedFS
