@@ -207,9 +207,14 @@ def measure(kind: str, mixes: dict[str, Path], runs: int, rclone: Path, tmp: Pat
     with _servers()[kind]() as server:
         for label, source in mixes.items():
             ours_runs, rclone_runs = [], []
-            for _ in range(runs):  # interleaved, so both meet the same load on a shared machine
-                ours_runs.append(ours(server, source))
-                rclone_runs.append(reference(server, kind, rclone, source, tmp))
+            for run in range(runs):
+                # Interleaved, so both meet the same load on a shared machine, and taking turns going
+                # first: the server gets cheaper over its first runs, which favoured whoever went second.
+                for tool in ("ours", "rclone") if run % 2 == 0 else ("rclone", "ours"):
+                    if tool == "ours":
+                        ours_runs.append(ours(server, source))
+                    else:
+                        rclone_runs.append(reference(server, kind, rclone, source, tmp))
             resent += sum(r.sent_again for r in ours_runs)
             measured += rows(f"{kind}, {label}", ours_runs, rclone_runs)
             print(table_rows(measured[-2:]), flush=True)  # as soon as measured: the full sizes take long
