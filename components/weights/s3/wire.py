@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import urlsplit
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
+from inference_platform.weights.s3.client import DEFAULT_PORTS, endpoint_server
+
 MAX_HEAD_BYTES = 64 * 1024
 # An answer's body is read (so the connection can carry the next request) only up to this size.
 MAX_BODY_BYTES = 1024 * 1024
@@ -43,10 +44,10 @@ class Answer:
 
 
 def host_header(endpoint: str) -> str:
-    """The Host of requests to `endpoint`: lower-case host, IPv6 in brackets, the port unless the scheme's default."""
-    parts = urlsplit(endpoint)
-    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
-    return host if parts.port in (None, DEFAULT_PORTS.get(parts.scheme)) else f"{host}:{parts.port}"
+    """The Host of requests to `endpoint`: the server `endpoint_server` names, IPv6 in brackets."""
+    host, port = endpoint_server(endpoint)
+    host = f"[{host}]" if ":" in host else host
+    return host if port is None else f"{host}:{port}"
 
 
 class _Connection:
