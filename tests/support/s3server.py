@@ -200,11 +200,7 @@ def running_moto_process() -> Iterator[S3Server]:
                                 f"_moto_http_server({port}).serve_forever()"], cwd=root, stdout=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + MOTO_START_SECONDS
-        while not _answers(endpoint):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"moto did not start on {endpoint} (exit code {process.poll()})")
-            time.sleep(0.1)
+        _wait_for(process, lambda: _answers(endpoint), MOTO_START_SECONDS, lambda: f"moto did not start on {endpoint}")
         with _authenticated(endpoint) as info:
             yield info
     finally:
@@ -278,13 +274,19 @@ def _seaweedfs_ready(endpoint: str, master: int, server: S3Server) -> bool:
         return False
 
 
-def _wait_for_seaweedfs(process: subprocess.Popen, master: int, server: S3Server, log: Path) -> None:
-    deadline = time.monotonic() + SEAWEEDFS_START_SECONDS
-    while not _seaweedfs_ready(server.endpoint, master, server):
+def _wait_for(process: subprocess.Popen, ready, seconds: float, failure) -> None:
+    """Poll `ready()` until it holds; RuntimeError with `failure()` and the exit code once the process
+    ends or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not ready():
         if process.poll() is not None or time.monotonic() > deadline:
-            tail = log.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"SeaweedFS did not start (exit code {process.poll()}):\n{tail}")
+            raise RuntimeError(f"{failure()} (exit code {process.poll()})")
         time.sleep(0.1)
+
+
+def _wait_for_seaweedfs(process: subprocess.Popen, master: int, server: S3Server, log: Path) -> None:
+    _wait_for(process, lambda: _seaweedfs_ready(server.endpoint, master, server), SEAWEEDFS_START_SECONDS,
+              lambda: f"SeaweedFS did not start:\n{log.read_text(errors='replace')[-2000:]}")
 
 
 # Ports are free when chosen, but another process may bind one before SeaweedFS does.
