@@ -198,9 +198,8 @@ def test_an_endpoint_behind_a_proxy_is_sent_to_by_botocore_alone(recorder, monke
 
 
 def test_a_client_configured_with_a_proxy_sends_through_botocore_alone(recorder):
-    from botocore.config import Config
-
     import botocore.session
+    from botocore.config import Config
 
     server = recorder()
     s3 = botocore.session.get_session().create_client(
