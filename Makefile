@@ -14,7 +14,7 @@ GENAI_PERF_VENV := .venv-genai-perf
 TORCH_VENV := .venv-torch
 STACK ?= demo-dev
 
-.PHONY: venv plan-venv tools helm checkov model-analyzer genai-perf torch docs-venv plan test test-fast bench-smoke lint bench docs clean
+.PHONY: venv plan-venv tools real-tools helm checkov model-analyzer genai-perf torch docs-venv plan test test-fast bench-smoke lint bench docs clean
 
 $(VENV)/.installed: requirements.txt requirements-plan.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -77,15 +77,23 @@ tools:
 	@command -v promtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus; }
 	@command -v amtool >/dev/null || { apt-get update && apt-get install -y --no-install-recommends prometheus-alertmanager; }
 
+# The real Pulumi engine, providers and a Kubernetes control plane for tests/real, built from the Go
+# module proxy into a cache outside the repository, keyed by version (REAL_TOOLS_DIR, default
+# ~/.cache/inference-platform/real-tools): about 30 minutes cold on 2 cores, nothing when cached.
+# `ip netns` (iproute2) gives the tier its network namespaces.
+real-tools:
+	@command -v ip >/dev/null || { apt-get update && apt-get install -y --no-install-recommends iproute2; }
+	tests/real/tools/build.sh all
+
 plan: plan-venv
 	$(PLAN_PY) -m platformctl plan $(STACK)
 	$(PLAN_PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
 # Test tiers (tests/<tier>/): unit (pure functions), plan (the mock runtime), conformance (schemas,
 # real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer, GenAI-Perf,
-# torchrun), properties (hostile corpus, random stacks). `make test` runs them all and the bench at its
+# torchrun), properties (hostile corpus, random stacks), real (the real Pulumi engine on a KWOK cluster). `make test` runs them all and the bench at its
 # smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
-test: venv tools helm checkov model-analyzer genai-perf torch docs-venv
+test: venv tools helm checkov model-analyzer genai-perf torch docs-venv real-tools
 	$(PY) -m pytest -n auto
 	$(MAKE) bench-smoke
 

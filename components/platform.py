@@ -22,6 +22,7 @@ from inference_platform.args import InferencePlatformArgs
 from inference_platform.cluster import autoscaler
 from inference_platform.cluster.cluster import Cluster
 from inference_platform.cluster.inputs import ClusterInputs
+from inference_platform.core import chart_source
 from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
 from inference_platform.core.common import helm_release, init_component
@@ -196,6 +197,7 @@ class InferencePlatform(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InferencePlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
         settings = _settings(args)
+        chart_source.use_directory(settings.chart_directory)
         init_component(self, "InferencePlatform", name, opts)
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)

@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from inference_platform.core import chart_source
 from inference_platform.core.aliases import component_aliases
 from inference_platform.core.chart_hardening import hardened
 from inference_platform.core.versions import Chart
@@ -135,16 +136,13 @@ def helm_release(
     `timeout_seconds` is how long Helm waits for the release's workloads (default 300);
     readiness.release_timeout gives it for charts whose pods wait for new nodes.
     """
-    # An OCI chart is named by its full reference and has no repository: pulumi-kubernetes
-    # helm_release.go resolveChartName passes an oci:// name through and would otherwise look for
-    # an index.yaml at the repository URL (repo.FindChartInAuthAndTLSAndPassRepoURL).
-    oci = chart.repository.startswith("oci://")
+    chart_ref, repository = chart_source.release_chart(chart)
     return k8s.helm.v3.Release(
         logical_name,
         name=release_name,
-        chart=f"{chart.repository}/{chart.name}" if oci else chart.name,
+        chart=chart_ref,
         version=chart.version,
-        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
         namespace=namespace_name,
         values=hardened(chart.name, values),
         timeout=timeout_seconds,

@@ -52,6 +52,11 @@ MODEL_INITIALIZER_IMAGE = f"ghcr.io/kubeflow/trainer/model-initializer:{TRAINER_
 # `helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version="0.19.2"`); API kueue.x-k8s.io/v1beta2.
 KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
 
+# Every chart a release may install (a local chart directory must hold each as <name>/<version>/).
+PINNED_CHARTS = (GPU_OPERATOR, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER, LOKI, ALLOY, ISTIO_BASE, ISTIOD,
+                 ISTIO_GATEWAY, KIALI, JAEGER, KUBERAY_OPERATOR, CSI_S3, LLM_D_ROUTER, ARGO_WORKFLOWS,
+                 KUBEFLOW_TRAINER, KUEUE)
+
 # Reference folder name of each chart (../shared/reference/charts/<dir>/<version>).
 REFERENCE_DIR = {
     GPU_OPERATOR: "gpu-operator",

@@ -4,9 +4,10 @@ namespaces, caches, OS, UIs, alerting, tuning). Plain functions of `Settings`, r
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
-from inference_platform.core import driver_support, grammar
+from inference_platform.core import chart_source, driver_support, grammar
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
 from inference_platform.core.node_contract import capi_helm_sanitized
 from inference_platform.settings.base import NAMESPACE
@@ -327,11 +328,18 @@ def graph_repository_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     return ensemble_repository_overlaps(s.graphs)
 
 
+def chart_directory_override_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """The environment's chart directory, which overrides `chartDirectory`, must serve every pinned chart."""
+    override = os.environ.get(chart_source.ENVIRONMENT_VARIABLE)
+    problem = override and chart_source.directory_problem(override, f"${chart_source.ENVIRONMENT_VARIABLE}")
+    return [(("chartDirectory",), problem)] if problem else []
+
+
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
     _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
-    graph_repository_problems,
+    graph_repository_problems, chart_directory_override_problems,
 )
 
 

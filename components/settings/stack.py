@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional, get_args
 
-from pydantic import BaseModel, BeforeValidator, SecretStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, SecretStr
 
-from inference_platform.core import grammar
+from inference_platform.core import chart_source, grammar
 from inference_platform.settings.base import NAMESPACE, Model, _checked, _top_level_bool
 from inference_platform.settings.cluster import ClusterSettings, NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings
@@ -19,6 +19,13 @@ from inference_platform.settings.training import TrainingSettings
 from inference_platform.settings.tuning import BatchingPreset, ModelPipelineSettings, PresetName
 from inference_platform.settings.ui import UiSettings
 from inference_platform.settings.weights import WeightCacheSettings
+
+
+def _chart_directory(value: Optional[str]) -> Optional[str]:
+    problem = value is not None and chart_source.directory_problem(value, "directory")
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class Settings(Model):
@@ -54,6 +61,8 @@ class Settings(Model):
     """Training on the GPU groups beside serving: Kubeflow Trainer, its runtimes and the teams' TrainJobs, Kueue queues per team proven to leave serving its peak (docs/training.md, docs/training-quotas.md); absent: nothing of it is installed."""
     policies: PolicySettings = PolicySettings()
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
+    chart_directory: Annotated[Optional[str], AfterValidator(_chart_directory)] = None
+    """Local directory of Helm charts, `<chart>/<version>/` for every pinned chart, used instead of the charts' repositories (air-gapped installs; docs/operations.md: Charts from a local directory). The environment variable INFERENCE_PLATFORM_CHART_DIR overrides it. Absent: the repositories."""
     kubeconfig: Optional[SecretStr] = None
     """Secret. kubeconfig of an existing cluster (set with `pulumi config set --secret kubeconfig "$(cat kubeconfig)"`)."""
     s3_access_key_id: Optional[SecretStr] = None

@@ -1,0 +1,223 @@
+"""A real Kubernetes control plane for tests/real: kube-apiserver, etcd, kube-controller-manager and
+kube-scheduler started by kwokctl (binary runtime) inside a network namespace of the test's own that
+has only `lo`, with KWOK nodes that stand for each node group's machines.
+
+What a cloud or a node's software would do, and KWOK does not, is done here and named as such:
+`nodes_for` gives each group's nodes the labels, taints and GPU resources that Magnum, Node Feature
+Discovery and the NVIDIA device plugin would put on them; `provide_cloud` gives LoadBalancer Services an
+address and binds claims to volumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+# Capacity of every KWOK node: enough that no pod of ours waits on CPU or memory; the GPU resources
+# (what limits placement) come from the group's settings.
+NODE_CPU = "64"
+NODE_MEMORY = "512Gi"
+NODE_PODS = "250"
+
+
+class RealToolError(RuntimeError):
+    """A real tool exited non-zero: the command, its exit code and the end of its output."""
+
+
+@dataclass
+class NetNamespace:
+    """A network namespace holding only `lo` (up): nothing run inside it reaches another host."""
+
+    name: str
+
+    @classmethod
+    def create(cls, name: str) -> "NetNamespace":
+        subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+        subprocess.run(["ip", "netns", "add", name], check=True)
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        return cls(name)
+
+    def prefix(self) -> list[str]:
+        return ["ip", "netns", "exec", self.name]
+
+    def delete(self) -> None:
+        subprocess.run(["ip", "netns", "delete", self.name], capture_output=True)
+
+
+def run(cmd: list[str], *, env: dict[str, str], cwd: Optional[Path] = None, timeout: float = 600,
+        check: bool = True, log: Optional[Path] = None, input: Optional[str] = None) -> subprocess.CompletedProcess:
+    """Runs a command; its output goes to `log` (appended) and, on failure, into the error."""
+    started = time.monotonic()
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, input=input)
+    if log is not None:
+        with log.open("a") as f:
+            f.write(f"$ {' '.join(cmd)}   # rc {proc.returncode}, {time.monotonic() - started:.1f} s\n{proc.stdout}{proc.stderr}\n")
+    if check and proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr)[-6000:]
+        raise RealToolError(f"{' '.join(cmd[-6:])} exited {proc.returncode}:\n{tail}")
+    return proc
+
+
+@dataclass
+class KwokCluster:
+    """One kwokctl cluster in a network namespace; `kubectl` runs inside it."""
+
+    name: str
+    netns: NetNamespace
+    bindir: Path
+    workdir: Path
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "clusters" / self.name / "kubeconfig.yaml"
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "PATH": f"{self.bindir}:{os.environ['PATH']}", "KWOK_WORKDIR": str(self.workdir),
+                "KUBECONFIG": str(self.kubeconfig), **self.env}
+
+    def config(self) -> str:
+        b = self.bindir
+        return textwrap.dedent(f"""\
+            kind: KwokctlConfiguration
+            apiVersion: config.kwok.x-k8s.io/v1alpha1
+            options:
+              runtime: binary
+              bindAddress: 127.0.0.1
+              kubeApiserverBinary: {b}/kube-apiserver
+              kubeControllerManagerBinary: {b}/kube-controller-manager
+              kubeSchedulerBinary: {b}/kube-scheduler
+              kubectlBinary: {b}/kubectl
+              etcdBinary: {b}/etcd
+              kwokControllerBinary: {b}/kwok
+            componentsPatches:
+              - name: kube-apiserver
+                extraArgs:
+                  - key: advertise-address
+                    value: 127.0.0.1
+                  # No webhook server can run on KWOK nodes: the charts' admission webhooks (Istio's
+                  # injector, Kueue's, Trainer's) would refuse or time out every create they match.
+                  - key: disable-admission-plugins
+                    value: MutatingAdmissionWebhook,ValidatingAdmissionWebhook
+            """)
+
+    def create(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "kwokctl.yaml"
+        config.write_text(self.config())
+        run([*self.netns.prefix(), str(self.bindir / "kwokctl"), "create", "cluster", "--name", self.name,
+             "--config", str(config), "--wait", "2m"], env=self._env(), log=self.log, timeout=300)
+
+    def delete(self) -> None:
+        run([*self.netns.prefix(), str(self.bindir / "kwokctl"), "delete", "cluster", "--name", self.name],
+            env=self._env(), log=self.log, check=False, timeout=120)
+
+    def kubectl(self, *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120) -> str:
+        return run([*self.netns.prefix(), str(self.bindir / "kubectl"), *args], env=self._env(), log=self.log,
+                   input=input, check=check, timeout=timeout).stdout
+
+    def apply(self, objects: Iterable[dict]) -> None:
+        self.kubectl("apply", "--server-side", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                            "items": list(objects)}))
+
+    def get(self, *what: str) -> list[dict[str, Any]]:
+        return json.loads(self.kubectl("get", *what, "-o", "json"))["items"]
+
+
+def kwok_node(name: str, labels: dict[str, str], taints: list[dict], extended: dict[str, int]) -> dict:
+    """A Node the KWOK controller runs (annotation kwok.x-k8s.io/node: fake), with its capacity."""
+    capacity = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS, **{k: str(v) for k, v in extended.items()}}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                     "labels": {**labels, "kubernetes.io/hostname": name, "type": "kwok"}},
+        "spec": {"taints": taints},
+        "status": {"capacity": capacity, "allocatable": capacity,
+                   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.34.4"}},
+    }
+
+
+def _concrete(labels: dict[str, Optional[str]], node: str) -> dict[str, str]:
+    """Label values for one node: a label any value satisfies (placement.ANY) gets one a cloud would set."""
+    filler = {"kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "zone-a",
+              "topology.kubernetes.io/region": "region-a", "node.kubernetes.io/instance-type": "kwok"}
+    return {k: (v if v is not None else filler.get(k, node)) for k, v in labels.items()}
+
+
+def nodes_for(settings: Any, resources: list[dict], count: Optional[dict[str, int]] = None) -> list[dict]:
+    """KWOK nodes for every node group of a stack: the labels Magnum or the group's selector and Node
+    Feature Discovery give them (platformctl.placement, the same model the plan's placement check uses),
+    the group's taints, and the GPU resources its device plugin would advertise."""
+    from inference_platform.gpu.node_labels import node_taints
+    from inference_platform.gpu.profiles import slots_per_node
+    from platformctl.placement import group_node_labels
+
+    labels = group_node_labels(resources, settings)
+    nodes = []
+    for group in settings.cluster.node_groups:
+        extended = slots_per_node(group) if group.gpu is not None else {}
+        for i in range((count or {}).get(group.name, max(group.min_nodes, 1))):
+            name = f"{group.name}-{i}"
+            nodes.append(kwok_node(name, _concrete(labels[group.name], name), node_taints(group), extended))
+    return nodes
+
+
+class CloudStandIn:
+    """What a cloud does for a cluster and KWOK does not, done by a loop while the engine runs: a
+    LoadBalancer Service gets an address (the cloud's load balancer), a Pending claim gets a volume
+    bound to it (the storage class's provisioner). Start with `start()`, end with `stop()`."""
+
+    def __init__(self, cluster: KwokCluster, interval: float = 1.0):
+        import threading
+
+        self.cluster, self.interval = cluster, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.errors: list[str] = []
+
+    def start(self) -> "CloudStandIn":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.once()
+            except Exception as e:  # the next round tries again; the test reads what kept failing
+                self.errors.append(str(e)[-500:])
+
+    def once(self) -> None:
+        c = self.cluster
+        for svc in c.get("services", "-A"):
+            if svc["spec"].get("type") == "LoadBalancer" and not svc.get("status", {}).get("loadBalancer", {}).get("ingress"):
+                m = svc["metadata"]
+                c.kubectl("patch", "service", m["name"], "-n", m["namespace"], "--subresource=status", "--type=merge",
+                          "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}}}), check=False)
+        volumes = []
+        for claim in c.get("pvc", "-A"):
+            if claim.get("status", {}).get("phase") != "Pending" or claim["spec"].get("volumeName"):
+                continue
+            m, spec = claim["metadata"], claim["spec"]
+            volumes.append({
+                "apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": f"standin-{m['uid']}", "labels": {"real-test/stand-in": "volume"}},
+                "spec": {"capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")},
+                         "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
+                         "storageClassName": spec.get("storageClassName") or "",
+                         "persistentVolumeReclaimPolicy": "Delete",
+                         "claimRef": {"namespace": m["namespace"], "name": m["name"], "uid": m["uid"]},
+                         "hostPath": {"path": f"/stand-in/{m['uid']}"}},
+            })
+        if volumes:
+            c.apply(volumes)
