@@ -1154,6 +1154,8 @@ class InferencePlatformArgs(TypedDict):
     """Training on the GPU groups beside serving: Kubeflow Trainer, its runtimes and the teams' TrainJobs, Kueue queues per team proven to leave serving its peak (docs/training.md, docs/training-quotas.md); absent: nothing of it is installed."""
     policies: NotRequired[PolicySettingsArgs]
     """Policy pack settings of this stack (`python -m platformctl policy-config` passes them to `pulumi preview --policy-pack`)."""
+    chart_directory: NotRequired[str]
+    """Local directory of Helm charts, `<chart>/<version>/` for every pinned chart, used instead of the charts' repositories (air-gapped installs; docs/operations.md: Charts from a local directory). The environment variable INFERENCE_PLATFORM_CHART_DIR overrides it. Absent: the repositories."""
     kubeconfig: NotRequired[str]
     """Secret. kubeconfig of an existing cluster (set with `pulumi config set --secret kubeconfig "$(cat kubeconfig)"`)."""
     s3_access_key_id: NotRequired[str]

@@ -17,15 +17,15 @@ import math
 from typing import Optional, Union
 
 import pulumi
+import pulumi_kubernetes as kubernetes
 
 from inference_platform.args import InferencePlatformArgs
 from inference_platform.cluster import autoscaler
 from inference_platform.cluster.cluster import Cluster
 from inference_platform.cluster.inputs import ClusterInputs
-from inference_platform.core import chart_source
+from inference_platform.core import chart_source, versions
 from inference_platform.core import endpoints as ep
-from inference_platform.core import versions
-from inference_platform.core.common import helm_release, init_component
+from inference_platform.core.common import descendants, helm_release, init_component
 from inference_platform.gpu.coldstart import ColdStart
 from inference_platform.gpu.inputs import ColdStartInputs, GpuOperatorInputs
 from inference_platform.gpu.operator import GpuOperator
@@ -215,7 +215,8 @@ class InferencePlatform(pulumi.ComponentResource):
 
         self.mesh = Mesh(f"{name}-mesh", mesh_inputs(settings), opts=k8s)
         self.observability = Observability(
-            f"{name}-observability", observability_inputs(settings, self.mesh, estimates), opts=k8s)
+            f"{name}-observability", observability_inputs(settings, self.mesh, estimates), opts=k8s,
+            metrics_adapter_later=True)
         self.outputs["urls"] = self.observability.urls
         if self.observability.ui_urls:
             # What a browser opens: the UIs served through the ingress gateway (`ui` settings).
@@ -274,6 +275,10 @@ class InferencePlatform(pulumi.ComponentResource):
             for svc_name, t in self.services.items()
         }
         self.urls = self.observability.urls
+        # The metrics adapter last, after every namespace: on destroy its APIService goes first, so no
+        # namespace waits on an aggregated API that no longer answers.
+        self.observability.install_metrics_adapter(
+            [r for r in descendants(self) if isinstance(r, kubernetes.core.v1.Namespace)])
         self.register_outputs(self.outputs)
 
     def _graphs(self, name: str, settings: Settings, after, estimates: list[GroupEstimate]) -> dict[str, InferenceGraph]:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
+from inference_platform.core.chart_source import chart_name_of
 from inference_platform.gpu import coldstart
 from inference_platform.gpu.node_rules import MARKER_COMPONENT
 from inference_platform.serving.openai_frontend import FRONTEND_COMMAND
@@ -236,7 +237,7 @@ def expectations(resources: Iterable[dict[str, Any]], settings: Settings) -> lis
         t = r["type"]
         if t == HELM_RELEASE:
             inputs = r.get("inputs") or {}
-            chart = str(inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+            chart = chart_name_of(inputs.get("chart", ""), str(inputs.get("version", "")))
             budget = release_budget(settings, chart, inputs.get("values") or {})
             if budget is not None:
                 out.append(Expectation(r, budget))

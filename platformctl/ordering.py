@@ -26,9 +26,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
+from inference_platform.core.chart_source import chart_name_of
+
 from .awaits import HELM_RELEASE, label, runs_tritonserver
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
+# Charts that register an aggregated API (an APIService served by their pods) and are ordered after every
+# namespace: prometheus-adapter's custom metrics. Kueue's visibility API is not yet: the Trainer's
+# namespace comes after Kueue (its jobs need Kueue's webhook), so Kueue cannot come after it.
+AGGREGATED_API_CHARTS = ("prometheus-adapter",)
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 S3_BUCKET = "pulumi-python:dynamic/s3:Bucket"
 WORKLOAD_KINDS = {"apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"},
@@ -127,7 +133,8 @@ def _api(r: dict[str, Any]) -> tuple[str, str, Optional[str]]:
 def _chart(r: dict[str, Any]) -> Optional[str]:
     if r["type"] != HELM_RELEASE:
         return None
-    return str((r.get("inputs") or {}).get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+    inputs = r.get("inputs") or {}
+    return chart_name_of(inputs.get("chart", ""), str(inputs.get("version", "")))
 
 
 def _path(value: Any, dotted: str) -> Any:
@@ -337,6 +344,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          reason="the API server rejects an object whose CRD is not yet established (no matches for kind), "
                 "and a chart rendering one fails its install: e.g. a Gateway, HTTPRoute or InferencePool "
                 "before the Gateway API and InferencePool CRDs"),
+    Rule("aggregated-apis-go-first",
+         dependents=Charts(AGGREGATED_API_CHARTS),
+         after=lambda r, g: r["type"] == NAMESPACE,
+         reason="a namespace's deletion waits while any aggregated API (its chart's APIService) does not answer "
+                "(NamespaceDeletionDiscoveryFailure): the release must go before every namespace on destroy"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

@@ -67,3 +67,12 @@ def release_chart(chart: versions.Chart) -> tuple[str, Optional[str]]:
     if chart.repository.startswith("oci://"):
         return f"{chart.repository}/{chart.name}", None
     return chart.name, chart.repository
+
+
+def chart_name_of(chart: str, version: str = "") -> str:
+    """The chart's name from a Release's `chart` input: a repository chart's name, an OCI reference's
+    last part, or a local chart's folder (`<directory>/<chart>/<version>`)."""
+    ref = str(chart).rstrip("/")
+    if version and ref.endswith(f"/{version}"):
+        ref = ref[: -len(version) - 1]
+    return ref.rsplit("/", 1)[-1]

@@ -4,7 +4,7 @@ security context, NetworkPolicy pieces, namespaces and Helm releases."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -119,6 +119,15 @@ def namespace(
     return k8s.core.v1.Namespace(
         logical_name, metadata={"name": name, "labels": standard_labels(app or name, **extra)}, opts=opts
     )
+
+
+def descendants(resource: pulumi.Resource) -> Iterator[pulumi.Resource]:
+    """Every resource registered under `resource`, children first-level down: the SDK's own record of
+    a resource's children (pulumi/resource.py `_childResources`, what `depends_on` a component
+    expands to). Complete once the constructors that register them have returned."""
+    for child in list(getattr(resource, "_childResources", ())):
+        yield child
+        yield from descendants(child)
 
 
 def helm_release(

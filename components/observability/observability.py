@@ -14,7 +14,7 @@ labelled `grafana_dashboard: "1"`.
 
 import json
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -462,8 +462,13 @@ class Observability(pulumi.ComponentResource):
     grafana_admin_password: Optional[pulumi.Output[str]]
     """Secret. Grafana's admin password (user `admin`); unset when observability is not installed."""
 
-    def __init__(self, name: str, args: ObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: ObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None,
+                 *, metrics_adapter_later: bool = False):
+        """`metrics_adapter_later`: prometheus-adapter waits for `install_metrics_adapter(after)`, which
+        the platform calls once every namespace of the stack exists."""
         a = validated(ObservabilityInputs, args, "Observability")
+        self._adapter_later = metrics_adapter_later
+        self._metrics_adapter: Optional[Callable[[Sequence[pulumi.Resource]], pulumi.Resource]] = None
         init_component(self, "Observability", name, opts)
         self.namespace = ep.MONITORING_NAMESPACE
         # The kube-prometheus-stack release, which installs the ServiceMonitor/PodMonitor/PrometheusRule
@@ -477,6 +482,15 @@ class Observability(pulumi.ComponentResource):
             self.urls = {"grafana": ep.GRAFANA_URL, "prometheus": ep.PROMETHEUS_URL, **a.mesh_urls}
         self.register_outputs({"namespace": self.namespace, "urls": self.urls, "uiUrls": self.ui_urls,
                                "grafanaAdminPassword": self.grafana_admin_password})
+
+    def install_metrics_adapter(self, after: Sequence[pulumi.Resource]) -> Optional[pulumi.Resource]:
+        """prometheus-adapter, after `after`: every other namespace of the stack. Its APIService
+        (custom.metrics.k8s.io) blocks a namespace's deletion whenever it does not answer
+        (NamespaceDeletionDiscoveryFailure), so on destroy it must go before every namespace."""
+        if self._metrics_adapter is None:
+            return None
+        adapter, self._metrics_adapter = self._metrics_adapter, None
+        return adapter(after)
 
     def _install(self, name: str, a: ObservabilityInputs) -> None:
         def opts_(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -538,7 +552,11 @@ class Observability(pulumi.ComponentResource):
             spec=grafana_network_policy_spec(a),
             opts=opts_(namespace),
         )
-        release("prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(a.system_node_selector), stack)
+        self._metrics_adapter = lambda after: release(
+            "prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(a.system_node_selector),
+            stack, *after)
+        if not self._adapter_later:
+            self.install_metrics_adapter([])
 
         loki_deps: list[pulumi.Resource] = []
         if a.observability.loki_storage == "s3":

@@ -15,12 +15,15 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from inference_platform.core.chart_source import chart_name_of
+
 from .kube import (
     GPU_TAINT_KEY,
     HELM_RELEASE,
     INJECTION_LABEL,
     api_group,
     containers,
+    declared,
     fix,
     get,
     gpu_resources,
@@ -200,9 +203,10 @@ def _hpa_no_replicas(args: StackValidationArgs, report) -> None:
         if not is_kind(hpa.resource_type, "HorizontalPodAutoscaler"):
             continue
         target = hpa_target(hpa, args.resources)
-        if target is not None and get(target.props, "spec", "replicas") is not None:
+        replicas = None if target is None else declared(target.props, "spec", "replicas")
+        if replicas is not None:
             report(fix(f"{kind(target.resource_type)} {target.name} sets spec.replicas "
-                       f"({get(target.props, 'spec', 'replicas')}) although HPA {hpa.name} scales it",
+                       f"({replicas}) although HPA {hpa.name} scales it",
                        "leave replicas unset on autoscaled workloads, or every update resets the HPA's count"), target.urn)
 
 
@@ -361,7 +365,7 @@ triton_probes = ResourceValidationPolicy(
 
 def chart_name(props: Mapping) -> str:
     """`istio/base`, `oci://registry/charts/base` and `base` all name the chart `base`."""
-    return str(get(props, "chart", default="")).rstrip("/").rsplit("/", 1)[-1]
+    return chart_name_of(get(props, "chart", default=""), str(get(props, "version", default="")))
 
 
 def _crd_order(args: StackValidationArgs, report) -> None:

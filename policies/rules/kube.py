@@ -118,6 +118,31 @@ def get(value: Any, *path: Any, default: Any = None) -> Any:
     return default if value is None else value
 
 
+# The field manager pulumi-kubernetes applies objects under (server-side apply): `pulumi-kubernetes`,
+# or `pulumi-kubernetes-<hex>` per object (provider/pkg/await: fieldManagerName).
+_PULUMI_MANAGER = re.compile(r"^pulumi-kubernetes(-[0-9a-f]+)?$")
+
+
+def declared(props: Mapping, *path: str) -> Any:
+    """A field's value as the program declared it. Stack policies see a resource's inputs in a preview
+    and the offline plan, but the object as the API server returns it after `up`, defaults filled in
+    (a Deployment's `spec.replicas: 1`): there, a field counts only where Pulumi's field manager owns it
+    (metadata.managedFields)."""
+    value = get(props, *path)
+    managed = get(props, "metadata", "managedFields")
+    if value is None or not is_list(managed):
+        return value
+    for entry in managed:
+        if not _PULUMI_MANAGER.match(str(get(entry, "manager", default=""))):
+            continue
+        owned = get(entry, "fieldsV1")
+        for key in path:
+            owned = get(owned, f"f:{key}")
+        if isinstance(owned, Mapping):
+            return value
+    return None
+
+
 def is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 

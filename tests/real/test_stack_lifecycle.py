@@ -66,7 +66,10 @@ def test_stack_lives_its_life_under_the_real_engine(case: RealStack, real_cluste
 
     cloud = CloudStandIn(cluster).start()
     try:
-        up = ws.pulumi("up", "-s", stack, "--yes", "--skip-preview")
+        # `up` under the policy pack too: its stack policies see the objects as the API server holds them.
+        up = ws.pulumi("up", "-s", stack, "--yes", "--skip-preview", "--policy-pack", str(ws.policy_pack()),
+                       "--policy-pack-config", str(pack_config))
+        assert real_checks.engine_verdicts(up.stdout + up.stderr) == offline_verdicts
         assert unexplained_warnings(up.stdout + up.stderr) == []
         assert real_checks.workload_problems(cluster, case.allowed_unready) == []
         assert real_checks.placement_problems(cluster) == []

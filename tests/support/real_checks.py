@@ -26,20 +26,14 @@ def plan_difference(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 # --------------------------------------------------------------------------- policy verdicts
 
-# The CLI's policy report (pkg/display): `[advisory]  <pack> v<version>  <policy>  (<name>: <type>)`.
-_VERDICT = re.compile(r"^\s*\[(advisory|mandatory|remediate)\]\s+(\S+)\s+v\S+\s+(\S+)\s+\((.+?)\)\s*$")
+# The CLI's policy report (pkg/display), one line per violation under its pack:
+# `        - [advisory]  <policy>  (<type>: <name>)`.
+_VERDICT = re.compile(r"^\s*-\s*\[(advisory|mandatory|remediate)\]\s+(\S+)\s+\((.+): ([^:()]+)\)\s*$")
 
 
 def engine_verdicts(text: str) -> list[tuple[str, str, str]]:
     """(level, policy, resource name) of every violation the real analyzer reported."""
-    found = set()
-    for line in text.splitlines():
-        m = _VERDICT.match(line)
-        if m:
-            level, _pack, policy, where = m.groups()
-            name = where.split(":", 1)[0].strip()
-            found.add((level, policy, name))
-    return sorted(found)
+    return sorted({(m[1], m[2], m[4]) for m in map(_VERDICT.match, text.splitlines()) if m})
 
 
 def offline_verdicts(violations: Iterable[Any]) -> list[tuple[str, str, str]]:
@@ -101,7 +95,8 @@ def workload_problems(cluster: KwokCluster, allowed_unready: dict[str, str]) -> 
 
 
 def _gpu_request(pod: dict) -> bool:
-    return any(k.startswith("nvidia.com/") for c in pod["spec"].get("containers", [])
+    # Init containers too: a native sidecar (restartPolicy Always) may hold the pod's GPU.
+    return any(k.startswith("nvidia.com/") for c in [*pod["spec"].get("initContainers", []), *pod["spec"].get("containers", [])]
                for k in (c.get("resources", {}).get("requests") or {}))
 
 
@@ -128,11 +123,12 @@ def placement_problems(cluster: KwokCluster) -> list[str]:
 
 
 def leftovers(cluster: KwokCluster) -> list[str]:
-    """Objects the stack made that `destroy` left: namespaces, CRDs, webhooks, API services,
+    """Objects the stack made that `destroy` left: namespaces, webhooks, API services,
     cluster roles and bindings, priority and storage classes, volumes."""
     left = [f"namespace {n['metadata']['name']} ({n.get('status', {}).get('phase')})"
             for n in cluster.get("namespaces") if n["metadata"]["name"] not in SYSTEM_NAMESPACES]
-    left += [f"crd {c['metadata']['name']}" for c in cluster.get("crds")]
+    # CRDs stay: Helm never deletes the CRDs of a chart's crds/ folder (helm.sh/docs/chart_best_practices/
+    # custom_resource_definitions), which keeps every custom resource of the cluster from going with them.
     left += [f"{w['kind']} {w['metadata']['name']}" for w in
              cluster.get("mutatingwebhookconfigurations,validatingwebhookconfigurations")]
     left += [f"apiservice {a['metadata']['name']}" for a in cluster.get("apiservices") if a["spec"].get("service")]

@@ -119,16 +119,17 @@ class KwokCluster:
         run([*self.netns.prefix(), str(self.bindir / "kwokctl"), "delete", "cluster", "--name", self.name],
             env=self._env(), log=self.log, check=False, timeout=120)
 
-    def kubectl(self, *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120) -> str:
-        return run([*self.netns.prefix(), str(self.bindir / "kubectl"), *args], env=self._env(), log=self.log,
-                   input=input, check=check, timeout=timeout).stdout
+    def kubectl(self, *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120,
+                quiet: bool = False) -> str:
+        return run([*self.netns.prefix(), str(self.bindir / "kubectl"), *args], env=self._env(),
+                   log=None if quiet else self.log, input=input, check=check, timeout=timeout).stdout
 
     def apply(self, objects: Iterable[dict]) -> None:
         self.kubectl("apply", "--server-side", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
                                                                             "items": list(objects)}))
 
     def get(self, *what: str) -> list[dict[str, Any]]:
-        return json.loads(self.kubectl("get", *what, "-o", "json"))["items"]
+        return json.loads(self.kubectl("get", *what, "-o", "json", quiet=True))["items"]
 
 
 def kwok_node(name: str, labels: dict[str, str], taints: list[dict], extended: dict[str, int]) -> dict:
@@ -139,8 +140,7 @@ def kwok_node(name: str, labels: dict[str, str], taints: list[dict], extended: d
         "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
                      "labels": {**labels, "kubernetes.io/hostname": name, "type": "kwok"}},
         "spec": {"taints": taints},
-        "status": {"capacity": capacity, "allocatable": capacity,
-                   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.34.4"}},
+        "status": {"capacity": capacity, "allocatable": capacity},
     }
 
 

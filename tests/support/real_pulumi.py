@@ -23,9 +23,17 @@ PASSPHRASE = "real-tier-passphrase"
 # The plugin versions the Python SDKs ask for (pyproject.toml); the binaries are the builds that
 # tests/real/tools/build.sh makes (docs/testing.md: which sources those are).
 PLUGINS = {"kubernetes": "4.34.2", "random": "4.21.4"}
-# Lines the engine prints that do not bear on the verdict: the random provider is built from v4.19.1
-# (the newest the module proxy can build) and says so against the SDK's 4.21.4.
-KNOWN_WARNINGS = (re.compile(r"random.*4\.19\.1|4\.19\.1.*random", re.I),)
+# Warnings the engine prints that do not bear on the verdict (each stays in the run's log):
+KNOWN_WARNINGS = (
+    # the random provider is built from v4.19.1 (the newest the module proxy can build) and says so
+    # against the SDK's 4.21.4;
+    re.compile(r"random.*4\.19\.1|4\.19\.1.*random", re.I),
+    # the await's progress while a Deployment's pods start (it ends ready, or `up` fails);
+    re.compile(r"\[MinimumReplicasUnavailable\] Deployment does not have minimum availability"),
+    # a claim bound to a static volume by a class name no StorageClass carries (the NFS and S3 caches'
+    # PersistentVolume/Claim pairs: binding needs only the names to match).
+    re.compile(r'PersistentVolumeClaim .* warning: no storage class found for "model-weights'),
+)
 # Entries of the checkout the workspace does not link: what it writes or holds of its own.
 _OWN = {"Pulumi.yaml", "stacks", "build", "site", ".git", ".venv", ".tools"}
 
@@ -69,7 +77,9 @@ class Workspace:
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
-            "PATH": f"{self.cluster.bindir}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+            # The CLI's own directory (its language host beside it), not the providers': the engine
+            # takes the plugins installed in PULUMI_HOME, as it would on a user's machine.
+            "PATH": f"{Path(os.path.realpath(self.cluster.bindir / 'pulumi')).parent}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
             "PULUMI_HOME": str(self.home),
             "PULUMI_BACKEND_URL": f"file://{self.state}",
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,

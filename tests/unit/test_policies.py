@@ -41,6 +41,23 @@ def hpa(target: str, deps=()) -> dict:
     return k8s("autoscaling/v2:HorizontalPodAutoscaler", "svc-v1-hpa", {"namespace": "svc"}, {"spec": spec}, deps=deps)
 
 
+def as_served(resource: dict, replicas_by: str) -> dict:
+    """A Deployment as the API server returns it: `spec.replicas: 1`, and managedFields where
+    `replicas_by` owns the count and Pulumi's field manager the rest it applied."""
+    served = copy.deepcopy(resource)
+    props = served["inputs"]
+    props["spec"]["replicas"] = 1
+    ours = {"f:spec": {"f:selector": {}, "f:template": {}}}
+    counted = {"f:spec": {"f:replicas": {}}}
+    props.setdefault("metadata", {})["managedFields"] = [
+        {"manager": "pulumi-kubernetes-a2652af4", "operation": "Apply", "fieldsV1": ours},
+        {"manager": replicas_by, "operation": "Update", "fieldsV1": counted},
+    ]
+    if replicas_by.startswith("pulumi-kubernetes"):
+        props["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:replicas"] = {}
+    return served
+
+
 def gpu_pod(requests: dict, limits: dict, **over) -> dict:
     return pod(triton_container(resources={"requests": requests, "limits": limits}), **over)
 
@@ -133,6 +150,11 @@ CASES = [
     ("hpa-target-exists", [deployment(), hpa("svc-v1-0a1b2c3", deps=(deployment(),))], [deployment(), hpa("svc-v1-0a1b2c3")], {}),
     ("hpa-target-sets-no-replicas", [deployment(rendered="svc-v1-0a1b2c3"), hpa("svc-v1-0a1b2c3")],
      [deployment(rendered="svc-v1-0a1b2c3", replicas=2), hpa("svc-v1-0a1b2c3")], {}),
+    # After `up` the analyzer sees the object as the API server returns it: `replicas: 1` filled in by
+    # the server, owned by the controller manager; only a count Pulumi's field manager applied is ours.
+    ("hpa-target-sets-no-replicas", [as_served(deployment(rendered="svc-v1-0a1b2c3"), replicas_by="kube-controller-manager"),
+                                     hpa("svc-v1-0a1b2c3")],
+     [as_served(deployment(rendered="svc-v1-0a1b2c3"), replicas_by="pulumi-kubernetes-a2652af4"), hpa("svc-v1-0a1b2c3")], {}),
     ("gpu-requests-equal-limits", [deployment()],
      [deployment(pod_spec=gpu_pod({"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "2"})),
       deployment(pod_spec=gpu_pod({"nvidia.com/gpu": "0.5"}, {"nvidia.com/gpu": "0.5"})),
