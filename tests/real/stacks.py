@@ -44,17 +44,26 @@ def remove_version(service: int, name: str) -> Edit:
     return edit
 
 
-def without_secure_placeholders(text: str) -> str:
-    """The stack file without its `secure:` placeholder values (the real engine cannot decrypt them;
-    the test sets each secret as a user does, `pulumi config set --secret`)."""
-    raw = yaml.safe_load(text)
-
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if not (isinstance(v, dict) and set(v) == {"secure"})}
-        return value
-    raw["config"] = strip(raw["config"])
-    return yaml.safe_dump(raw, sort_keys=False)
+def on_existing_cluster(config: dict, s3_endpoint: str) -> None:
+    """A Magnum stack's config as the same platform on an existing cluster (the KWOK one): each group
+    selected by a node-pool label, the template's OS on every group, the Manila share as an existing NFS
+    export, and the S3 cache at `s3_endpoint` (SeaweedFS in the test's namespace)."""
+    cluster = config["inference-platform:cluster"]
+    magnum = cluster.pop("magnum")
+    cluster.pop("gpuQuota", None)
+    customer = config["inference-platform:customer"]
+    cluster["mode"] = "existing"
+    cluster["existing"] = {"context": customer}
+    for group in cluster["nodeGroups"]:
+        for key in ("flavor", "initialNodes", "image"):
+            group.pop(key, None)
+        group["selector"] = {f"pool.{customer}.example.com/name": group["name"]}
+        group.setdefault("os", magnum["template"]["os"])
+    caches = config["inference-platform:weightCaches"]
+    if caches.get("fileShare", {}).get("mode") == "manila":
+        caches["fileShare"] = {"mode": "existing", "server": "10.0.0.50", "path": "/exports/models"}
+    if "s3" in caches:
+        caches["s3"]["endpoint"] = s3_endpoint
 
 
 @dataclass
@@ -62,17 +71,25 @@ class RealStack:
     stack: str
     day2_edits: list[tuple[str, Edit]] = field(default_factory=list)
     allowed_unready: dict[str, str] = field(default_factory=dict)
-    secret_values: dict[str, str] = field(default_factory=dict)
+    # The S3 keys the stack's own secrets hold (SeaweedFS in the namespace accepts these), when it has an S3 cache.
+    s3_keys: tuple[str, str] | None = None
+    variant: Callable[[dict, str], None] | None = None
 
-    def stack_text(self) -> str:
-        return without_secure_placeholders((ROOT / "stacks" / f"Pulumi.{self.stack}.yaml").read_text())
+    def stack_text(self, s3_endpoint: str = "") -> str:
+        """The stack file as the tier deploys it: as shipped, or its existing-cluster variant."""
+        text = (ROOT / "stacks" / f"Pulumi.{self.stack}.yaml").read_text()
+        if self.variant is None:
+            return text
+        raw = yaml.safe_load(text)
+        self.variant(raw["config"], s3_endpoint)
+        return yaml.safe_dump(raw, sort_keys=False)
 
-    def context(self, settings) -> str:
-        existing = settings.cluster.existing
-        return (existing.context if existing is not None and existing.context else None) or f"kwok-{self.stack}"
-
-    def secrets(self) -> dict[str, str]:
-        return dict(self.secret_values)
+    def context(self, config: dict) -> str:
+        """The kubeconfig context the stack's existing cluster names (its variant's: the customer)."""
+        cluster = config["inference-platform:cluster"]
+        if cluster.get("mode") == "magnum":
+            return config["inference-platform:customer"]
+        return cluster.get("existing", {}).get("context") or f"kwok-{self.stack}"
 
     def environment(self, cluster) -> dict[str, str]:
         ref = reference_dir()
@@ -87,6 +104,21 @@ REAL_STACKS = [
             ("canary 90-10 to 80-20", weights(0, 80, 20)),
             ("add a version", add_version(0, "v3")),
             ("remove a version", remove_version(0, "v3")),
+        ],
+    ),
+    RealStack("studio-dev"),
+    RealStack(
+        "train-dev",
+        day2_edits=[("add a version", add_version(0, "v2")), ("remove a version", remove_version(0, "v2"))],
+    ),
+    RealStack(
+        "acme-prod",
+        variant=on_existing_cluster,
+        s3_keys=("example-access-key", "example-secret-key"),
+        day2_edits=[
+            ("shift the llm canary 90-10 to 60-40", weights(0, 60, 40)),
+            ("add a version", add_version(1, "v2")),
+            ("remove a version", remove_version(1, "v2")),
         ],
     ),
 ]

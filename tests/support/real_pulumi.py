@@ -19,7 +19,8 @@ import yaml
 from tests.support.real_cluster import KwokCluster, run
 
 ROOT = Path(__file__).resolve().parents[2]
-PASSPHRASE = "real-tier-passphrase"
+# The example stacks' passphrase (stacks/Pulumi.acme-prod.yaml holds secrets encrypted with it).
+PASSPHRASE = "example-stacks"
 # The plugin versions the Python SDKs ask for (pyproject.toml); the binaries are the builds that
 # tests/real/tools/build.sh makes (docs/testing.md: which sources those are).
 PLUGINS = {"kubernetes": "4.34.2", "random": "4.21.4"}

@@ -353,3 +353,43 @@ def s3_server(request):
     """A running S3-compatible server on loopback, shared by every test of the session."""
     with SERVERS[request.param]() as server:
         yield server
+
+
+# --------------------------------------------------------------------------- inside a network namespace
+
+_PROBE = """
+import sys, boto3
+from botocore.config import Config
+boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id=sys.argv[2],
+             aws_secret_access_key=sys.argv[3], config=Config(retries={"max_attempts": 1}, connect_timeout=2,
+             read_timeout=5)).list_buckets()
+"""
+
+
+@contextlib.contextmanager
+def seaweedfs_in_namespace(prefix: list[str], root: Path, access_key: str, secret_key: str) -> Iterator[str]:
+    """SeaweedFS inside a network namespace (`prefix` runs a command there, e.g. `ip netns exec NS`),
+    one identity with these keys that may manage every bucket (what a cloud account's keys may);
+    yields its S3 endpoint on the namespace's loopback."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "data").mkdir(exist_ok=True)
+    (root / "s3.json").write_text(json.dumps({"identities": [
+        {"name": "platform", "credentials": [{"accessKey": access_key, "secretKey": secret_key}], "actions": ["Admin"]}]}))
+    # Nothing else listens in the namespace: fixed ports cannot be taken.
+    ports = {name: (19330 + 2 * i, 29330 + 2 * i) for i, name in enumerate(SEAWEEDFS_PORTS)}
+    endpoint = f"http://127.0.0.1:{ports['s3'][0]}"
+    log = root / "weed.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen([*prefix, *_weed_command(root, ports)], cwd=root, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def ready() -> bool:
+        probe = [*prefix, sys.executable, "-c", _PROBE, endpoint, access_key, secret_key]
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+
+    try:
+        _wait_for(process, ready, SEAWEEDFS_START_SECONDS,
+                  lambda: f"SeaweedFS did not start:\n{log.read_text(errors='replace')[-2000:]}")
+        yield endpoint
+    finally:
+        _stop_seaweedfs(process, ports)
