@@ -170,9 +170,10 @@ def nodes_for(settings: Any, resources: list[dict], count: Optional[dict[str, in
 
 
 class CloudStandIn:
-    """What a cloud does for a cluster and KWOK does not, done by a loop while the engine runs: a
-    LoadBalancer Service gets an address (the cloud's load balancer), a Pending claim gets a volume
-    bound to it (the storage class's provisioner). Start with `start()`, end with `stop()`."""
+    """What a cloud, or an operator whose pods KWOK does not run, does for a cluster, done by a loop
+    while the engine runs: a LoadBalancer Service gets an address (the cloud's load balancer), a
+    Pending claim gets a volume bound to it (the storage class's provisioner), a RayService the status
+    KubeRay writes once it serves (the operator's reconcile). Start with `start()`, end with `stop()`."""
 
     def __init__(self, cluster: KwokCluster, interval: float = 1.0):
         import threading
@@ -204,6 +205,7 @@ class CloudStandIn:
                 m = svc["metadata"]
                 c.kubectl("patch", "service", m["name"], "-n", m["namespace"], "--subresource=status", "--type=merge",
                           "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}}}), check=False)
+        self._rayservices()
         volumes = []
         for claim in c.get("pvc", "-A"):
             if claim.get("status", {}).get("phase") != "Pending" or claim["spec"].get("volumeName"):
@@ -221,3 +223,24 @@ class CloudStandIn:
             })
         if volumes:
             c.apply(volumes)
+
+    def _rayservices(self) -> None:
+        # KubeRay v1.7.0 writes observedGeneration with UpgradeInProgress False once traffic is on the
+        # active cluster (rayservice_controller.go calculateConditions): what `up` waits for.
+        c = self.cluster
+        try:
+            services = c.get("rayservices.ray.io", "-A")
+        except RealToolError:
+            return  # the CRD is not installed (yet)
+        for svc in services:
+            m, status = svc["metadata"], svc.get("status") or {}
+            if status.get("observedGeneration") == m.get("generation"):
+                continue
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            conditions = [{"type": t, "status": v, "reason": r, "message": "stand-in for the KubeRay operator",
+                           "lastTransitionTime": now}
+                          for t, v, r in (("Ready", "True", "NonZeroServeEndpoints"),
+                                          ("UpgradeInProgress", "False", "NoPendingCluster"))]
+            c.kubectl("patch", "rayservice.ray.io", m["name"], "-n", m["namespace"], "--subresource=status",
+                      "--type=merge", "-p", json.dumps({"status": {"observedGeneration": m["generation"],
+                                                                   "conditions": conditions}}), check=False)
