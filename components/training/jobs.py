@@ -57,10 +57,13 @@ def s3_initializers(job: TrainJobSettings) -> tuple[str, ...]:
 def _mounts(job: TrainJobSettings) -> list[dict[str, Any]]:
     """The file share's claim in the node container: datasets and models read-only where they are
     read, the checkpoint directory read-write."""
-    mounts = [{"name": CACHE_VOLUME, "mountPath": f"{WORKSPACE}/{what}", "subPath": place.path, "readOnly": True}
+    # One volume per mount, all of the same claim: a runtime patch's volumeMounts is a list-map keyed by
+    # name (the Trainer CRD refuses two entries of one name, "duplicate entries for key").
+    mounts = [{"name": f"{CACHE_VOLUME}-{what}", "mountPath": f"{WORKSPACE}/{what}", "subPath": place.path, "readOnly": True}
               for what in ("dataset", "model") if (place := getattr(job, what)) is not None and place.cache == "fileShare"]
     if job.checkpoint is not None:
-        mounts.append({"name": CACHE_VOLUME, "mountPath": f"{WORKSPACE}/checkpoint", "subPath": job.checkpoint.path})
+        mounts.append({"name": f"{CACHE_VOLUME}-checkpoint", "mountPath": f"{WORKSPACE}/checkpoint",
+                       "subPath": job.checkpoint.path})
     return mounts
 
 
@@ -99,7 +102,7 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
     pod: dict[str, Any] = {"nodeSelector": gpu.node_selector, "tolerations": gpu.tolerations}
     mounts = _mounts(job)
     if mounts:
-        pod["volumes"] = [{"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": weights.claim_name}}]
+        pod["volumes"] = [{"name": m["name"], "persistentVolumeClaim": {"claimName": weights.claim_name}} for m in mounts]
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",

@@ -111,10 +111,12 @@ def test_the_mesh_degrees_and_the_groups_network_reach_the_trainer_env(plan):
 def test_a_dataset_and_checkpoint_on_the_file_share_are_the_team_namespaces_claim_mounted(plan):
     spec = _job(plan, "ddp").inputs["spec"]
     pod = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    assert pod["volumes"] == [{"name": "weights", "persistentVolumeClaim": {"claimName": "model-weights"}}]
+    # A volume per mount, each of the one claim: the Trainer CRD keys a patch's volumeMounts by name.
+    assert pod["volumes"] == [{"name": n, "persistentVolumeClaim": {"claimName": "model-weights"}}
+                              for n in ("weights-dataset", "weights-checkpoint")]
     assert pod["containers"] == [{"name": "node", "volumeMounts": [
-        {"name": "weights", "mountPath": "/workspace/dataset", "subPath": "data/imagenet", "readOnly": True},
-        {"name": "weights", "mountPath": "/workspace/checkpoint", "subPath": "ckpt/ddp"}]}]
+        {"name": "weights-dataset", "mountPath": "/workspace/dataset", "subPath": "data/imagenet", "readOnly": True},
+        {"name": "weights-checkpoint", "mountPath": "/workspace/checkpoint", "subPath": "ckpt/ddp"}]}]
     claims = [r for r in plan.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["metadata"]["namespace"] == "vision-train"]
     assert len(claims) == 1 and claims[0].urn in _job(plan, "ddp").depends_on
 

@@ -324,3 +324,16 @@ def test_a_router_release_scraped_by_its_service_monitor_comes_after_the_monitor
     assert problem.startswith("Release llm/r must come after Release monitoring/kube-prometheus-stack (monitoring-crds")
     assert ordering.violations([kps, router("r", deps=["kps"], **scraped)]) == []
     assert ordering.violations([kps, router("r")]) == []
+
+
+def test_a_metrics_adapter_not_after_a_namespace_is_reported():
+    """On destroy the adapter's APIService must go before every namespace: one that is deleted while
+    custom.metrics.k8s.io does not answer waits for ever (NamespaceDeletionDiscoveryFailure)."""
+    resources = resources_of("demo-dev")
+    adapter = find(resources, ":Release", "demo-dev-observability-prometheus-adapter")
+    forget(resources, adapter, find(resources, ":Namespace", "demo-dev-pipeline-namespace"))
+    assert ordering.violations(resources) == [
+        "Release monitoring/prometheus-adapter must come after Namespace argo (aggregated-apis-go-first: a "
+        "namespace's deletion waits while any aggregated API (its chart's APIService) does not answer "
+        "(NamespaceDeletionDiscoveryFailure): the release must go before every namespace on destroy), but no "
+        "dependency leads there"]

@@ -107,6 +107,10 @@ REAL_STACKS = [
         ],
     ),
     RealStack("studio-dev"),
+]
+
+# Stacks the tier does not pass yet (docs/testing.md: what stops each), kept ready to join REAL_STACKS.
+PENDING_STACKS = [
     RealStack(
         "train-dev",
         day2_edits=[("add a version", add_version(0, "v2")), ("remove a version", remove_version(0, "v2"))],
