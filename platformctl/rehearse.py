@@ -12,7 +12,8 @@ Each step diffs the state as it would then be against the stack's plan with the 
 (diff.py). A step the settings refuse, or that Magnum would refuse during the `up`, is reported as
 refused and applies nothing. The rehearsal fails (exit 1) when a step would replace or delete a
 stateful resource (Magnum cluster and node groups, Manila share, S3 bucket, persistent volumes and
-claims, anything protected), when the diff reports an error, or when Magnum would fail an `up`.
+claims, anything protected), when the diff reports an error, or when a step is refused (by the
+settings, Pulumi's preview or Magnum).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Step:
 
     @property
     def failed(self) -> bool:
-        return bool(self.stateful or (self.diff and self.diff["errors"]) or self.refused_by == "Magnum")
+        # a refused step fails whoever refuses it: what was rehearsed cannot be applied as written
+        return bool(self.stateful or (self.diff and self.diff["errors"]) or self.refused_by)
 
 
 @dataclass

@@ -132,3 +132,21 @@ def test_live_nodes_of_an_unknown_group_is_one_line_naming_the_groups(capsys):
     assert main(["rehearse", "acme-prod", "--live-nodes", "gpu-a100=2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "gpu-a100" in err and "cpu, gpu-h100, gpu-l4" in err
+
+
+DEMO = ROOT / "stacks" / "Pulumi.demo-dev.yaml"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("          weight: 90\n", "          weight: 95\n"),  # weights that sum to 105
+    ("  inference-platform:weightCaches:\n", "  inference-platform:weightCache:\n"),  # an unknown key
+], ids=["weights-sum-105", "unknown-key"])
+def test_a_step_the_settings_refuse_fails_the_rehearsal_with_exit_1(tmp_path, capsys, old, new):
+    text = DEMO.read_text()
+    assert old in text
+    edited = tmp_path / "Pulumi.demo-dev.yaml"
+    edited.write_text(text.replace(old, new))
+    assert main(["rehearse", "demo-dev", "--edited-file", str(edited)]) == 1
+    out = capsys.readouterr().out
+    assert "step 3 edit" in out and "refused by the settings; nothing applied:" in out
+    assert out.rstrip().endswith("rehearsal FAILED: see the errors above")
