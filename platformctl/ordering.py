@@ -32,8 +32,9 @@ from .awaits import HELM_RELEASE, label, runs_tritonserver
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 # Charts that register an aggregated API (an APIService served by their pods) and are ordered after every
-# namespace: prometheus-adapter's custom metrics. Kueue's visibility API is not yet: the Trainer's
-# namespace comes after Kueue (its jobs need Kueue's webhook), so Kueue cannot come after it.
+# namespace, so that destroy removes their APIService before any namespace waits on its discovery:
+# prometheus-adapter's custom metrics. Kueue's visibility API is not, and needs not be: the namespaces
+# whose jobs need Kueue come after it, so on destroy they go while Kueue still runs and answers.
 AGGREGATED_API_CHARTS = ("prometheus-adapter",)
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 S3_BUCKET = "pulumi-python:dynamic/s3:Bucket"
