@@ -7,7 +7,7 @@ mock runtime accepts that silently, so every rendered plan is checked here.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import UsageError
 from .plan import is_k8s_object, manifest
@@ -26,12 +26,16 @@ def object_key(r: Resource) -> Optional[ObjectKey]:
     A missing namespace counts as "" (cluster-scoped kinds have none)."""
     if not is_k8s_object(r):
         return None
-    doc = manifest(r)
-    api_version, meta = str(doc["apiVersion"]), doc["metadata"]
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    key = (group, str(doc["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
+    key = document_key(manifest(r))
     # Computed or secret values would all compare equal to each other.
     return None if any(v in (UNKNOWN, SECRET) for v in key) else key
+
+
+def document_key(doc: Mapping[str, Any]) -> ObjectKey:
+    """(API group, kind, namespace, name) of a rendered manifest, as object_key has it."""
+    api_version, meta = str(doc["apiVersion"]), doc["metadata"]
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return group, str(doc["kind"]), str(meta.get("namespace") or ""), str(meta["name"])
 
 
 def describe(key: ObjectKey) -> str:
@@ -60,3 +64,20 @@ def check_unique_objects(plan: Plan, where: Optional[Callable[[Resource], str]] 
                    for key, rs in owners.items() if len(rs) > 1]
     if duplicates:
         raise DuplicateObjectError("duplicate resources: " + "; ".join(duplicates))
+
+
+def release_object_clashes(plan: Plan, rendered: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """Every object that two Helm releases render, or a release and a resource of `plan` declare.
+    `rendered`: release name -> the objects it installs (helm template, namespaces filled in).
+    Helm refuses to install an object it finds owned by another release or by nobody
+    ("invalid ownership metadata"), and an object both Pulumi and Helm write flips on every `up`."""
+    owners: dict[ObjectKey, list[str]] = {}
+    for r in plan.resources:
+        key = object_key(r)
+        if key is not None:
+            owners.setdefault(key, []).append(r.name)
+    for release, docs in rendered.items():
+        for key in {document_key(doc) for doc in docs}:
+            owners.setdefault(key, []).append(f"Helm release {release}")
+    return [f"{describe(key)} is rendered by {' and '.join(names)}" for key, names in owners.items()
+            if len(names) > 1 and any(n.startswith("Helm release ") for n in names)]

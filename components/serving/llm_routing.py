@@ -64,6 +64,13 @@ def endpoint_picker_name(service: Service, version: Version) -> str:
     return f"{pool_name(service, version)}-epp"
 
 
+def metrics_reader_secret_name(service: Service, version: Version) -> str:
+    """The token Secret of the picker's ServiceMonitor, one per release: routerlib's default
+    (charts/router/values.yaml monitoring.prometheus.auth.secretName) is one name for every
+    release, and Helm refuses the second release's copy of it in the same namespace."""
+    return f"{endpoint_picker_name(service, version)}-metrics-reader"
+
+
 def endpoint_picker_pods(service: Service, version: Version) -> dict[str, str]:
     """_helpers.tpl llm-d-router.selectorLabels (inferencePool.create true): the picker's pods."""
     return {"llm-d-router-gateway": endpoint_picker_name(service, version)}
@@ -141,7 +148,8 @@ def endpoint_picker_values(service: Service, version: Version) -> dict[str, Any]
                 # injectRequired reads this annotation).
                 "podAnnotations": {"sidecar.istio.io/inject": "false"},
             },
-            "monitoring": {"prometheus": {"enabled": True}},
+            "monitoring": {"prometheus": {"enabled": True,
+                                          "auth": {"secretName": metrics_reader_secret_name(service, version)}}},
         },
     }
 

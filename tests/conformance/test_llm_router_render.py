@@ -40,3 +40,6 @@ def test_the_picker_reads_tritons_queue_from_the_metrics_port_and_runs_outside_t
     # Prometheus scrapes the picker with the token its /metrics asks for.
     monitor = objects["ServiceMonitor/llm-chat-v7-epp-monitor"]["spec"]["endpoints"][0]
     assert monitor["port"] == "http-metrics" and "authorization" in monitor
+    # Its own token Secret: the chart's default name is one for every release in the namespace.
+    assert monitor["authorization"]["credentials"]["name"] == "llm-chat-v7-epp-metrics-reader"
+    assert objects["Secret/llm-chat-v7-epp-metrics-reader"]["type"] == "kubernetes.io/service-account-token"
