@@ -37,7 +37,7 @@ from .errors import UsageError
 from .gpu_report import gpu_report
 from .invariants import PlanInvariantError, check_plan
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
-from .plan_marker import CHANGED_FLAG, checked_stack_file
+from .plan_marker import CHANGED_FLAG, checked_stack_file, recorded_stack_file
 from .stack_names import RULE, InvalidStackName, check_stack_name, known_stacks, shown
 
 
@@ -57,8 +57,10 @@ def _plan_json(arg: str, allow_changed: bool = False, sources: list[str] | None 
     if os.path.lexists(path):
         data = load_plan_json(path)
         recorded = checked_stack_file(path, allow_changed)
+        at = recorded and recorded_stack_file(path).at
         sources.append(f"{arg}: saved plan of stack {data['stack']}"
-                       + (f", rendered from {shown_path(recorded)}" if recorded else " (its stack file is not recorded)"))
+                       + (f", rendered from {shown_path(recorded)}" if recorded else " (its stack file is not recorded)")
+                       + (f" at {at}, with that commit's code" if at else ""))
         return data
     try:
         check_stack_name(arg)
@@ -72,8 +74,12 @@ def _plan_json(arg: str, allow_changed: bool = False, sources: list[str] | None 
 
 
 def cmd_plan(args) -> int:
-    stack_file = _stack_file(args)
     out = Path(args.out) if args.out else ROOT / "build" / args.stack
+    if args.at:
+        from .plan_at import plan_at
+
+        return plan_at(args.stack, args.at, out, Path(args.stack_file) if args.stack_file else None)
+    stack_file = _stack_file(args)
     plan_dir_replaceable(out)  # refuse now rather than after rendering
     settings, plan = _settings_and_plan(args.stack, stack_file)
     engine_report = check_plan(plan, settings)  # await budgets and ordering: refused before anything is written
@@ -250,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("stack")
     p.add_argument("--out", help=f"output directory (default build/STACK); replaced only if absent, empty or a plan ({MARKER})")
     p.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
+    p.add_argument("--at", metavar="REV", help="plan the stack as it was at commit REV (a branch, tag or sha), with that "
+                                              "commit's code and stack file: the old side of a day-2 diff")
     p.set_defaults(func=cmd_plan)
     e = sub.add_parser("plan-example", help="render a program that uses the components (examples/DIR) offline")
     e.add_argument("dir")

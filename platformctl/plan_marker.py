@@ -25,19 +25,24 @@ class StackFileChanged(UsageError):
 class StackFileRecord:
     path: Path
     sha256: str
+    at: Optional[str] = None  # `REV (commit SHA)` of a plan of a commit
 
 
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def marker_text(stack: str, stack_file: Optional[Path]) -> str:
-    """JSON: the stack, and the stack file's absolute path and sha256 (absent for plans not
-    rendered from a file)."""
+def marker_text(stack: str, stack_file: Optional[Path], recorded_as: Optional[Path] = None,
+                at: Optional[str] = None) -> str:
+    """JSON: the stack, and the stack file's absolute path (recorded_as, where the file will be
+    read from, if not where it is now) and sha256 (absent for plans not rendered from a file);
+    `at`: the commit whose code and stack file the plan was rendered from (`plan --at`)."""
     record: dict[str, str] = {"plan": f"plan of stack {stack} by python -m platformctl; replaced by the next plan",
                               "stack": stack}
     if stack_file is not None:
-        record.update(stackFile=str(stack_file.resolve()), stackFileSha256=file_sha256(stack_file))
+        record.update(stackFile=str((recorded_as or stack_file).resolve()), stackFileSha256=file_sha256(stack_file))
+    if at is not None:
+        record.update(at=at)
     return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
@@ -51,7 +56,8 @@ def recorded_stack_file(plan_path: Path) -> Optional[StackFileRecord]:
         return None  # no marker, or an earlier plain-text one
     if not isinstance(record, dict) or not isinstance(record.get("stackFile"), str) or not isinstance(record.get("stackFileSha256"), str):
         return None
-    return StackFileRecord(Path(record["stackFile"]), record["stackFileSha256"])
+    at = record.get("at")
+    return StackFileRecord(Path(record["stackFile"]), record["stackFileSha256"], at if isinstance(at, str) else None)
 
 
 def checked_stack_file(plan_path: Path, allow_changed: bool) -> Optional[Path]:
