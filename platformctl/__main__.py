@@ -40,6 +40,9 @@ from .plan import MARKER, plan_dir_replaceable, tree, write_plan
 from .plan_marker import CHANGED_FLAG, checked_stack_file, recorded_stack_file
 from .stack_names import RULE, InvalidStackName, check_stack_name, known_stacks, shown
 
+# The venv `make plan` builds, which the README's set-up leaves behind: user-facing commands run from it.
+PLAN_PYTHON = ".venv-plan/bin/python"
+
 
 def _existing_stack_file(path: Path) -> Path:
     if not path.is_file():
@@ -221,8 +224,9 @@ def cmd_init(args) -> int:
     stack = f"{args.customer}-{args.environment}"
     stack_file = Path(args.stack_file) if args.stack_file else stack_path(stack)
     init_stack(stack_file, args.customer, args.environment, args.cluster, args.gpu_group, args.cache)
-    print(f"wrote {shown_path(stack_file)}; plan it with: python -m platformctl plan {stack}"
-          + (f" --stack-file {shown_path(stack_file)}" if args.stack_file else ""))
+    how = (f"{PLAN_PYTHON} -m platformctl plan {stack} --stack-file {shown_path(stack_file)}" if args.stack_file
+           else f"make plan STACK={stack}")
+    print(f"wrote {shown_path(stack_file)}; plan it with: {how}")
     return 0
 
 

@@ -52,3 +52,16 @@ def test_init_refuses_bad_names_in_one_line_and_writes_nothing(tmp_path, capsys,
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, told", [
+    (["init", "acme", "dev"], "plan it with: make plan STACK=acme-dev"),
+    (["init", "acme", "dev", "--stack-file", "{tmp}/Pulumi.acme-dev.yaml"],
+     "plan it with: .venv-plan/bin/python -m platformctl plan acme-dev --stack-file {tmp}/Pulumi.acme-dev.yaml"),
+], ids=["stacks-dir", "stack-file"])
+def test_init_suggests_a_plan_command_that_exists_after_the_readme_set_up(tmp_path, monkeypatch, capsys, argv, told):
+    from platformctl import __main__ as cli
+
+    monkeypatch.setattr(cli, "stack_path", lambda stack: tmp_path / f"Pulumi.{stack}.yaml")  # never into stacks/
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 0
+    assert capsys.readouterr().out.strip().endswith(told.format(tmp=tmp_path))
