@@ -17,7 +17,7 @@ from platformctl.diff import diff_plans
 from platformctl.engine import render_stack, stack_settings
 from platformctl.policy import policy_config, run_policies
 from tests.conftest import ROOT
-from tests.real.stacks import REAL_STACKS, RealStack
+from tests.real.stacks import PENDING_STACKS, REAL_STACKS, RealStack, example_stacks
 from tests.support import real_checks
 from tests.support.real_cluster import CloudStandIn, nodes_for
 from tests.support.real_pulumi import Workspace, steps_by_op, unexplained_warnings
@@ -37,6 +37,11 @@ def _edited(text: str, edit) -> str:
     raw = yaml.safe_load(text)
     edit(raw["config"])
     return yaml.safe_dump(raw, sort_keys=False)
+
+
+def test_every_example_stack_runs_in_the_real_tier_or_says_what_stops_it():
+    assert sorted([case.stack for case in REAL_STACKS] + [case.stack for case, _ in PENDING_STACKS]) == example_stacks()
+    assert all(why.strip() for _, why in PENDING_STACKS)
 
 
 @pytest.mark.parametrize("case", REAL_STACKS, ids=lambda c: c.stack)
@@ -77,7 +82,8 @@ def _lifecycle(case: RealStack, cluster, text: str, tmp_path) -> None:
     try:
         # `up` under the policy pack too: its stack policies see the objects as the API server holds them.
         up = ws.pulumi("up", "-s", stack, "--yes", "--skip-preview", "--policy-pack", str(ws.policy_pack()),
-                       "--policy-pack-config", str(pack_config))
+                       "--policy-pack-config", str(pack_config), check=False)
+        assert up.returncode == 0, (up.stdout[-4000:], real_checks.workload_problems(cluster, {}))
         assert real_checks.engine_verdicts(up.stdout + up.stderr) == offline_verdicts
         assert unexplained_warnings(up.stdout + up.stderr) == []
         assert real_checks.workload_problems(cluster, case.allowed_unready) == []

@@ -4,8 +4,8 @@ has only `lo`, with KWOK nodes that stand for each node group's machines.
 
 What a cloud or a node's software would do, and KWOK does not, is done here and named as such:
 `nodes_for` gives each group's nodes the labels, taints and GPU resources that Magnum, Node Feature
-Discovery and the NVIDIA device plugin would put on them; `provide_cloud` gives LoadBalancer Services an
-address and binds claims to volumes.
+Discovery and the NVIDIA device plugin would put on them; `CloudStandIn` gives LoadBalancer Services an
+address, binds claims to volumes, writes a RayService's status and answers aggregated APIs' discovery.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -154,7 +155,8 @@ def _concrete(labels: dict[str, Optional[str]], node: str) -> dict[str, str]:
 def nodes_for(settings: Any, resources: list[dict], count: Optional[dict[str, int]] = None) -> list[dict]:
     """KWOK nodes for every node group of a stack: the labels Magnum or the group's selector and Node
     Feature Discovery give them (platformctl.placement, the same model the plan's placement check uses),
-    the group's taints, and the GPU resources its device plugin would advertise."""
+    the group's taints, and the GPU resources its device plugin would advertise. Each group is at its
+    maxNodes (the cluster autoscaler's stand-in: for pods that wait it would add nodes up to there)."""
     from inference_platform.gpu.node_labels import node_taints
     from inference_platform.gpu.profiles import slots_per_node
     from platformctl.placement import group_node_labels
@@ -163,7 +165,7 @@ def nodes_for(settings: Any, resources: list[dict], count: Optional[dict[str, in
     nodes = []
     for group in settings.cluster.node_groups:
         extended = slots_per_node(group) if group.gpu is not None else {}
-        for i in range((count or {}).get(group.name, max(group.min_nodes, 1))):
+        for i in range((count or {}).get(group.name, max(group.max_nodes, 1))):
             name = f"{group.name}-{i}"
             nodes.append(kwok_node(name, _concrete(labels[group.name], name), node_taints(group), extended))
     return nodes
@@ -173,7 +175,8 @@ class CloudStandIn:
     """What a cloud, or an operator whose pods KWOK does not run, does for a cluster, done by a loop
     while the engine runs: a LoadBalancer Service gets an address (the cloud's load balancer), a
     Pending claim gets a volume bound to it (the storage class's provisioner), a RayService the status
-    KubeRay writes once it serves (the operator's reconcile). Start with `start()`, end with `stop()`."""
+    KubeRay writes once it serves (the operator's reconcile), an aggregated API's discovery at its
+    Service (the pods behind it: tests/support/aggregated_api.py). Start with `start()`, end with `stop()`."""
 
     def __init__(self, cluster: KwokCluster, interval: float = 1.0):
         import threading
@@ -182,6 +185,8 @@ class CloudStandIn:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self.errors: list[str] = []
+        # (cluster IP, port) -> (the group/versions served there, the stand-in's process)
+        self._api_servers: dict[tuple[str, int], tuple[list[str], subprocess.Popen]] = {}
 
     def start(self) -> "CloudStandIn":
         self._thread.start()
@@ -190,6 +195,9 @@ class CloudStandIn:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+        for _, server in self._api_servers.values():
+            server.kill()
+            server.wait()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -206,6 +214,7 @@ class CloudStandIn:
                 c.kubectl("patch", "service", m["name"], "-n", m["namespace"], "--subresource=status", "--type=merge",
                           "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}}}), check=False)
         self._rayservices()
+        self._aggregated_apis()
         volumes = []
         for claim in c.get("pvc", "-A"):
             if claim.get("status", {}).get("phase") != "Pending" or claim["spec"].get("volumeName"):
@@ -244,3 +253,29 @@ class CloudStandIn:
             c.kubectl("patch", "rayservice.ray.io", m["name"], "-n", m["namespace"], "--subresource=status",
                       "--type=merge", "-p", json.dumps({"status": {"observedGeneration": m["generation"],
                                                                    "conditions": conditions}}), check=False)
+
+    def _aggregated_apis(self) -> None:
+        # The kube-aggregator reaches an APIService's backend at its Service's cluster IP and port
+        # (--enable-aggregator-routing is off); the address is put on the namespace's `lo`.
+        c = self.cluster
+        wanted: dict[tuple[str, int], list[str]] = {}
+        services = {(s["metadata"]["namespace"], s["metadata"]["name"]): s for s in c.get("services", "-A")}
+        for api in c.get("apiservices"):
+            ref = api["spec"].get("service")
+            svc = services.get((ref["namespace"], ref["name"])) if ref else None
+            if svc is None or not api["spec"].get("insecureSkipTLSVerify") or svc["spec"].get("clusterIP") in (None, "None"):
+                continue
+            key = (svc["spec"]["clusterIP"], int(ref.get("port") or 443))
+            wanted.setdefault(key, []).append(f"{api['spec']['group']}/{api['spec']['version']}")
+        for key, group_versions in wanted.items():
+            running = self._api_servers.get(key)
+            if running is not None and sorted(running[0]) == sorted(group_versions) and running[1].poll() is None:
+                continue
+            if running is not None:
+                running[1].kill()
+                running[1].wait()
+            subprocess.run(["ip", "-n", c.netns.name, "addr", "replace", f"{key[0]}/32", "dev", "lo"], check=True)
+            root = Path(__file__).resolve().parents[2]
+            self._api_servers[key] = (group_versions, subprocess.Popen(
+                [*c.netns.prefix(), sys.executable, "-m", "tests.support.aggregated_api", key[0], str(key[1]),
+                 *group_versions], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
