@@ -93,9 +93,11 @@ plan: plan-venv
 # real helm, checkov), live (promtool, Prometheus, Alertmanager, S3 servers, Ray, Model Analyzer, GenAI-Perf,
 # torchrun), properties (hostile corpus, random stacks), real (the real Pulumi engine on a KWOK cluster). `make test` runs them all and the bench at its
 # smallest size (so the bench cannot rot); `make test-fast` is the inner loop.
+# Both run under tests/support/unchanged_tree.py, which fails when they leave the source tree otherwise
+# than they found it (git status and the content of each file it lists; ignored files are not counted).
 test: venv tools helm checkov model-analyzer genai-perf torch docs-venv real-tools
-	$(PY) -m pytest -n auto
-	$(MAKE) bench-smoke
+	$(PY) -m tests.support.unchanged_tree $(PY) -m pytest -n auto
+	$(PY) -m tests.support.unchanged_tree $(MAKE) bench-smoke
 
 test-fast: venv
 	$(PY) -m pytest -n auto tests/unit tests/plan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import sys
 from pathlib import Path
 
@@ -142,3 +143,13 @@ def gpu_operator_values_of(settings) -> dict:
     from inference_platform.timing.estimates import stack_estimates
 
     return gpu.gpu_operator_values(platform.gpu_operator_inputs(settings, stack_estimates(settings)))
+
+
+@pytest.fixture(autouse=True)
+def _stacks_dir_untouched():
+    """Fails a test during which a file appeared in or left stacks/ (the directory's mtime moves):
+    tests parametrize over stacks/ at collection, so a passing file there breaks another worker's run."""
+    before = os.stat(ROOT / "stacks").st_mtime_ns
+    yield
+    assert os.stat(ROOT / "stacks").st_mtime_ns == before, \
+        "stacks/ changed while this test ran: write stack files under tmp_path, never into the source tree"

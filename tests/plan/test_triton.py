@@ -258,20 +258,21 @@ def test_versions_read_weights_from_their_cache():
     assert "kubernetes:core/v1:Secret" in deps
 
 
-def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change():
+def test_platformctl_diff_of_a_weight_edit_in_a_stack_file_shows_one_change(tmp_path):
     import subprocess
     import sys
 
     from tests.conftest import ROOT
 
-    edited = ROOT / "stacks" / "Pulumi.zz-weights.yaml"
+    # The edit and its plan stay in tmp_path: other tests collect stacks/ while this one runs.
+    edited = tmp_path / "Pulumi.demo-dev.yaml"
     text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
     edited.write_text(text.replace("weight: 90", "weight: 70").replace("weight: 10", "weight: 30"))
-    try:
-        out = subprocess.run([sys.executable, "-m", "platformctl", "diff", "demo-dev", "zz-weights"],
-                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    finally:
-        edited.unlink()
+    ctl = [sys.executable, "-m", "platformctl"]
+    subprocess.run([*ctl, "plan", "demo-dev", "--stack-file", str(edited), "--out", str(tmp_path / "plan")],
+                   cwd=ROOT, capture_output=True, check=True)
+    out = subprocess.run([*ctl, "diff", "demo-dev", str(tmp_path / "plan")],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors" in out.splitlines()
     assert "~ update kubernetes:networking.istio.io/v1:VirtualService resnet-virtualservice" in out
     assert "inputs.spec.http[0].route[0].weight: 90 -> 70" in out
