@@ -1,4 +1,5 @@
-"""The checks every plan runs after rendering: ordering invariants, pod placement and await budgets."""
+"""The checks every plan runs after rendering: ordering invariants, pod placement, the selectors that
+must leave the gateway pods istiod deploys alone, and await budgets."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any, Union
 
 from inference_platform.settings.stack import Settings
 
-from . import awaits, ordering, placement
+from . import awaits, gateway_pods, ordering, placement
 from .plan_model import Plan
 
 
@@ -33,7 +34,8 @@ def problems(plan, settings: Settings) -> tuple[list[awaits.Row], list[str]]:
     resources = plan_resources(plan)
     rows, await_problems = awaits.check(resources, settings)
     return rows, (ordering.violations(resources) + placement.violations(resources, settings)
-                  + placement.shared_claim_violations(resources) + await_problems)
+                  + placement.shared_claim_violations(resources) + gateway_pods.violations(resources)
+                  + await_problems)
 
 
 def check_plan(plan, settings: Settings) -> str:

@@ -2,7 +2,8 @@
 
 Per LLM service (settings `Service.llm_routed`): a Gateway of class `istio` in the service's
 namespace, which istiod deploys as `<gateway>-istio` (Deployment, Service, ServiceAccount;
-istio 1.30.3 pilot/pkg/config/kube/gatewaycommon/gateway_utils.go GetDefaultName), and an
+istio 1.30.3 pilot/pkg/config/kube/gatewaycommon/gateway_utils.go GetDefaultName) with the
+Gateway's own labels copied onto them (platformctl/gateway_pods.py), and an
 HTTPRoute whose weighted backendRefs are the versions' InferencePools, the canary split.
 Per version: a release of llm-d-router-gateway v0.10.0, which makes the version's
 InferencePool (selecting its pods, targeting the OpenAI frontend's port) and the endpoint
@@ -82,6 +83,15 @@ def gateway_name(service: Service) -> str:
 
 def gateway_pods(service: Service) -> dict[str, str]:
     return {GATEWAY_NAME_LABEL: gateway_name(service)}
+
+
+# The labels the service's selectors choose its pods by (triton.py: Service, NetworkPolicy, mesh
+# policies, PodMonitor): never on the Gateway, whose labels istiod copies onto its own pods.
+WORKLOAD_SELECTOR_LABELS = ("app", "version")
+
+
+def gateway_labels(labels: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if k not in WORKLOAD_SELECTOR_LABELS}
 
 
 def gateway_principal(service: Service) -> str:
@@ -314,7 +324,10 @@ def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, la
         certificate = (namespace, secret)
         custom("gateway-certificate-grant", f"{GATEWAY_GROUP}/v1", "ReferenceGrant",
                meta(f"{ns}-{service.name}-gateway", namespace), certificate_grant_spec(service, secret))
-    gateway = custom("gateway", f"{GATEWAY_GROUP}/v1", "Gateway", meta(gateway_name(service)),
+    # istiod copies a Gateway's labels onto the pods it deploys for it (module docstring): with the
+    # workload's `app` they would fall under the pods' NetworkPolicy, mesh policies and Service.
+    gateway_meta = {**meta(gateway_name(service)), "labels": gateway_labels(labels)}
+    gateway = custom("gateway", f"{GATEWAY_GROUP}/v1", "Gateway", gateway_meta,
                      gateway_spec(service, parameters.metadata["name"], certificate))
     # The route's backends are the releases' pools: created after them, it never names a missing pool.
     # With Basic Auth, after the filter and policy that check the credential it admits (`checked_by`).
