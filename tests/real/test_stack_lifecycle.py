@@ -103,6 +103,9 @@ def _lifecycle(case: RealStack, cluster, text: str, tmp_path) -> None:
             assert real_checks.workload_problems(cluster, case.allowed_unready) == [], edit_name
             before = after.to_json()
 
+        # The weight caches' claims and bucket are protected: destroy refuses them until a user
+        # unprotects the stack on purpose (the bucket is also retained: it outlives the destroy).
+        ws.pulumi("state", "unprotect", "--all", "--yes", "-s", stack)
         ws.pulumi("destroy", "-s", stack, "--yes", "--skip-preview", timeout=900)
         assert real_checks.leftovers(cluster) == []
     finally:
