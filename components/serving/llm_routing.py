@@ -260,7 +260,10 @@ def gateway_jwt_specs(service: Service) -> tuple[dict, dict]:
     requests that carry a valid one (AuthorizationPolicy), both bound to the Gateway by
     targetRefs (istio/api security/v1 request_authentication.proto, authorization_policy.proto)."""
     jwt = service.auth.jwt
-    rule: dict = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
+    # Kept for the pods, whose policy asks for a request principal again: without it the gateway
+    # drops the token once checked (istio 1.30.3 pilot/pkg/security/authn/policy_applier.go
+    # `Forward: jwtRule.ForwardOriginalToken`, default false) and every request ends 403 there.
+    rule: dict = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri, "forwardOriginalToken": True}
     if jwt.audiences:
         rule["audiences"] = list(jwt.audiences)
     authentication = {"targetRefs": gateway_target(service), "jwtRules": [rule]}

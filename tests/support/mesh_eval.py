@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from typing import Iterable, Mapping, Optional
 
@@ -107,7 +108,7 @@ def istio_string_match(pattern: str, value: Optional[str], path: bool = False) -
     return value == pattern
 
 
-def _source_matches(source: Mapping, principal: str) -> bool:
+def _source_matches(source: Mapping, principal: str, request_principal: Optional[str]) -> bool:
     unknown = set(source) - {"principals", "requestPrincipals", "namespaces"}
     assert not unknown, f"Source fields not modelled: {unknown}"
     if "principals" in source and not any(istio_string_match(p, principal) for p in source["principals"]):
@@ -116,20 +117,23 @@ def _source_matches(source: Mapping, principal: str) -> bool:
     namespace = principal.split("/ns/", 1)[-1].split("/", 1)[0] if "/ns/" in principal else None
     if "namespaces" in source and not any(istio_string_match(n, namespace) for n in source["namespaces"]):
         return False
-    # requestPrincipals: the caller is taken to hold a token the RequestAuthentication accepted.
-    return True
+    # requestPrincipals: `<iss>/<sub>` of a token this proxy's own jwt_authn accepted (jwt_authn).
+    return "requestPrincipals" not in source or any(istio_string_match(p, request_principal)
+                                                    for p in source["requestPrincipals"])
 
 
 def _host_matches(pattern: str, host: Optional[str]) -> bool:
     return host is not None and istio_string_match(pattern.lower(), host.lower())
 
 
-def _operation_matches(operation: Mapping, port: int, path: str, host: Optional[str]) -> bool:
-    unknown = set(operation) - {"ports", "notPorts", "paths", "notPaths", "hosts"}
+def _operation_matches(operation: Mapping, port: int, path: str, host: Optional[str], method: Optional[str] = None) -> bool:
+    unknown = set(operation) - {"ports", "notPorts", "paths", "notPaths", "hosts", "methods"}
     assert not unknown, f"Operation fields not modelled: {unknown}"
     if "hosts" in operation and not any(_host_matches(h, host) for h in operation["hosts"]):
         return False
     if "ports" in operation and str(port) not in operation["ports"]:
+        return False
+    if "methods" in operation and method not in operation["methods"]:
         return False
     if str(port) in operation.get("notPorts", []):
         return False
@@ -149,27 +153,75 @@ def _condition_matches(condition: Mapping, headers: Mapping[str, str]) -> bool:
 
 
 def _rule_matches(rule: Mapping, principal: str, port: int, path: str, host: Optional[str],
-                  headers: Mapping[str, str]) -> bool:
+                  headers: Mapping[str, str], request_principal: Optional[str] = None,
+                  method: Optional[str] = None) -> bool:
     sources = [f["source"] for f in rule.get("from", [])]
     operations = [t["operation"] for t in rule.get("to", [])]
-    return ((not sources or any(_source_matches(s, principal) for s in sources))
-            and (not operations or any(_operation_matches(o, port, path, host) for o in operations))
+    return ((not sources or any(_source_matches(s, principal, request_principal) for s in sources))
+            and (not operations or any(_operation_matches(o, port, path, host, method) for o in operations))
             and all(_condition_matches(c, headers) for c in rule.get("when", [])))
 
 
 def allowed(policies: Iterable[Mapping], principal: str, port: int, path: str, host: Optional[str] = None,
-            headers: Optional[Mapping[str, object]] = None) -> bool:
+            headers: Optional[Mapping[str, object]] = None, request_principal: Optional[str] = None,
+            method: Optional[str] = None) -> bool:
     """Whether a proxy admits a request from `principal` to `port`, `path` and `host` with
-    `headers`, under the AuthorizationPolicy specs that apply to it."""
+    `headers` and the `request_principal` its jwt_authn set, under the AuthorizationPolicy specs
+    that apply to it."""
     policies, headers = list(policies), {k.lower(): v for k, v in (headers or {}).items()}
     actions = {p.get("action", "ALLOW") for p in policies}
     assert actions <= {"ALLOW", "DENY"}, f"actions not modelled: {actions}"
     rules = lambda action: [r for p in policies if p.get("action", "ALLOW") == action for r in p.get("rules", [])]  # noqa: E731
-    if any(_rule_matches(r, principal, port, path, host, headers) for r in rules("DENY")):
+    if any(_rule_matches(r, principal, port, path, host, headers, request_principal, method) for r in rules("DENY")):
         return False
     if "ALLOW" not in actions:
         return True
-    return any(_rule_matches(r, principal, port, path, host, headers) for r in rules("ALLOW"))
+    return any(_rule_matches(r, principal, port, path, host, headers, request_principal, method) for r in rules("ALLOW"))
+
+
+def jwt_token(issuer: str, subject: str, audiences: Iterable[str], signed_by: str) -> str:
+    """A compact JWT whose signature stands for a key of the JWKS at `signed_by` (the model does
+    no cryptography: a proxy accepts the signature when its rule's jwksUri is that one)."""
+    def part(value: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+    return ".".join((part({"alg": "RS256"}), part({"iss": issuer, "sub": subject, "aud": list(audiences)}),
+                     part({"jwks": signed_by})))
+
+
+def _claims(token: str) -> Optional[tuple[dict, dict]]:
+    try:
+        _, payload, signature = token.split(".")
+        decode = lambda p: json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))  # noqa: E731
+        return decode(payload), decode(signature)
+    except ValueError:
+        return None
+
+
+def jwt_authn(jwt_rules: Iterable[Mapping], headers: Mapping[str, object]) -> Optional[tuple[Optional[str], dict]]:
+    """A proxy's jwt_authn filter as Istio builds it from the jwtRules of the RequestAuthentications
+    that apply to it (istio 1.30.3 pilot/pkg/security/authn/policy_applier.go
+    convertToEnvoyJwtConfig): None for its 401, when a `Bearer` token is sent that no rule accepts
+    (issuer, key set, audiences); a missing token passes without a principal. Else (the request
+    principal `<iss>/<sub>` or None, the headers sent on): a rule without forwardOriginalToken
+    removes the token's header once it verified it (envoy JwtProvider.forward)."""
+    rules, headers = list(jwt_rules), {k.lower(): v for k, v in headers.items()}
+    for rule in rules:
+        unknown = set(rule) - {"issuer", "jwksUri", "audiences", "forwardOriginalToken"}
+        assert not unknown, f"jwtRule fields not modelled: {unknown}"
+    authorization = headers.get("authorization")
+    if not rules or not isinstance(authorization, str) or not authorization.startswith("Bearer "):
+        return None, headers
+    claims = _claims(authorization[len("Bearer "):])
+    for rule in rules:
+        if claims is None:
+            break
+        payload, signature = claims
+        if (payload.get("iss") == rule["issuer"] and signature.get("jwks") == rule["jwksUri"]
+                and (not rule.get("audiences") or set(payload.get("aud") or []) & set(rule["audiences"]))):
+            if not rule.get("forwardOriginalToken", False):
+                headers = {k: v for k, v in headers.items() if k != "authorization"}
+            return f"{payload['iss']}/{payload['sub']}", headers
+    return None
 
 
 def basic_auth_users(htpasswd: str) -> dict[str, str]:
