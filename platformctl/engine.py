@@ -28,7 +28,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import massage
 from pulumi.runtime.sync_await import _ensure_event_loop
 
-from inference_platform.settings.errors import ConfigError
+from inference_platform.settings.errors import ConfigError, RawKey
 from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.stack import Settings, plain_text_in_secrets
 
@@ -483,10 +483,25 @@ def checked_engine_config(stack_file_config: dict[str, Any], shown: str,
                           project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
     """engine_config, after refusing plain text inside a secret key: the engine marks only
     top-level keys secret, so the program cannot tell a plain value beside a secure one."""
-    problems = plain_text_in_secrets(stack_file_config)
+    problems = plain_text_in_secrets(stack_file_config) + keys_read_as_one(stack_file_config, project)
     if problems:
         raise ConfigError(shown, problems)
     return engine_config(stack_file_config, project)
+
+
+def keys_read_as_one(stack_file_config: dict[str, Any], project: str = PROJECT) -> list[tuple[tuple, str]]:
+    """(key, problem) for every key the engine reads as one written before it: a bare key is the
+    project's (`customer` is `inference-platform:customer`), and the engine keeps only the later."""
+    first: dict[str, str] = {}
+    problems: list[tuple[tuple, str]] = []
+    for key in stack_file_config:
+        full = _namespaced(key, project)
+        if full in first:
+            problems.append(((RawKey(key),), f"the same key as {first[full]!r} to the Pulumi engine, which would keep only "
+                                             f"the later value; allowed: one of the two"))
+        else:
+            first[full] = key
+    return problems
 
 
 def engine_config(stack_file_config: dict[str, Any], project: str = PROJECT) -> tuple[dict[str, str], list[str]]:

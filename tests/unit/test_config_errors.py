@@ -139,3 +139,15 @@ def test_a_null_value_names_its_key():
     raw["services"][0]["versions"][0]["replicas"] = None
     line = refused(engine_config(raw)).one_line()
     assert "services[svc].versions[v1]: replicas: null is not a value; remove the key to use its default" in line
+
+
+def test_a_bare_key_beside_its_namespaced_form_is_refused_naming_both(tmp_path):
+    from platformctl.engine import stack_config
+
+    stack_file = tmp_path / "Pulumi.globex-staging.yaml"
+    stack_file.write_text("config:\n  inference-platform:customer: globex\n  customer: initech\n")
+    with pytest.raises(ConfigError) as err:
+        stack_config(stack_file)
+    assert err.value.lines() == [
+        f"{stack_file}: invalid configuration: customer: the same key as 'inference-platform:customer' to the Pulumi "
+        "engine, which would keep only the later value; allowed: one of the two"]
