@@ -86,7 +86,7 @@ def _lifecycle(case: RealStack, cluster, text: str, tmp_path) -> None:
         assert up.returncode == 0, (up.stdout[-4000:], real_checks.workload_problems(cluster, {}))
         assert real_checks.engine_verdicts(up.stdout + up.stderr) == offline_verdicts
         assert unexplained_warnings(up.stdout + up.stderr) == []
-        assert real_checks.workload_problems(cluster, case.allowed_unready) == []
+        assert real_checks.settled_workload_problems(cluster, case.allowed_unready) == []
         assert real_checks.placement_problems(cluster) == []
         ws.pulumi("refresh", "-s", stack, "--yes", "--expect-no-changes")
 
@@ -100,7 +100,7 @@ def _lifecycle(case: RealStack, cluster, text: str, tmp_path) -> None:
             assert real["rc"] == 0, real.get("raw", "")[-3000:]
             assert real_checks.engine_steps(steps_by_op(real)) == expected, edit_name
             ws.pulumi("up", "-s", stack, "--yes", "--skip-preview")
-            assert real_checks.workload_problems(cluster, case.allowed_unready) == [], edit_name
+            assert real_checks.settled_workload_problems(cluster, case.allowed_unready) == [], edit_name
             before = after.to_json()
 
         # The weight caches' claims and bucket are protected: destroy refuses them until a user

@@ -64,6 +64,19 @@ def _pod_owner(pod: dict) -> str:
     return refs[0].get("kind", "")
 
 
+def settled_workload_problems(cluster: KwokCluster, allowed_unready: dict[str, str], within: float = 90) -> list[str]:
+    """workload_problems once the controllers have caught up, or as they stand after `within` seconds:
+    after `up`, an HPA may still raise a Deployment to its minReplicas and the new pod take a moment."""
+    import time
+
+    deadline = time.monotonic() + within
+    while True:
+        problems = workload_problems(cluster, allowed_unready)
+        if not problems or time.monotonic() > deadline:
+            return problems
+        time.sleep(1)
+
+
 def workload_problems(cluster: KwokCluster, allowed_unready: dict[str, str]) -> list[str]:
     """Every Deployment, StatefulSet and DaemonSet not fully ready, Job not complete and pod not
     running or done, except those whose `<namespace>/<name>` starts with a key of `allowed_unready`
