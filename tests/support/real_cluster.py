@@ -208,13 +208,14 @@ class CloudStandIn:
 
     def once(self) -> None:
         c = self.cluster
-        for svc in c.get("services", "-A"):
+        services = c.get("services", "-A")
+        for svc in services:
             if svc["spec"].get("type") == "LoadBalancer" and not svc.get("status", {}).get("loadBalancer", {}).get("ingress"):
                 m = svc["metadata"]
                 c.kubectl("patch", "service", m["name"], "-n", m["namespace"], "--subresource=status", "--type=merge",
                           "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}}}), check=False)
         self._rayservices()
-        self._aggregated_apis()
+        self._aggregated_apis(services)
         volumes = []
         for claim in c.get("pvc", "-A"):
             if claim.get("status", {}).get("phase") != "Pending" or claim["spec"].get("volumeName"):
@@ -254,15 +255,15 @@ class CloudStandIn:
                       "--type=merge", "-p", json.dumps({"status": {"observedGeneration": m["generation"],
                                                                    "conditions": conditions}}), check=False)
 
-    def _aggregated_apis(self) -> None:
+    def _aggregated_apis(self, services: list[dict]) -> None:
         # The kube-aggregator reaches an APIService's backend at its Service's cluster IP and port
         # (--enable-aggregator-routing is off); the address is put on the namespace's `lo`.
         c = self.cluster
         wanted: dict[tuple[str, int], list[str]] = {}
-        services = {(s["metadata"]["namespace"], s["metadata"]["name"]): s for s in c.get("services", "-A")}
+        by_name = {(s["metadata"]["namespace"], s["metadata"]["name"]): s for s in services}
         for api in c.get("apiservices"):
             ref = api["spec"].get("service")
-            svc = services.get((ref["namespace"], ref["name"])) if ref else None
+            svc = by_name.get((ref["namespace"], ref["name"])) if ref else None
             if svc is None or not api["spec"].get("insecureSkipTLSVerify") or svc["spec"].get("clusterIP") in (None, "None"):
                 continue
             key = (svc["spec"]["clusterIP"], int(ref.get("port") or 443))
