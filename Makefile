@@ -123,8 +123,9 @@ bench-smoke:
 
 # The documentation site, offline, into site/: first the generated pages (configuration reference,
 # OS support and hardening tables, components/args.py), then mkdocs, which fails on any broken link.
-docs: venv docs-venv
-	$(PY) -m platformctl docs
+# The generator needs only the program's packages (the plan venv), not the development venv.
+docs: plan-venv docs-venv
+	$(PLAN_PY) -m platformctl docs
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:

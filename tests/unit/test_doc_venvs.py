@@ -14,8 +14,8 @@ from tests.support.doc_shell import pages, shell_blocks
 
 VENV_PATH = re.compile(r"(?<![\w/.-])(\.venv[\w-]*)/bin/([\w.-]+)")
 PLATFORMCTL = re.compile(r"(\S*)\s+-m\s+platformctl\b(?!\.)")
-# Developer commands: run from the development venv by their make targets (bench, docs).
-DEVELOPER = re.compile(r"-m\s+platformctl\s+(bench|docs)\b")
+# Developer commands: run from the development venv by their make targets (bench).
+DEVELOPER = re.compile(r"-m\s+platformctl\s+bench\b")
 MAKEFILE = (ROOT / "Makefile").read_text()
 
 
@@ -85,3 +85,27 @@ def test_a_venv_no_target_makes_is_caught(tmp_path):
     assert not VENV_PATH.findall("make plan && python -m platformctl diff a b")
     assert VENV_PATH.findall("`.venv-nope/bin/python -m platformctl`") == [(".venv-nope", "python")]
     assert ".venv-nope" not in made_venvs()
+
+
+def _rule(target: str) -> tuple[list[str], list[str]]:
+    """A Makefile rule's prerequisites and its recipe lines, with the variables expanded."""
+    variables = _make_vars()
+    rule = re.search(rf"^{re.escape(target)}:([^\n]*)\n((?:\t[^\n]*\n)*)", MAKEFILE, re.M)
+    assert rule, f"the Makefile has no {target} target"
+    expand = lambda text: re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), ""), text)  # noqa: E731
+    return expand(rule.group(1)).split(), [expand(line.strip()) for line in rule.group(2).splitlines()]
+
+
+def _venvs_built_by(prerequisites: list[str]) -> set[str]:
+    """The venvs that prerequisites build: a target `NAME: VENV/.installed` names one."""
+    return {p.removesuffix("/.installed") for name in prerequisites for p in _rule(name)[0]
+            if p.endswith("/.installed")}
+
+
+def test_make_docs_builds_only_the_venvs_its_recipe_runs_from():
+    """`make docs` regenerates the pages from the plan venv and builds the site from the docs venv:
+    it must not build the 1.7 GB development venv for that."""
+    prerequisites, recipe = _rule("docs")
+    runs_from = {venv for line in recipe for venv, _tool in VENV_PATH.findall(line)}
+    assert runs_from == {plan_venv(), ".venv-docs"}, recipe
+    assert _venvs_built_by(prerequisites) == runs_from, prerequisites
