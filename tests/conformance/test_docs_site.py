@@ -15,6 +15,7 @@ import pytest
 from platformctl import docs
 from tests.conftest import ROOT
 
+DOCS = ROOT / "docs"
 MKDOCS = ROOT / ".venv-docs" / "bin" / "mkdocs"
 needs_mkdocs = pytest.mark.skipif(not MKDOCS.exists(), reason="mkdocs is not installed: run `make docs-venv`")
 
@@ -110,6 +111,47 @@ def test_the_readme_is_a_front_door_with_the_two_set_up_commands():
 @pytest.mark.parametrize("page", ["README.md", "CHANGELOG.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md"))])
 def test_every_relative_link_lands_on_a_file_and_heading(page):
     assert _broken_links(ROOT / page) == []
+
+
+def _docs_pages() -> set[str]:
+    """Every page of the site, relative to docs/ (docs/upgrades/ included)."""
+    return {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+
+
+def _linked_docs_pages(page: Path, text: str) -> set[str]:
+    """The docs pages (relative to docs/) that text, read on page, links to."""
+    linked = set()
+    for target in LINK.findall(_prose(text)):
+        path = target.partition("#")[0]
+        if path and not re.match(r"[a-z]+:", target):
+            file = (page.parent / path).resolve()
+            if file.is_relative_to(DOCS):
+                linked.add(file.relative_to(DOCS).as_posix())
+    return linked
+
+
+def _documentation_table(readme: str) -> str:
+    """The README's "Documentation" section: its table of the manual's pages."""
+    section = re.search(r"^## Documentation\n(.*?)(?=^## |\Z)", readme, re.M | re.S)
+    assert section, "README.md has no Documentation section"
+    return "\n".join(line for line in section.group(1).splitlines() if line.startswith("|"))
+
+
+def test_every_docs_page_is_in_the_readmes_documentation_table():
+    table = _documentation_table((ROOT / "README.md").read_text())
+    assert _docs_pages() - _linked_docs_pages(ROOT / "README.md", table) == set()
+
+
+def test_every_docs_page_is_linked_from_the_sites_home_page():
+    index = DOCS / "index.md"
+    assert _docs_pages() - {"index.md"} - _linked_docs_pages(index, index.read_text()) == set()
+
+
+def test_a_page_missing_from_the_front_doors_is_seen():
+    table = _documentation_table("## Documentation\n\n| Start | [Home](docs/index.md) · [x](https://e.org/docs/gpu.md) |\n"
+                                 "\n`[gpu](docs/gpu.md)`\n## Next\n| [GPU](docs/gpu.md) |\n")
+    assert _linked_docs_pages(ROOT / "README.md", table) == {"index.md"}
+    assert _linked_docs_pages(DOCS / "index.md", "[up](upgrades/0.2.md#x) [gpu](gpu.md)") == {"upgrades/0.2.md", "gpu.md"}
 
 
 def test_every_docs_page_is_in_the_site_navigation():
