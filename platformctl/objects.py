@@ -24,7 +24,8 @@ def object_key(r: Resource) -> Optional[ObjectKey]:
     """(API group, kind, namespace, name) of the object a resource declares; None when not
     knowable offline. The version is left out: v1 and v1beta1 of a group are one object.
     A missing namespace counts as "" (cluster-scoped kinds have none)."""
-    if not is_k8s_object(r):
+    # A Patch changes fields of an object someone else declares (a chart's, say); it makes none.
+    if not is_k8s_object(r) or r.type.endswith("Patch"):
         return None
     key = document_key(manifest(r))
     # Computed or secret values would all compare equal to each other.

@@ -259,6 +259,9 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     *(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in (
         "ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass")),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+    # A patch of a chart's ClusterRole (core/common.aggregation_stopped): the provider diffs a
+    # patch as the kind it patches, and ClusterRole has no entry either.
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRolePatch",
     "kubernetes:rbac.authorization.k8s.io/v1:Role",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass",
     "kubernetes:security.istio.io/v1:AuthorizationPolicy",

@@ -159,6 +159,46 @@ def helm_release(
     )
 
 
+# Aggregated ClusterRoles that a chart renders beside the roles they gather.
+#
+# Aggregated ClusterRoles that a chart renders beside the roles they gather.
+#
+# kube-controller-manager's clusterrole-aggregation controller keeps an aggregated role's rules equal
+# to the union of the roles its `aggregationRule` selects. It reads the aggregated role from its
+# informer cache and server-side applies the new rules (kubernetes v1.34.4
+# pkg/controller/clusterroleaggregation/clusterroleaggregation_controller.go: syncClusterRole lists
+# from clusterRoleLister, applyClusterRoles sends an Apply with Force). When Helm uninstalls a release
+# it deletes the aggregated role and the roles it selects at once; the selected roles going change
+# the union, the controller applies it to the role it still has cached, and the apply re-creates the
+# deleted role. Helm's uninstall then waits for an object that keeps coming back, and pulumi-kubernetes
+# waits on every uninstall of a release without skipAwait (provider/pkg/provider/helm_release.go
+# Delete): `pulumi destroy` ends in "context deadline exceeded" and leaves the roles behind.
+#
+# So the platform points such a role's selector at a label no role carries: the union is empty from
+# the start and stays empty while the release goes, and the controller has nothing to apply. The role
+# still exists and grants nothing (the platform binds none of them). The patch is kept on delete:
+# dropping it would hand the selector back to the chart's value in the middle of the uninstall.
+
+# No object carries this label: a selector on it matches nothing.
+NEVER_AGGREGATED = {"inference-platform/aggregated-by": "nothing"}
+# pulumi-kubernetes: a Patch takes the fields it sets from their current manager (Helm) instead of
+# failing on the conflict.
+PATCH_FORCE = {"pulumi.com/patchForce": "true"}
+
+
+def aggregation_stopped(parent: pulumi.Resource, release: pulumi.Resource, role_names: Sequence[str], *,
+                        name: str, provider: Optional[pulumi.ProviderResource] = None) -> list[pulumi.Resource]:
+    """One ClusterRolePatch per aggregated role of `release` named in `role_names`, after the release:
+    its selector matches nothing, so uninstalling the release never re-creates it."""
+    return [k8s.rbac.v1.ClusterRolePatch(
+        f"{name}-{role}-aggregation",
+        metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=role, annotations=PATCH_FORCE),
+        aggregation_rule=k8s.rbac.v1.AggregationRulePatchArgs(
+            cluster_role_selectors=[k8s.meta.v1.LabelSelectorPatchArgs(match_labels=NEVER_AGGREGATED)]),
+        opts=resource_opts(parent, provider=provider, depends_on=[release], retain_on_delete=True),
+    ) for role in role_names]
+
+
 def with_node_selector(values: dict[str, Any], selector: dict[str, str], *paths: str) -> dict[str, Any]:
     """`values` with each dotted key path (a chart's `nodeSelector` keys) set to `selector`;
     unchanged when the selector is empty (the pods may run on any node)."""

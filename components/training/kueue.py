@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from inference_platform.core import endpoints as ep
 from inference_platform.core import versions
-from inference_platform.core.common import helm_release, namespace, resource_opts, standard_labels, with_node_selector
+from inference_platform.core.common import aggregation_stopped, helm_release, namespace, resource_opts, standard_labels, with_node_selector
 from inference_platform.gpu.profiles import gpu_scheduling, resource_name
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.training import TrainingSettings
@@ -38,6 +38,9 @@ TOPOLOGY = "gpu-topology"
 # register, kueue v0.19.2 pkg/controller/jobs/trainjob/trainjob_controller.go FrameworkName and
 # pkg/controller/jobs/jobset/jobset_controller.go). The chart's default list also holds pod,
 # deployment, statefulset and the Ray kinds: left out, so no serving workload can ever be queued.
+# The chart's aggregated ClusterRoles (kueue 0.19.2 templates/rbac/batch_{admin,user}_role.yaml, rendered
+# whatever the values), which gather the chart's own editor and viewer roles: core/common.aggregation_stopped.
+AGGREGATED_ROLES = (f"{RELEASE}-batch-admin-role", f"{RELEASE}-batch-user-role")
 INTEGRATIONS = ("trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset")
 # Training pods' PriorityClass: below serving's pods (no class, priority 0), which preempt them; at
 # or above the cluster autoscaler's expendable cutoff (-10), so a pending job still adds a node;
@@ -263,4 +266,5 @@ def kueue_resources(parent: pulumi.Resource, settings: TrainingSettings, proofs:
         out.local_queues[team.name] = custom(
             f"localqueue-{team.name}", "LocalQueue", {"name": team.name, "namespace": team.namespace},
             {"clusterQueue": TEAM_QUEUE_PREFIX + team.name}, depends_on=[team_ns, queue])
+    out.objects += aggregation_stopped(parent, release, AGGREGATED_ROLES, name=name, provider=provider)
     return out
