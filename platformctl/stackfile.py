@@ -20,6 +20,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from inference_platform.settings.errors import ConfigError
+from platformctl.yaml_errors import syntax_message
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32
@@ -226,9 +227,8 @@ def _document(data: bytes, name: str, what: str) -> tuple[_Builder, Optional[Map
         _check_events(_Loader(text), name, what)
         root = _Loader(text).get_single_node()
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        problem = " ".join(p for p in (err.context, err.problem) if p)
-        raise StackFileError(name, f"YAML syntax error: {problem}", mark) from None
+        message, mark = syntax_message(err, text)
+        raise StackFileError(name, message, mark) from None
     except yaml.YAMLError as err:
         raise StackFileError(name, f"YAML error: {err}") from None
     builder = _Builder(name)
