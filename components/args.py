@@ -1441,6 +1441,8 @@ class TrainingArgs(TypedDict):
     """Per team namespace whose jobs read or write a weight cache, that namespace's caches (the file share's claim, the S3 Secret)."""
     create_namespaces: NotRequired[bool]
     """Create each team's namespace (Pod Security `restricted`). The platform creates them itself, before the weight caches' claims in them, and passes false. Default: `true`."""
+    install_trainer: NotRequired[bool]
+    """Install Kubeflow Trainer (with JobSet) from its pinned chart. The platform installs it itself, before Kueue (whose TrainJob integration needs Trainer's CRDs when it starts), and passes false. Default: `true`."""
     priority_class: NotRequired[str]
     """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: NotRequired[dict[str, str]]

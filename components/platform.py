@@ -44,6 +44,7 @@ from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.settings.training_publish import PipelineRef, pipeline_refs
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
 from inference_platform.training.capacity import group_proofs
+from inference_platform.training.install import install_trainer
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces
 from inference_platform.training.kueue import TEAM_QUEUE_PREFIX, TRAINING_PRIORITY_CLASS, KueueResources, kueue_resources
 from inference_platform.training.training import Training, team_namespace
@@ -169,7 +170,7 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
 
 def training_inputs(s: Settings, weights: dict[str, WeightsRef]) -> TrainingInputs:
     return _given(TrainingInputs, training=s.training, gpu_groups=s.gpu_groups, weights=weights,
-                  create_namespaces=False, priority_class=TRAINING_PRIORITY_CLASS,
+                  create_namespaces=False, install_trainer=False, priority_class=TRAINING_PRIORITY_CLASS,
                   system_node_selector=s.cluster.system_selector, pipelines=published_pipelines(s))
 
 
@@ -256,6 +257,13 @@ class InferencePlatform(pulumi.ComponentResource):
         self.pipeline = self._pipeline(name, settings, after) if settings.model_pipeline.enabled else None
         # Kueue before the TrainJobs: its webhook suspends a job until its queue admits it, so a job
         # created before Kueue runs would start unqueued, outside the serving-first proof.
+        # Trainer before Kueue: Kueue sets up its TrainJob integration only if Trainer's CRDs exist when
+        # it starts (kueue v0.19.2 pkg/controller/jobframework/setup.go); JobSet's chart declares a
+        # ServiceMonitor, so after the monitoring CRDs.
+        self.trainer = (install_trainer(self, f"{name}-training", settings.cluster.system_selector,
+                                        provider=self.cluster.provider,
+                                        depends_on=[d for d in (self.observability.crds,) if d is not None])
+                        if settings.training is not None else None)
         self.kueue = self._kueue(name, settings) if settings.training is not None else None
         self.training = self._training(name, settings, after) if settings.training is not None else None
         # What a team's own program needs to add a service to this platform (examples/team-service-stackref).
@@ -304,7 +312,7 @@ class InferencePlatform(pulumi.ComponentResource):
         """Kueue and the teams' queues, with the quotas of the serving-first proof the loader checked."""
         # After the monitoring CRDs: the chart declares a ServiceMonitor.
         return kueue_resources(self, settings.training, group_proofs(settings), settings.gpu_groups, self.team_namespaces,
-                               name=name, depends_on=[d for d in (self.observability.crds,) if d is not None],
+                               name=name, depends_on=[d for d in (self.observability.crds, self.trainer) if d is not None],
                                system_node_selector=settings.cluster.system_selector, provider=self.cluster.provider)
 
     def _pipeline(self, name: str, settings: Settings, after) -> ModelPipeline:
@@ -327,4 +335,4 @@ class InferencePlatform(pulumi.ComponentResource):
         published = sorted({ref.namespace for ref in args.pipelines.values()})
         deps += [self.namespaces.namespaces[ns] for ns in published] + ([self.pipeline] if published else [])
         # After the monitoring CRDs too: JobSet's chart declares a ServiceMonitor and fails without its kind.
-        return Training(f"{name}-training", args, opts=after(*deps, *queues, self.observability.crds))
+        return Training(f"{name}-training", args, opts=after(*deps, *queues, self.trainer, self.observability.crds))

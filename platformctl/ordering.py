@@ -259,6 +259,15 @@ def loki_storage(r: dict[str, Any], g: Graph) -> Iterable[int]:
             yield i
 
 
+def training_runtime(r: dict[str, Any], g: Graph) -> Iterable[int]:
+    """The ClusterTrainingRuntime a TrainJob names (spec.runtimeRef), when the plan declares it."""
+    ref = ((r.get("inputs") or {}).get("spec") or {}).get("runtimeRef") or {}
+    if ref.get("kind", "ClusterTrainingRuntime") == "ClusterTrainingRuntime":
+        i = g.objects.get(("ClusterTrainingRuntime", None, ref.get("name")))
+        if i is not None:
+            yield i
+
+
 def custom_kinds(r: dict[str, Any]) -> Iterable[tuple[str, str]]:
     """The (group, kind) of a custom resource, or of the custom resources a chart renders."""
     if r["type"] == HELM_RELEASE:
@@ -338,6 +347,18 @@ ORDERING_RULES: tuple[Rule, ...] = (
          after=Charts(("kueue",)),
          reason="the kueue chart installs Kueue's CRDs and the webhooks that admit its objects: a queue or flavor "
                 "created before them is rejected"),
+    Rule("trainjob-after-its-runtime",
+         dependents=CustomResources(("trainer.kubeflow.org",), ("TrainJob",)),
+         related=training_runtime,
+         reason="Trainer's webhook refuses a TrainJob whose runtime does not exist yet (kubeflow/trainer v2.3.0 "
+                "pkg/webhooks/trainjob_webhook.go ValidateCreate), and so does Kueue's (\"unsupported runtime\"): "
+                "a job created before its runtime, or moved to a new runtime variant, fails the up"),
+    Rule("kueue-after-trainer",
+         dependents=Charts(("kueue",)),
+         after=Charts(("kubeflow-trainer",)),
+         reason="Kueue sets up its TrainJob integration when it starts and finds Trainer's CRDs; started before "
+                "them it waits for the API, and meanwhile its webhook refuses every TrainJob (kueue v0.19.2 "
+                "pkg/controller/jobframework/setup.go)"),
     Rule("declared-crds",
          dependents=OfDeclaredGroups(),
          related=declared_crds,

@@ -32,6 +32,8 @@ class TrainingInputs(Model):
     """Per team namespace whose jobs read or write a weight cache, that namespace's caches (the file share's claim, the S3 Secret)."""
     create_namespaces: bool = True
     """Create each team's namespace (Pod Security `restricted`). The platform creates them itself, before the weight caches' claims in them, and passes false."""
+    install_trainer: bool = True
+    """Install Kubeflow Trainer (with JobSet) from its pinned chart. The platform installs it itself, before Kueue (whose TrainJob integration needs Trainer's CRDs when it starts), and passes false."""
     priority_class: Optional[str] = None
     """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: Labels = {}

@@ -11,9 +11,13 @@ from a post-install hook Job that installs kubectl from the network into an alpi
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from inference_platform.core.common import with_node_selector
+import pulumi
+import pulumi_kubernetes as k8s
+
+from inference_platform.core import versions
+from inference_platform.core.common import helm_release, namespace, resource_opts, with_node_selector
 from inference_platform.core.endpoints import MONITORING_NAMESPACE
 
 RELEASE = "kubeflow-trainer"
@@ -32,3 +36,16 @@ def trainer_values(system_node_selector: Optional[dict[str, str]] = None) -> dic
         "jobset": {"install": True, "prometheus": {"enable": True, "prometheusNamespace": MONITORING_NAMESPACE}},
         "runtimes": {"defaultEnabled": False},
     }, system_node_selector or {}, "manager.nodeSelector", "jobset.controller.nodeSelector")
+
+
+def install_trainer(parent: pulumi.Resource, name: str, system_node_selector: Optional[dict[str, str]] = None, *,
+                    provider: Optional[pulumi.ProviderResource] = None,
+                    depends_on: Sequence[pulumi.Resource] = ()) -> k8s.helm.v3.Release:
+    """Trainer's namespace and release, children of `parent`: the Training component's own, or the
+    platform's, which installs it before Kueue (Kueue sets up its TrainJob integration only if
+    Trainer's CRDs exist when it starts, kueue v0.19.2 pkg/controller/jobframework/setup.go)."""
+    system = namespace(f"{name}-namespace", NAMESPACE, resource_opts(parent, provider=provider, depends_on=depends_on),
+                       app=RELEASE, pod_security="restricted")
+    return helm_release(f"{name}-release", RELEASE, versions.KUBEFLOW_TRAINER, NAMESPACE,
+                        trainer_values(system_node_selector),
+                        resource_opts(parent, provider=provider, depends_on=[system, *depends_on]))

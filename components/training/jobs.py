@@ -94,6 +94,11 @@ def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]
     return standard_labels(job.name, **{COMPONENT_KEY: COMPONENT, QUEUE_LABEL: team.name})
 
 
+def runtime_of(job: TrainJobSettings) -> str:
+    """The ClusterTrainingRuntime a job runs from: its kind's variant with the job's S3 initializers and publish step."""
+    return variant_name(job.runtime, s3_initializers(job), job.publish_to is not None)
+
+
 def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[GroupNetwork],
                   weights: WeightsRef) -> dict[str, Any]:
     """A TrainJob's spec: the runtime of its kind and initializers, the trainer, its placement."""
@@ -106,7 +111,7 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
-                       "name": variant_name(job.runtime, s3_initializers(job), job.publish_to is not None)},
+                       "name": runtime_of(job)},
         "trainer": {
             "image": job.image,
             "command": list(job.command),

@@ -7,22 +7,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from inference_platform.args import TrainingArgs
-from inference_platform.core import versions
-from inference_platform.core.common import (
-    COMPONENT_KEY,
-    helm_release,
-    init_component,
-    namespace,
-    resource_opts,
-    standard_labels,
-)
+from inference_platform.core.common import COMPONENT_KEY, init_component, namespace, resource_opts, standard_labels
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.training import TrainingSettings, TrainingTeam
 from inference_platform.training.inputs import TrainingInputs
-from inference_platform.training.install import NAMESPACE, RELEASE, trainer_values
+from inference_platform.training.install import install_trainer
 from inference_platform.training.jobs import (
     API_VERSION,
     IMMUTABLE_PATHS,
+    runtime_of,
     s3_initializers,
     trainjob_labels,
     trainjob_spec,
@@ -61,22 +54,20 @@ class Training(pulumi.ComponentResource):
     def __init__(self, name: str, args: TrainingArgs, opts: Optional[pulumi.ResourceOptions] = None):
         a = validated(TrainingInputs, args, "Training")
         init_component(self, "Training", name, opts)
-        system = namespace(f"{name}-namespace", NAMESPACE, resource_opts(self), app=RELEASE, pod_security="restricted")
-        self.release = helm_release(f"{name}-release", RELEASE, versions.KUBEFLOW_TRAINER, NAMESPACE,
-                                    trainer_values(a.system_node_selector), resource_opts(self, depends_on=[system]))
-        # The chart installs the CRDs and the webhooks that admit these objects.
-        after_release = resource_opts(self, depends_on=[self.release])
-        names = []
+        # Trainer's chart installs the CRDs and the webhooks that admit these objects; the platform
+        # installs it before this component (and before Kueue).
+        self.release = install_trainer(self, name, a.system_node_selector) if a.install_trainer else None
+        after_release = resource_opts(self, depends_on=[self.release] if self.release else ())
+        runtimes: dict[str, pulumi.Resource] = {}
         for kind, initializers, publish in runtime_variants(a.training):
             runtime = a.training.runtime(kind)
             rt_name = variant_name(kind, initializers, publish)
-            k8s.apiextensions.CustomResource(
+            runtimes[rt_name] = k8s.apiextensions.CustomResource(
                 f"{name}-runtime-{rt_name}", api_version=API_VERSION, kind="ClusterTrainingRuntime",
                 metadata={"name": rt_name, "labels": standard_labels(rt_name, **{COMPONENT_KEY: COMPONENT})},
                 spec=runtime_spec(runtime, initializers, a.system_node_selector, runtime.initializer_volume,
                                   a.priority_class, publish_job(kind, a.system_node_selector) if publish else None),
                 opts=after_release)
-            names.append(rt_name)
         teams = {t.name: t for t in a.training.teams}
         namespaces = ({t.name: team_namespace(f"{name}-team-{t.name}", t, resource_opts(self)) for t in a.training.teams}
                       if a.create_namespaces else {})
@@ -85,7 +76,8 @@ class Training(pulumi.ComponentResource):
         refs: dict[str, pulumi.Input[str]] = {}
         for job in a.training.jobs:
             team = teams[job.team]
-            deps = [self.release, *([namespaces[team.name]] if team.name in namespaces else []),
+            # After the runtime it names: Trainer's and Kueue's webhooks refuse a job whose runtime is missing.
+            deps = [runtimes[runtime_of(job)], *([namespaces[team.name]] if team.name in namespaces else []),
                     *publishing.get((team.name, job.name), [])]
             trainjob = k8s.apiextensions.CustomResource(
                 f"{name}-job-{team.name}-{job.name}", api_version=API_VERSION, kind="TrainJob",
@@ -97,6 +89,6 @@ class Training(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(resource_opts(self, depends_on=deps), pulumi.ResourceOptions(
                     replace_on_changes=IMMUTABLE_PATHS, delete_before_replace=True)))
             refs[f"{team.name}/{job.name}"] = pulumi.Output.concat(team.namespace, "/", trainjob.metadata["name"])
-        self.runtimes = pulumi.Output.from_input(names)
+        self.runtimes = pulumi.Output.from_input(list(runtimes))
         self.jobs = pulumi.Output.all(**refs) if refs else pulumi.Output.from_input({})
         self.register_outputs({"runtimes": self.runtimes, "jobs": self.jobs})

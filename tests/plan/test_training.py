@@ -189,13 +189,20 @@ def test_suspending_a_job_is_an_update_of_the_same_job(tmp_path, capsys):
     assert lines == ["  ~ update kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob test-dev-training-job-vision-ddp"]
 
 
-def test_the_ordering_invariant_holds_and_fails_a_trainjob_created_before_the_trainer_release(plan):
+def test_the_ordering_invariant_holds_and_fails_a_trainjob_created_before_the_trainer_release_or_its_runtime(plan):
     resources = plan_resources(plan)
     assert ordering.violations(resources) == []
-    release = next(r["urn"] for r in resources if r["type"] == RELEASE and r["inputs"]["chart"].endswith("/kubeflow-trainer"))
     job = next(r for r in resources if r["type"] == TRAINJOB)
-    job["dependsOn"] = [d for d in job["dependsOn"] if d != release]
     # The component's own dependencies reach the job through its parent: cut those too.
-    job["parent"] = None
+    job["dependsOn"], job["parent"] = [], None
     found = ordering.violations(resources)
-    assert found and all("trainer-crds" in line for line in found)
+    runtime = job["inputs"]["spec"]["runtimeRef"]["name"]
+    assert {line.split("(", 1)[1].split(":", 1)[0] for line in found} == {"trainer-crds", "trainjob-after-its-runtime"}
+    assert any(f"ClusterTrainingRuntime {runtime}" in line for line in found if "trainjob-after-its-runtime" in line)
+
+
+def test_kueue_comes_after_trainer_so_its_trainjob_integration_starts(plan):
+    resources = plan_resources(plan)
+    kueue = next(r for r in resources if r["type"] == RELEASE and r["inputs"]["chart"].endswith("/kueue"))
+    kueue["dependsOn"], kueue["parent"] = [], None
+    assert any("kueue-after-trainer" in line for line in ordering.violations(resources))
