@@ -1123,11 +1123,13 @@ class InferencePlatformArgs(TypedDict):
     """Arguments of `Settings` (see the configuration reference, docs/reference.md)."""
 
     customer: str
-    """Customer name (DNS label)."""
+    """Customer name (DNS label). A stack whose name has a '-' must be named `<customer>-<environment>`, or that and a `-<suffix>` (docs/stack-files.md: The stack's name)."""
     environment: str
     """Environment name (DNS label), e.g. dev or prod."""
     production: NotRequired[bool]
-    """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused. Default: `false`."""
+    """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused. An environment named prod, production or prd (bare or with a `-<suffix>`) must be production unless nonProductionReason says why not. Default: `false`."""
+    non_production_reason: NotRequired[str]
+    """Why a stack whose environment is named prod, production or prd (bare or with a `-<suffix>`) is not production (`production: false`), e.g. "load-test copy, no customer data"; refused with production: true. Absent: such an environment must set production: true."""
     cluster: ClusterSettingsArgs
     """The Kubernetes cluster and its node groups."""
     gpu_operator: NotRequired[GpuOperatorSettingsArgs]

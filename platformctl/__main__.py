@@ -169,7 +169,7 @@ def _settings_and_plan(stack: str, stack_file: Path):
     """The stack file read once: its settings, validated first so errors name the file
     actually read, then the plan rendered from the same config."""
     config, secret_keys = stack_config(stack_file)
-    settings = settings_from_config(config, secret_keys, shown_path(stack_file))
+    settings = settings_from_config(config, secret_keys, shown_path(stack_file), stack)
     return settings, render_config(stack, config, secret_keys, shown_path(stack_file))
 
 

@@ -85,8 +85,10 @@ def run_one(services: int, keep: Optional[str] = None) -> dict[str, Any]:
     raw = synthetic_config(services)
     config = {f"{PROJECT_PREFIX}{k}": v for k, v in raw.items()}
     start, cpu_start = time.perf_counter(), time.process_time()
-    settings = parse_settings(raw, "stacks/Pulumi.bench-dev.yaml")
-    plan = render_config("bench-dev", config)
+    # A variant of the template's stack, `<customer>-<environment>-bench` (settings/identity.py).
+    stack = f"{raw['customer']}-{raw['environment']}-bench"
+    settings = parse_settings(raw, f"stacks/Pulumi.{stack}.yaml", stack=stack)
+    plan = render_config(stack, config)
     rendered, cpu_rendered = time.perf_counter(), time.process_time()
     _, found = problems(plan, settings)
     checked = time.perf_counter()

@@ -17,6 +17,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import ClusterSettings, GpuSpec, MagnumCluster, NodeGroup
+from inference_platform.settings.identity import production_named
 from inference_platform.settings.loader import settings_from_config
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.weights import FileShareCache, S3Cache, WeightCacheSettings
@@ -124,7 +125,8 @@ def stack_file_text(customer: str, environment: str, cluster_mode: str, gpu_grou
     p = f"{NAMESPACE}:"
     y.key(2, p + "customer", customer, describe(Settings, "customer"))
     y.key(2, p + "environment", environment, describe(Settings, "environment"))
-    y.key(2, p + "production", Settings.model_fields["production"].default, describe(Settings, "production"))
+    y.key(2, p + "production", production_named(environment) or Settings.model_fields["production"].default,
+          describe(Settings, "production"))
     y.key(2, p + "cluster", None, describe(Settings, "cluster"))
     y.key(4, "mode", cluster_mode, describe(ClusterSettings, "mode"))
     if cluster_mode == "magnum":

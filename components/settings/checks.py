@@ -14,6 +14,7 @@ from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
 from inference_platform.settings.graphs import ensemble_repository_overlaps, graph_problems
+from inference_platform.settings.identity import production_problems
 from inference_platform.settings.serving import deployment_name, pipeline_problems, service_problems
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.tuning import unknown_preset_problems
@@ -337,7 +338,7 @@ def chart_directory_override_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
-    node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
+    production_problems, node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
     _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
     graph_repository_problems, chart_directory_override_problems,
 )

@@ -8,7 +8,7 @@ module that builds resources (tests/unit/test_imports.py checks it).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 from pydantic import ValidationError
 
@@ -19,6 +19,7 @@ from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes, llm_basic_auth_problems
 from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, how_to_set_secret, pydantic_problems
+from inference_platform.settings.identity import stack_name_problems
 from inference_platform.settings.namespaces import namespace_problems, near_miss_hint
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.settings.training import training_section_problems
@@ -28,10 +29,12 @@ from inference_platform.tuning.presets import upload_preset_problems
 
 
 def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset(),
-                   other_keys: Iterable[str] = ()) -> Settings:
+                   other_keys: Iterable[str] = (), stack: Optional[str] = None) -> Settings:
     """Validate a dict of config keys (without the namespace prefix) into Settings, or raise
     ConfigError with every problem the schema finds. `other_keys`: the file's keys in other
-    namespaces (`openstack:authUrl`), refused where they misspell ours."""
+    namespaces (`openstack:authUrl`), refused where they misspell ours. `stack`: the stack's
+    name, checked against customer and environment (settings/identity.py); None for settings
+    that belong to no stack of this project (a component used alone)."""
     other_keys = tuple(other_keys)
     problems: list[tuple[KeyPath, str]] = namespace_problems(other_keys)
     problems += [((key,), f"must be a secret, not plain text: {how_to_set_secret(key)}")
@@ -44,8 +47,10 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
         raise ConfigError(stack_file, problems + schema, source=raw) from None
     if problems:
         raise ConfigError(stack_file, problems, source=raw)
-    for stage in STACK_CHECKS:
+    for n, stage in enumerate(STACK_CHECKS):
         problems = [problem for check in stage for problem in check(settings)]
+        if n == 0:
+            problems += stack_name_problems(settings, stack)
         if problems:
             raise ConfigError(stack_file, problems, source=raw)
     return settings
@@ -68,16 +73,19 @@ def load_settings() -> Settings:
 
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret = set(runtime_config._SECRET_KEYS.get()) | set(runtime_config.get_config_secret_keys_env())
-    return settings_from_config(merged, secret, f"stacks/Pulumi.{pulumi.get_stack()}.yaml")
+    stack = pulumi.get_stack()
+    return settings_from_config(merged, secret, f"stacks/Pulumi.{stack}.yaml", stack)
 
 
-def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], stack_file: str) -> Settings:
+def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], stack_file: str,
+                         stack: Optional[str] = None) -> Settings:
     """Settings from config as the engine passes it (`inference-platform:<key>` -> text or JSON
-    text; other namespaces ignored unless they misspell ours), or ConfigError naming stack_file."""
+    text; other namespaces ignored unless they misspell ours), or ConfigError naming stack_file;
+    `stack`, where known, is checked against customer and environment."""
     prefix = NAMESPACE + ":"
     raw = {k[len(prefix):]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
     secrets = frozenset(k[len(prefix):] for k in secret_keys if k.startswith(prefix))
-    return parse_settings(raw, stack_file, secrets, [k for k in config if not k.startswith(prefix)])
+    return parse_settings(raw, stack_file, secrets, [k for k in config if not k.startswith(prefix)], stack)
 
 
 def upload_config_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
@@ -98,7 +106,9 @@ Check = Callable[[Settings], list[tuple[KeyPath, str]]]
 # stages before it found nothing: its checks rely on what those established (every group a
 # version names exists, every cache it reads is configured).
 STACK_CHECKS: tuple[tuple[Check, ...], ...] = (
-    CROSS_CHECKS,  # settings/checks.py: node groups, cluster, OS, capacity, platform parts, UIs, alerting, tuning, services and graphs
+    # settings/checks.py: production, node groups, cluster, OS, capacity, platform parts, UIs, alerting, tuning,
+    # services and graphs (parse_settings adds the stack name's check, settings/identity.py, to this stage)
+    CROSS_CHECKS,
     (
         check_gpu_settings,  # gpu/profiles.py: MIG layouts, GPU shares, capacity per group
         llm_memory_problems,  # serving/llm_memory.py: each LLM version fits its GPU share

@@ -28,13 +28,21 @@ def _chart_directory(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def _reason(value: str) -> str:
+    if not value.strip() or grammar.CONTROL.search(value) or len(value) > 200:
+        raise ValueError("allowed: a reason in words, 1-200 characters on one line")
+    return value
+
+
 class Settings(Model):
     customer: Annotated[str, _checked(grammar.dns_label, 30)]
-    """Customer name (DNS label)."""
+    """Customer name (DNS label). A stack whose name has a '-' must be named `<customer>-<environment>`, or that and a `-<suffix>` (docs/stack-files.md: The stack's name)."""
     environment: Annotated[str, _checked(grammar.dns_label, 20)]
     """Environment name (DNS label), e.g. dev or prod."""
     production: Annotated[bool, BeforeValidator(_top_level_bool)] = False
-    """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused."""
+    """Production stack: stateful resources protected and retained, auth `none` and anonymous Kiali refused. An environment named prod, production or prd (bare or with a `-<suffix>`) must be production unless nonProductionReason says why not."""
+    non_production_reason: Optional[Annotated[str, _checked(_reason)]] = None
+    """Why a stack whose environment is named prod, production or prd (bare or with a `-<suffix>`) is not production (`production: false`), e.g. "load-test copy, no customer data"; refused with production: true. Absent: such an environment must set production: true."""
     cluster: ClusterSettings
     """The Kubernetes cluster and its node groups."""
     gpu_operator: GpuOperatorSettings = GpuOperatorSettings()

@@ -30,7 +30,7 @@ def _with_service_named(tmp_path, name: str):
     second = {"name": name, "namespace": first["name"], "hosts": [f"{name}.demo.example.com"],
               "versions": [dict(first["versions"][0], weight=100)]}
     doc["config"][SERVICES].append(second)
-    stack_file = tmp_path / "Pulumi.clash-dev.yaml"
+    stack_file = tmp_path / "Pulumi.demo-dev-clash.yaml"
     stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
     return stack_file
 
@@ -38,7 +38,7 @@ def _with_service_named(tmp_path, name: str):
 def _plan(stack_file, out) -> tuple[int, list[str]]:
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = main(["plan", "clash-dev", "--stack-file", str(stack_file), "--out", str(out)])
+        code = main(["plan", "demo-dev-clash", "--stack-file", str(stack_file), "--out", str(out)])
     return code, err.getvalue().splitlines()
 
 

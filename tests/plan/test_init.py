@@ -65,3 +65,12 @@ def test_init_suggests_a_plan_command_that_exists_after_the_readme_set_up(tmp_pa
     monkeypatch.setattr(cli, "stack_path", lambda stack: tmp_path / f"Pulumi.{stack}.yaml")  # never into stacks/
     assert main([a.format(tmp=tmp_path) for a in argv]) == 0
     assert capsys.readouterr().out.strip().endswith(told.format(tmp=tmp_path))
+
+
+@pytest.mark.parametrize("environment, production", [("prod", "true"), ("prod-eu", "true"), ("production", "true"),
+                                                     ("dev", "false"), ("preprod", "false")])
+def test_init_writes_production_true_for_a_production_named_environment(tmp_path, capsys, environment, production):
+    stack_file = tmp_path / f"Pulumi.acme-{environment}.yaml"
+    assert main(["init", "acme", environment, "--cluster", "magnum", "--stack-file", str(stack_file)]) == 0
+    assert f"\n  inference-platform:production: {production}\n" in stack_file.read_text()
+    assert main(["plan", f"acme-{environment}", "--stack-file", str(stack_file), "--out", str(tmp_path / "plan")]) == 0
