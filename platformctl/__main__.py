@@ -34,7 +34,7 @@ from .engine import (
     stack_settings,
 )
 from .errors import UsageError
-from .gpu_report import gpu_report
+from .gpu_report import gpu_report, plan_warnings
 from .invariants import PlanInvariantError, check_plan
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
 from .plan_marker import CHANGED_FLAG, checked_stack_file, recorded_stack_file
@@ -81,6 +81,8 @@ def cmd_plan(args) -> int:
     if args.at:
         from .plan_at import plan_at
 
+        if args.strict:
+            return _fail("--strict does not apply with --at (that commit's code renders its plan); plan the branch with --strict", 2)
         return plan_at(args.stack, args.at, out, Path(args.stack_file) if args.stack_file else None)
     stack_file = _stack_file(args)
     plan_dir_replaceable(out)  # refuse now rather than after rendering
@@ -94,6 +96,10 @@ def cmd_plan(args) -> int:
     print(gpu_report(settings))
     print(engine_report)
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
+    warnings = plan_warnings(settings)
+    if args.strict and warnings:
+        return _fail(f"--strict: the plan has {len(warnings)} warning{'s' if len(warnings) > 1 else ''} (the `warning:` "
+                     "lines above); exit 1", 1)
     return 0
 
 
@@ -195,7 +201,10 @@ def cmd_policy(args) -> int:
     violations = run_policies(plan_json, policy_config(settings))
     print(f"policy pack over stack {args.stack}, stack file {source}:")
     print(format_report(violations))
-    return exit_code(violations)
+    code = exit_code(violations)
+    if args.strict and code == 0 and violations:
+        return _fail(f"--strict: {len(violations)} advisory violation{'s' if len(violations) > 1 else ''} (above); exit 1", 1)
+    return code
 
 
 def cmd_policy_config(args) -> int:
@@ -223,10 +232,12 @@ def cmd_init(args) -> int:
     checked_names(args.customer, args.environment)  # before the stack name they make is checked
     stack = f"{args.customer}-{args.environment}"
     stack_file = Path(args.stack_file) if args.stack_file else stack_path(stack)
-    init_stack(stack_file, args.customer, args.environment, args.cluster, args.gpu_group, args.cache)
+    to_fill = init_stack(stack_file, args.customer, args.environment, args.cluster, args.gpu_group, args.cache, stack)
     how = (f"{PLAN_PYTHON} -m platformctl plan {stack} --stack-file {shown_path(stack_file)}" if args.stack_file
            else f"make plan STACK={stack}")
-    print(f"wrote {shown_path(stack_file)}; plan it with: {how}")
+    fill = (f"; replace its {len(to_fill)} REPLACE-ME value{'s' if len(to_fill) > 1 else ''} ({', '.join(to_fill)}), "
+            "which the plan refuses until then" if to_fill else "")
+    print(f"wrote {shown_path(stack_file)}{fill}; plan it with: {how}")
     return 0
 
 
@@ -262,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     p.add_argument("--at", metavar="REV", help="plan the stack as it was at commit REV (a branch, tag or sha), with that "
                                               "commit's code and stack file: the old side of a day-2 diff")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the plan has warnings (`warning:` lines: a GPU "
+                                                          "group that cannot hold its services at max replicas); the plan is still written")
     p.set_defaults(func=cmd_plan)
     e = sub.add_parser("plan-example", help="render a program that uses the components (examples/DIR) offline")
     e.add_argument("dir")
@@ -285,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     pol.add_argument("--plan", help="a saved plan directory or resources.json instead of rendering the stack now")
     pol.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml; with --plan, the one the plan records)")
     pol.add_argument(CHANGED_FLAG, action="store_true", help="with --plan: use the recorded stack file even if it changed since")
+    pol.add_argument("--strict", action="store_true", help="exit 1 on advisory violations too")
     pol.set_defaults(func=cmd_policy)
     pc = sub.add_parser("policy-config", help="print the policy-pack config of a stack (for --policy-pack-config)")
     pc.add_argument("stack")

@@ -11,8 +11,14 @@ from inference_platform.training.capacity import proof_report
 from inference_platform.tuning.perf_inputs import unseen_tuned_models
 
 
+def plan_warnings(settings: Settings) -> list[str]:
+    """The plan's warnings, each a `warning: ` line: what plans but will not do all it is asked
+    (`plan --strict` exits 1 on any)."""
+    return [f"warning: {w}" for w in capacity_warnings(settings)]
+
+
 def gpu_report(settings: Settings) -> str:
-    lines = [f"warning: {w}" for w in capacity_warnings(settings)]
+    lines = plan_warnings(settings)
     if settings.gpu_groups:
         lines.append(format_estimate(stack_estimates(settings)))
     lines += llm_memory_report(settings)

@@ -378,6 +378,7 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
                              "<registry>/tritonserver:<YY.MM>-<flavour>, so the Triton SDK image of its release is unknown; "
                              "allowed: a Model Analyzer image of the same Triton release"))
         problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
+        problems += [(vpath + path, why) for path, why in engine_image_problems(v)]
         problems += [(vpath + path, why) for path, why in openai_frontend_problems(v)]
         if v.tuning is not None:
             problems += [(vpath + ("tuning", *path), why) for path, why in llm_tuning_problems(
@@ -454,6 +455,43 @@ def objective_problems(svc: Service) -> list[tuple[KeyPath, str]]:
 # `pip install /opt/tritonserver/python/triton*.whl` and the frontend's requirements.txt in the
 # container before starting it; its vLLM section starts it at once in the -vllm-python-py3 image.
 FRONTEND_LESS_IMAGE = re.compile(r"(^|/)tritonserver:[0-9]{2}\.[0-9]{2}-trtllm-python-py3$")
+# The LLM backends each NGC Triton image flavour carries, by tag `<yy.mm>-<flavour>` of
+# nvcr.io/nvidia/tritonserver. NGC's catalog overview: `-py3` holds the TensorFlow, PyTorch,
+# TensorRT, ONNX and OpenVINO backends, `-pyt-python-py3` PyTorch and Python only, `-tf2-python-py3`
+# TensorFlow 2 and Python only; triton-inference-server/server#7346 (a maintainer, 24.05):
+# "-trtllm-python-py3 only has TRTLLM and Python backends"; #7637: "vLLM container image does not
+# carry any other backends", and vllm_backend's README pulls `<xx.yy>-vllm-python-py3` for vLLM
+# (since 23.10) or adds the backend to the default container by hand. Other flavours (`-py3-min`,
+# `-py3-sdk`, `-py3-igpu`) and every other image are not judged.
+NGC_TRITON_IMAGE = re.compile(r"^nvcr\.io/nvidia/tritonserver:(?P<release>[0-9]{2}\.[0-9]{2})-(?P<flavour>[a-z0-9-]+?)(@sha256:[0-9a-f]{64})?$")
+NGC_LLM_BACKENDS: dict[str, frozenset[str]] = {
+    "py3": frozenset(),
+    "pyt-python-py3": frozenset(),
+    "tf2-python-py3": frozenset(),
+    "vllm-python-py3": frozenset({"vllm"}),
+    "trtllm-python-py3": frozenset({"tensorrtllm"}),
+}
+LLM_BACKEND_FLAVOUR = {"vllm": "vllm-python-py3", "tensorrtllm": "trtllm-python-py3"}
+LLM_BACKEND_TITLE = {"vllm": "vLLM", "tensorrtllm": "TensorRT-LLM"}
+
+
+def engine_image_problems(version: Version) -> list[tuple[KeyPath, str]]:
+    """An LLM backend (`llm.engine`, or `llmBackend`) on an NGC Triton image that does not carry
+    it: Triton would fail to load the model (`unable to find backend`). Images other than NGC's
+    known flavours cannot be judged and are accepted (docs/serving.md: Images and engines)."""
+    backend = version.llm_backend
+    match = NGC_TRITON_IMAGE.match(version.image)
+    if backend is None or match is None or match["flavour"] not in NGC_LLM_BACKENDS:
+        return []
+    if backend in NGC_LLM_BACKENDS[match["flavour"]]:
+        return []
+    key = "llm.engine" if version.llm is not None else "llmBackend"
+    return [(("image",), f"{version.image} has no {LLM_BACKEND_TITLE[backend]} backend (NGC's -{match['flavour']} "
+             f"image), so Triton cannot load the version's model with {key} {backend}; allowed: "
+             f"nvcr.io/nvidia/tritonserver:{match['release']}-{LLM_BACKEND_FLAVOUR[backend]}, or an image of your own "
+             "that carries the backend")]
+
+
 # The serverArgs the frontend passes on to its in-process Triton, as its own flag.
 FRONTEND_SERVER_ARGS = frozenset({"log-verbose"})
 

@@ -26,6 +26,7 @@ def vllm_service(**objectives) -> dict:
     raw = base_config()
     version = raw["services"][0]["versions"][0]
     version["llm"] = {"engine": "vllm", "architecture": ARCH, "maxContextTokens": 4096, "maxConcurrentSequences": 16}
+    version["image"] = "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"
     raw["services"][0]["llmObjectives"] = objectives
     return raw
 

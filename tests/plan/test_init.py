@@ -1,6 +1,9 @@
-"""`platformctl init`: a new commented stack file that plans at once, never over an existing one."""
+"""`platformctl init`: a new commented stack file that plans once its placeholders are filled in,
+never over an existing one."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -13,13 +16,37 @@ def init(tmp_path, *flags: str) -> int:
     return main(["init", "acme", "dev", "--stack-file", str(tmp_path / "Pulumi.acme-dev.yaml"), *flags])
 
 
+# What init cannot know, per cluster mode and cache: the key paths it writes a placeholder at.
+PLACEHOLDERS = {
+    "existing": ["cluster.nodeGroups[cpu].selector.REPLACE-ME-node-label", "cluster.nodeGroups[a100].selector.REPLACE-ME-node-label",
+                 "cluster.nodeGroups[l4].selector.REPLACE-ME-node-label"],
+    "magnum": ["cluster.nodeGroups[a100].flavor", "cluster.nodeGroups[l4].flavor"],
+    ("existing", "fileShare"): ["weightCaches.fileShare.server", "weightCaches.fileShare.path"],
+    ("magnum", "fileShare"): [],
+    ("existing", "s3"): ["weightCaches.s3.endpoint"],
+    ("magnum", "s3"): ["weightCaches.s3.endpoint"],
+}
+
+
 @pytest.mark.parametrize("cluster", ["existing", "magnum"])
 @pytest.mark.parametrize("cache", ["fileShare", "s3"])
-def test_a_new_stack_file_plans_and_passes_the_policies_at_once(tmp_path, capsys, cluster, cache):
-    stack_file = str(tmp_path / "Pulumi.acme-dev.yaml")
+def test_a_new_stack_file_is_refused_at_each_placeholder_then_plans_and_passes_the_policies_once_filled(
+        tmp_path, capsys, cluster, cache):
+    stack_file = tmp_path / "Pulumi.acme-dev.yaml"
     assert init(tmp_path, "--cluster", cluster, "--cache", cache, "--gpu-group", "a100=A100-80GB", "--gpu-group", "l4=L4-24GB") == 0
-    assert main(["plan", "acme-dev", "--stack-file", stack_file, "--out", str(tmp_path / "plan")]) == 0
-    assert main(["policy", "acme-dev", "--stack-file", stack_file, "--plan", str(tmp_path / "plan")]) == 0
+    expected = [f"inference-platform:{p}" for p in PLACEHOLDERS[cluster] + PLACEHOLDERS[cluster, cache]]
+    told = capsys.readouterr().out
+    assert f"replace its {len(expected)} REPLACE-ME values ({', '.join(expected)})" in told, told
+    # Until filled in, the plan names each placeholder on a line of its own, and writes nothing.
+    assert main(["plan", "acme-dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "plan")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in lines] == expected, lines
+    assert all("is a placeholder (REPLACE-ME...) that `platformctl init` wrote; allowed: this stack's real value" in line
+               for line in lines)
+    assert not (tmp_path / "plan").exists()
+    stack_file.write_text(re.sub("REPLACE-ME-", "filled-", stack_file.read_text()))
+    assert main(["plan", "acme-dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "plan")]) == 0
+    assert main(["policy", "acme-dev", "--stack-file", str(stack_file), "--plan", str(tmp_path / "plan")]) == 0
     out = capsys.readouterr().out
     assert "acme-dev-cluster" in out and "0 mandatory" in out
 
@@ -65,6 +92,18 @@ def test_init_suggests_a_plan_command_that_exists_after_the_readme_set_up(tmp_pa
     monkeypatch.setattr(cli, "stack_path", lambda stack: tmp_path / f"Pulumi.{stack}.yaml")  # never into stacks/
     assert main([a.format(tmp=tmp_path) for a in argv]) == 0
     assert capsys.readouterr().out.strip().endswith(told.format(tmp=tmp_path))
+
+
+def test_a_placeholder_left_in_a_stack_file_is_refused_wherever_it_is(tmp_path, capsys):
+    # The plan refuses the marker at any key, also one init never writes, in any case.
+    assert init(tmp_path, "--cluster", "magnum") == 0
+    stack_file = tmp_path / "Pulumi.acme-dev.yaml"
+    stack_file.write_text(stack_file.read_text().replace("inference-platform:services: []",
+                                                         "inference-platform:mesh: {kialiAuth: replace-me}"))
+    capsys.readouterr()
+    assert main(["plan", "acme-dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "plan")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "inference-platform:mesh.kialiAuth: the value 'replace-me' is a placeholder" in line
 
 
 @pytest.mark.parametrize("environment, production", [("prod", "true"), ("prod-eu", "true"), ("production", "true"),

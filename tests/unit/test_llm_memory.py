@@ -101,6 +101,7 @@ def stack(gpu_group: dict | None = None, gpu: dict | None = None, **llm_keys) ->
     version = raw["services"][0]["versions"][0]
     version["gpu"] = {"group": "gpu", **(gpu or {})}
     version["llm"] = {"engine": "vllm", "architecture": LLAMA31_8B, "maxContextTokens": 8192, **llm_keys}
+    version["image"] = "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"  # the image with the vLLM backend
     # No credential to manage: these tests are about the engine's memory, not the route.
     raw["services"][0]["auth"] = {"mode": "none"}
     return raw

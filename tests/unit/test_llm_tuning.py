@@ -40,7 +40,8 @@ def test_an_llm_version_without_the_genai_perf_block_is_refused_asking_for_it():
 
 def test_an_llmbackend_label_alone_is_enough_to_need_genai_perf():
     raw = base_config()
-    raw["services"][0]["versions"][0] |= {"llmBackend": "vllm", "tuning": {"model": "m"}}
+    raw["services"][0]["versions"][0] |= {"llmBackend": "vllm", "tuning": {"model": "m"},
+                                          "image": "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"}
     assert refused(raw).paths == [AT]
 
 

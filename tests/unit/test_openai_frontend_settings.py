@@ -23,7 +23,8 @@ def refusal(**version_keys) -> ConfigError:
 
 
 def test_a_frontend_version_on_the_ngc_tensorrt_llm_image_is_refused_on_its_image():
-    error = refusal(image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3")
+    llm = with_llm_version({})["services"][0]["versions"][1]["llm"] | {"engine": "tensorrtllm"}
+    error = refusal(image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3", llm=llm)
     assert error.paths == [f"{V2}.image"]
     assert "does not ship the OpenAI frontend's Python packages" in error.one_line()
     assert "allowed: a -vllm-python-py3 image, or an image built from this one" in error.one_line()
