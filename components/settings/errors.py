@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Collection, Union
+import typing
+from typing import Any, Collection, Optional, Union
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from inference_platform.settings.base import NAMESPACE
 
@@ -120,15 +121,57 @@ def _describe(value: Any) -> str:
     return f"{kind} {text[:60]}"
 
 
-def pydantic_problems(err: ValidationError, hidden: Collection[str] = ()) -> list[tuple[KeyPath, str]]:
+def unwrapped(annotation: Any) -> Any:
+    """The model (or list, dict) inside Annotated[...] and Optional[...]."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin is Union:
+            inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(inner) != 1:
+                return annotation
+            annotation = inner[0]
+        else:
+            return annotation
+
+
+def model_at(model: Optional[type[BaseModel]], path: KeyPath) -> Optional[type[BaseModel]]:
+    """The model that validates the mapping at `path` (keys by Python name or alias, list
+    indexes, dict keys) under `model`; None where no single model does."""
+    at: Any = model
+    for part in path:
+        at = unwrapped(at)
+        if isinstance(at, type) and issubclass(at, BaseModel):
+            name = next((n for n, f in at.model_fields.items() if part in (n, f.alias)), None)
+            at = at.model_fields[name].annotation if name else None
+            continue
+        args, origin = typing.get_args(at), typing.get_origin(at)
+        at = args[0] if origin is list and args else args[1] if origin is dict and len(args) == 2 else None
+    at = unwrapped(at)
+    return at if isinstance(at, type) and issubclass(at, BaseModel) else None
+
+
+def unknown_key_message(model: Optional[type[BaseModel]], python_names: bool = False) -> str:
+    """What an unknown key of `model`'s mapping is told: the keys allowed there, as the stack
+    file spells them or, for a component's arguments, as the Python API does."""
+    if model is None:
+        return "unknown key"
+    names = sorted(n if python_names else (f.alias or n) for n, f in model.model_fields.items())
+    return f"unknown key; allowed keys here: {', '.join(names)}"
+
+
+def pydantic_problems(err: ValidationError, hidden: Collection[str] = (), model: Optional[type[BaseModel]] = None,
+                      python_names: bool = False) -> list[tuple[KeyPath, str]]:
     """The problems pydantic found, by key path; the value given is echoed except under the
-    top-level keys `hidden` (secrets)."""
+    top-level keys `hidden` (secrets). `model`: the model validated, whose mappings name the
+    keys they allow to an unknown key (in Python names with `python_names`)."""
     problems = []
     for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
-        if e["type"] == "unknown_key":
-            loc += (e["ctx"]["key"],)
         msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = unknown_key_message(model_at(model, loc[:-1]), python_names)
         if e["type"] in _TYPE_ERRORS and not (loc and loc[0] in hidden):
             msg = f"{msg}, not {_describe(e['input'])}" + _TYPE_ERRORS[e["type"]]
         if e["type"] == "missing":

@@ -48,7 +48,7 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
         settings = Settings.model_validate(raw)
     except ValidationError as err:
         schema = [(path, msg + near_miss_hint(path, other_keys) if msg == MISSING else msg)
-                  for path, msg in pydantic_problems(err, SECRET_KEYS)]
+                  for path, msg in pydantic_problems(err, SECRET_KEYS, Settings)]
         raise ConfigError(stack_file, problems + schema, source=raw) from None
     if problems:
         raise ConfigError(stack_file, problems, source=raw)

@@ -141,6 +141,22 @@ def test_a_null_value_names_its_key():
     assert "services[svc].versions[v1]: replicas: null is not a value; remove the key to use its default" in line
 
 
+def test_every_unknown_key_is_named_beside_the_other_errors_of_its_mapping():
+    # An unknown key used to hide every other problem of the mapping it sits in, and the next unknown key.
+    raw = base_config()
+    version = raw["services"][0]["versions"][0]
+    version |= {"weight": 150, "maxReplica": 3, "modelRepositry": version.pop("modelRepository")}
+    err = refused(engine_config(raw))
+    at = "inference-platform:services[svc].versions[v1]"
+    assert err.paths == [f"{at}.weight", f"{at}.modelRepository", f"{at}.maxReplica", f"{at}.modelRepositry"]
+    lines = err.lines()
+    assert "required key is missing" in lines[1]
+    # The stack file's own spelling in the keys allowed.
+    assert lines[2].endswith(": unknown key; allowed keys here: autoscaling, gpu, image, llm, llmBackend, modelConfigName, "
+                             "modelControl, modelLoadSeconds, modelRepository, name, provenance, replicas, resources, "
+                             "serverArgs, startupBudgetSeconds, tuning, weight"), lines[2]
+
+
 def test_a_bare_key_beside_its_namespaced_form_is_refused_naming_both(tmp_path):
     from platformctl.engine import stack_config
 
