@@ -8,7 +8,8 @@ HTTPRoute whose weighted backendRefs are the versions' InferencePools, the canar
 Per version: a release of llm-d-router-gateway v0.10.0, which makes the version's
 InferencePool (selecting its pods, targeting the OpenAI frontend's port) and the endpoint
 picker the pool names. The chart ties one picker to one pool (`--pool-name <release>`,
-charts/router/templates/_deployment.yaml), so each version has its own picker.
+charts/router/templates/_deployment.yaml), so each version has its own picker; Istio 1.30.3
+calls only one of them per route rule, the last backend's (picker_order).
 
 The picker runs without a sidecar: it serves ext_proc over its own TLS, which the chart's
 DestinationRule (provider `istio`, templates/istio.yaml) tells the gateway to originate, and a
@@ -228,10 +229,29 @@ def certificate_grant_spec(service: Service, secret_name: str) -> dict:
             "to": [{"group": "", "kind": "Secret", "name": secret_name}]}
 
 
+def picker_order(versions: Sequence[Version]) -> list[Version]:
+    """The versions with weight > 0 in the order their pools go into the route's one rule: by
+    weight, ascending, the highest-weight (stable) pool last.
+
+    Istio 1.30.3 gives a rule one endpoint picker, the last backendRef's: buildHTTPDestination
+    (pilot/pkg/config/kube/gateway/conversion.go:953-957) keeps `ipCfg = ipconfig` of each
+    backend in turn, and route.go:514-521 attaches that single ExtProcPerRoute to the whole
+    route. The picker answers 503 for every request when its pool has no Ready pod (llm-d-router
+    v0.10.0 pkg/epp/requestcontrol/director.go), so with the canary's picker last an empty
+    canary takes down the stable version's share too (istio/istio#61594, fixed by #61601 after
+    1.30.3). With the stable pool's picker last, an empty canary costs only its own share (its
+    cluster has no endpoint: 503 "no healthy upstream"). Of versions with equal weights the one
+    listed first (the older, by the stack file's convention) goes last.
+    """
+    routed = [(i, v) for i, v in enumerate(versions) if v.weight > 0]
+    return [v for _, v in sorted(routed, key=lambda iv: (iv[1].weight, -iv[0]))]
+
+
 def http_route_spec(service: Service) -> dict:
     """The OpenAI paths to the versions' pools, split by their canary weights (a version at
     weight 0 gets no entry, as in the classic VirtualService); every other path gets 404 from
-    the gateway. `timeouts.request` bounds a whole stream: the service's timeoutSeconds."""
+    the gateway. `timeouts.request` bounds a whole stream: the service's timeoutSeconds. The
+    pools go in picker_order: the stable version's picker is the one Istio calls."""
     matches = [{"path": {"type": "Exact", "value": p}} for p in OPENAI_EXACT_PATHS]
     matches.append({"path": {"type": "PathPrefix", "value": OPENAI_MODELS_PATH}})
     if service.auth.mode == "basic":
@@ -242,7 +262,7 @@ def http_route_spec(service: Service) -> dict:
         for match in matches:
             match["headers"] = [{"type": "RegularExpression", "name": "Authorization", "value": regex}]
     backends = [{"group": INFERENCE_GROUP, "kind": "InferencePool", "name": pool_name(service, v), "weight": v.weight}
-                for v in service.versions if v.weight > 0]
+                for v in picker_order(service.versions)]
     return {
         "parentRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": gateway_name(service)}],
         "hostnames": list(service.hosts),

@@ -3,10 +3,13 @@ HTTPRoute carries the canary, a canary edit touches nothing else, the pods admit
 
 from pathlib import Path
 
+import pytest
+
 from platformctl.__main__ import main
 from platformctl.engine import render_stack
+from platformctl.invariants import plan_resources
 from platformctl.plan import write_plan
-from tests.conftest import stack_plan
+from tests.conftest import STACKS, stack_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
@@ -25,11 +28,48 @@ def _acme_llm_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
 def test_the_httproute_sends_the_openai_paths_to_each_versions_pool_by_its_canary_weight():
     (route,) = stack_plan("acme-prod").of_type(HTTPROUTE)
     (rule,) = route.inputs["spec"]["rules"]
+    # The stable pool last: its endpoint picker is the one Istio 1.30.3 calls for the rule.
     assert [(b["kind"], b["name"], b["weight"]) for b in rule["backendRefs"]] == [
-        ("InferencePool", "llm-chat-v7", 90), ("InferencePool", "llm-chat-v8", 10)]
+        ("InferencePool", "llm-chat-v8", 10), ("InferencePool", "llm-chat-v7", 90)]
     assert [m["path"]["value"] for m in rule["matches"]] == ["/v1/chat/completions", "/v1/completions", "/v1/models"]
     # The service's timeoutSeconds bounds a whole stream at the gateway.
     assert rule["timeouts"] == {"request": "120s"}
+
+
+def picker_problems(resources: list[dict]) -> list[str]:
+    """Every HTTPRoute rule with two or more weighted InferencePool backends whose last one is not of the
+    highest weight. Istio 1.30.3 calls one endpoint picker per rule, the last backendRef's
+    (pilot/pkg/config/kube/gateway/conversion.go buildHTTPDestination, `ipCfg = ipconfig` per backend;
+    istio/istio#61594): it must be the stable pool's, or an empty canary answers 503 for all of it."""
+    found = []
+    for r in resources:
+        if r["type"] != HTTPROUTE:
+            continue
+        meta = r["inputs"]["metadata"]
+        for i, rule in enumerate(r["inputs"]["spec"].get("rules") or ()):
+            # Gateway API: weight defaults to 1; Istio drops weight-0 backends before the loop.
+            pools = [(b["name"], b.get("weight", 1)) for b in rule.get("backendRefs") or ()
+                     if b.get("kind") == "InferencePool" and b.get("weight", 1) > 0]
+            if len(pools) > 1 and pools[-1][1] < max(w for _, w in pools):
+                found.append(f"HTTPRoute {meta['namespace']}/{meta['name']} rules[{i}]: the last InferencePool is "
+                             f"{pools[-1][0]} at weight {pools[-1][1]}, so its picker serves the rule's "
+                             f"{', '.join(f'{n} ({w})' for n, w in pools)}")
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_highest_weight_pool_is_last_in_every_rule_so_its_picker_serves_the_rule(stack):
+    assert picker_problems(plan_resources(stack_plan(stack))) == []
+
+
+def test_the_picker_invariant_names_a_rule_whose_canary_pool_is_last():
+    route = {"type": HTTPROUTE, "inputs": {"metadata": {"name": "r", "namespace": "n"}, "spec": {"rules": [
+        {"backendRefs": [{"kind": "InferencePool", "name": "v7", "weight": 90},
+                         {"kind": "InferencePool", "name": "v8", "weight": 10},
+                         {"kind": "InferencePool", "name": "v9", "weight": 0}]}]}}}
+    assert picker_problems([route]) == [
+        "HTTPRoute n/r rules[0]: the last InferencePool is v8 at weight 10, so its picker serves the rule's "
+        "v7 (90), v8 (10)"]
 
 
 def test_an_llm_canary_shift_updates_only_the_httproute(tmp_path, capsys):
@@ -39,8 +79,8 @@ def test_an_llm_canary_shift_updates_only_the_httproute(tmp_path, capsys):
         "0 to create, 1 to update, 0 to replace, 0 to delete; 0 errors",
         "inference-platform:index:TritonService llm-chat:",
         "  ~ update kubernetes:gateway.networking.k8s.io/v1:HTTPRoute llm-chat-httproute",
-        "      inputs.spec.rules[0].backendRefs[0].weight: 90 -> 50",
-        "      inputs.spec.rules[0].backendRefs[1].weight: 10 -> 50",
+        "      inputs.spec.rules[0].backendRefs[0].weight: 10 -> 50",
+        "      inputs.spec.rules[0].backendRefs[1].weight: 90 -> 50",
     ]
 
 

@@ -79,3 +79,20 @@ def test_a_version_at_weight_zero_gets_no_backend():
     raw["services"][0]["versions"].append(second)
     service = parse_settings(raw, STACK_FILE).services[0]
     assert [b["name"] for b in http_route_spec(service)["rules"][0]["backendRefs"]] == ["svc-v1"]
+
+
+@pytest.mark.parametrize("weights, order", [
+    ((90, 10), ["svc-v2", "svc-v1"]),
+    ((10, 90), ["svc-v1", "svc-v2"]),
+    ((50, 50), ["svc-v2", "svc-v1"]),
+    ((10, 80, 10), ["svc-v3", "svc-v1", "svc-v2"]),
+    ((0, 70, 30), ["svc-v3", "svc-v2"]),
+])
+def test_the_pools_go_in_by_weight_with_the_highest_and_first_listed_last(weights, order):
+    """Istio 1.30.3 calls the last backendRef's picker for the whole rule (llm_routing.picker_order)."""
+    raw = stack(maxConcurrentSequences=32)
+    first = raw["services"][0]["versions"][0]
+    raw["services"][0]["versions"] = [dict(first, name=f"v{i + 1}", weight=w) for i, w in enumerate(weights)]
+    raw["cluster"]["nodeGroups"][1]["maxNodes"] = 8  # a GPU for each version's replica and the spare slot
+    service = parse_settings(raw, STACK_FILE).services[0]
+    assert [b["name"] for b in http_route_spec(service)["rules"][0]["backendRefs"]] == order
