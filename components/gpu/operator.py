@@ -89,7 +89,17 @@ def _driver_values(a: GpuOperatorInputs) -> dict[str, Any]:
 
 
 def gpu_operator_values(a: GpuOperatorInputs) -> dict[str, Any]:
-    """Helm values of the gpu-operator release (keys of the pinned chart's values.yaml)."""
+    """Helm values of the gpu-operator release (keys of the pinned chart's values.yaml).
+
+    On Heat, CDI off. Heat nodes run the containerd the platform pins (settings/cluster.py
+    HEAT_CONTAINERD, 1.6), whose CRI plugin injects no CDI devices (containerd 1.7 added them, behind
+    `enable_cdi`). gpu-operator v26.7.0 turns CDI on by default (values.yaml `cdi.enabled`), and with
+    it stops making `nvidia` the default runtime (controllers/object_controls.go
+    transformToolkitCtrForCDI: NVIDIA_RUNTIME_SET_AS_DEFAULT=false) and hands GPUs to containers as
+    CDI devices only (transformDevicePluginCtrForCDI: cdi-annotations,cdi-cri): the operator's own
+    pods (runtime class `nvidia`) pass, and every workload starts without a GPU. With CDI off the
+    toolkit makes `nvidia` the default runtime, which any containerd runs.
+    """
     dcgm = a.gpu_operator.dcgm_exporter
     mig_groups = _mig_groups(a)
     strategies = {g.gpu.sharing.effective_mig_strategy for g in mig_groups}
@@ -108,6 +118,8 @@ def gpu_operator_values(a: GpuOperatorInputs) -> dict[str, Any]:
             "worker": {"tolerations": tolerations([CONTROL_PLANE_TAINT, *group_taints(a.node_groups)])},
         },
     }
+    if a.magnum_labeller == "heat":
+        values["cdi"] = {"enabled": False}
     if mig_parted_config(a) is not None:
         values["migManager"]["config"] = {"name": MIG_CONFIG_MAP, "create": False, "default": MIG_DEFAULT_CONFIG}
     if device_plugin_configs(a):

@@ -13,9 +13,9 @@ calls only one of them per route rule, the last backend's (picker_order).
 
 The picker runs without a sidecar: it serves ext_proc over its own TLS, which the chart's
 DestinationRule (provider `istio`, templates/istio.yaml) tells the gateway to originate, and a
-sidecar under the mesh's STRICT mTLS would refuse that. It scrapes the pods' Triton metrics
-port, which admits plaintext (mesh/security.py peer_authentication_spec), rather than the
-OpenAI port, which does not.
+sidecar under the mesh's STRICT mTLS would refuse that. It reads the pods' `/metrics` on the
+OpenAI port, which admits plaintext (mesh/security.py peer_authentication_spec: the port is
+PERMISSIVE, and the AuthorizationPolicy admits any caller there for that path alone).
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from inference_platform.core import versions
 from inference_platform.core.common import from_namespace, helm_release, resource_opts
 from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration
 from inference_platform.mesh.security import ingress_source
-from inference_platform.observability.metrics import TRITON_METRICS_PORT
-from inference_platform.serving.openai_frontend import OPENAI_FRONTEND_PORT
+from inference_platform.serving.openai_frontend import METRICS_PATH, OPENAI_FRONTEND_PORT
 from inference_platform.settings.serving import Service, Version, deployment_name
 
 GATEWAY_CLASS = "istio"
@@ -104,35 +103,55 @@ def gateway_principal(service: Service) -> str:
 # --------------------------------------------------------------------------- endpoint picker
 
 
-def endpoint_picker_config() -> dict[str, Any]:
-    """The picker's plugins: the chart's default-plugins.yaml for `modelServers.type: triton`
-    (charts/router/templates/_config.yaml), with the metrics read from Triton's metrics port.
+# The picker's own name for the engine whose metrics it reads (core-metrics-extractor engineConfigs).
+PICKER_ENGINE = "triton-openai"
 
-    The `triton` engine reads `nv_inference_pending_request_count` and `nv_inference_exec_count`
-    (llm-d-router v0.10.0 pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go
-    defaultEngineConfigs). `triton-tensorrt-llm` would read request_type `waiting` and
-    kv_cache_block_type `fraction` of the TensorRT-LLM backend's gauges, which its v0.17.0 (Triton
-    25.01) does not export (tests/catalogues/tensorrtllm-backend.txt). The metrics source's `port`
-    overrides the pool's target port (pkg/epp/framework/plugins/datalayer/source/metrics/datasource.go).
+
+def endpoint_picker_config() -> dict[str, Any]:
+    """The picker's plugins (llm-d-router v0.10.0; every type registered in cmd/epp/runner/runner.go):
+    it parses the OpenAI requests the frontend serves and scores pods on what the picker itself
+    knows, since the engine behind Triton's OpenAI frontend exports no load gauge it could read.
+
+    - `openai-parser` (pkg/epp/framework/plugins/requesthandling/parsers/openai): the frontend speaks
+      OpenAI, so the prompt is read; `passthrough-parser`, the chart's choice for `modelServers.type:
+      triton` (charts/router/templates/_config.yaml), leaves the prefix-cache scorer blind
+      (parsers/passthrough/README.md).
+    - `prefix-cache-scorer` (scheduling/scorer/prefix): the pod that served the longest shared prefix,
+      by the approx-prefix-cache-producer and the tokenizer-free `estimate` token-producer the picker
+      adds for it (pkg/epp/datalayer/data_graph.go CreateMissingDataProducers;
+      requestcontrol/dataproducer/tokenizer/README.md).
+    - `active-request-scorer` (scheduling/scorer/activerequest): the fewest requests in flight, counted
+      by the picker's inflight-load-producer (added the same way), in place of the chart's queue and
+      KV-cache scorers: the vLLM backend at r25.01 exports no running, waiting or KV gauge
+      (tests/catalogues/vllm-backend.txt), and the chart's `triton` engine reads
+      `nv_inference_pending_request_count`, near zero in front of vLLM, as the queue, the cumulative
+      counter `nv_inference_exec_count` as running requests, and no KV usage
+      (datalayer/extractor/metrics/factories.go defaultEngineConfigs). The load scorer keeps the
+      weight the two had together.
+    - `metrics-data-source` with no `port`: the pool's target port, the frontend's 9000, whose
+      `/metrics` is Triton's Prometheus text (routers/observability.py); the frontend opens no 8002
+      (openai_frontend.py). It feeds the pool's gauges (`inference_pool_average_queue_size`) and the
+      picker's poll errors; its extractor reads the queue only (an empty spec turns a metric off:
+      extractor/metrics/mapping.go).
     """
     return {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {"type": "queue-scorer"},
-            {"type": "kv-cache-utilization-scorer"},
+            {"type": "openai-parser"},
+            {"type": "active-request-scorer"},
             {"type": "prefix-cache-scorer"},
-            {"type": "metrics-data-source",
-             "parameters": {"scheme": "http", "path": "/metrics", "port": TRITON_METRICS_PORT}},
-            {"type": "core-metrics-extractor", "parameters": {"defaultEngine": "triton"}},
-            {"type": "passthrough-parser"},
+            {"type": "metrics-data-source", "parameters": {"scheme": "http", "path": METRICS_PATH}},
+            {"type": "core-metrics-extractor", "parameters": {
+                "defaultEngine": PICKER_ENGINE,
+                "engineConfigs": [{"name": PICKER_ENGINE, "queuedRequestsSpec": "nv_inference_pending_request_count",
+                                   "runningRequestsSpec": "", "kvUsageSpec": ""}]}},
         ],
         "schedulingProfiles": [{"name": "default", "plugins": [
-            {"pluginRef": "queue-scorer", "weight": 2},
-            {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+            {"pluginRef": "active-request-scorer", "weight": 4},
             {"pluginRef": "prefix-cache-scorer", "weight": 3},
         ]}],
-        "requestHandler": {"parsers": [{"pluginRef": "passthrough-parser"}]},
+        "requestHandler": {"parsers": [{"pluginRef": "openai-parser"}]},
     }
 
 
@@ -304,12 +323,14 @@ def pod_authorization_rules(service: Service) -> list[dict]:
 
 
 def pod_network_rules(service: Service) -> list[dict]:
-    """The NetworkPolicy rules of an LLM service's pods: the gateway on the frontend's port, the
-    versions' pickers on Triton's metrics port."""
+    """The NetworkPolicy rules of an LLM service's pods: the gateway on the frontend's port, and
+    the versions' pickers there too, for `/metrics` (endpoint_picker_config; the service's
+    AuthorizationPolicy lets any caller GET only that path on the port, and the port admits the
+    pickers' plaintext: they run without a sidecar)."""
     pickers = [{"podSelector": {"matchLabels": endpoint_picker_pods(service, v)}} for v in service.versions]
     return [{"from": [{"podSelector": {"matchLabels": gateway_pods(service)}}],
              "ports": [{"protocol": "TCP", "port": OPENAI_FRONTEND_PORT}]},
-            {"from": pickers, "ports": [{"protocol": "TCP", "port": TRITON_METRICS_PORT}]}]
+            {"from": pickers, "ports": [{"protocol": "TCP", "port": OPENAI_FRONTEND_PORT}]}]
 
 
 # --------------------------------------------------------------------------- resources

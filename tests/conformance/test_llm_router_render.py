@@ -24,15 +24,18 @@ def test_each_versions_pool_selects_its_pods_on_the_openai_port_through_its_own_
                                              "failureMode": "FailOpen"}
 
 
-def test_the_picker_reads_tritons_queue_from_the_metrics_port_and_runs_outside_the_mesh(reference):
+def test_the_picker_parses_openai_scrapes_the_pool_port_and_runs_outside_the_mesh(reference):
     objects = _rendered("v7")
     picker = objects["Deployment/llm-chat-v7-epp"]["spec"]["template"]
     (container,) = picker["spec"]["containers"]
     file = container["args"][container["args"].index("--config-file") + 1]
     config = yaml.safe_load(objects["ConfigMap/llm-chat-v7-epp"]["data"][file.removeprefix("/config/")])
     plugins = {p["type"]: p.get("parameters") for p in config["plugins"]}
-    assert plugins["metrics-data-source"]["port"] == 8002
-    assert plugins["core-metrics-extractor"] == {"defaultEngine": "triton"}
+    # No port: the pool's target port, the OpenAI frontend's 9000, where /metrics is (it opens no 8002).
+    assert plugins["metrics-data-source"] == {"scheme": "http", "path": "/metrics"}
+    assert plugins["core-metrics-extractor"]["defaultEngine"] == "triton-openai"
+    assert config["requestHandler"] == {"parsers": [{"pluginRef": "openai-parser"}]}
+    assert "passthrough-parser" not in plugins
     assert picker["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
     assert container["resources"]["requests"] == {"cpu": "500m", "memory": "512Mi"}
     # The gateway originates TLS to the picker (it serves ext_proc over its own certificate).

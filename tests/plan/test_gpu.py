@@ -17,7 +17,7 @@ from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import Settings
 from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
-from tests.conftest import STACKS, as_magnum, base_config, gpu_operator_values_of, render_raw, stack_plan
+from tests.conftest import ROOT, STACKS, as_magnum, base_config, gpu_operator_values_of, render_raw, stack_plan
 from tests.support import conformance
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
@@ -113,6 +113,17 @@ def test_release_is_pinned_and_waits_for_its_configs():
     assert release.inputs["values"] == hardened(chart.name, gpu_operator_values_of(parse(CUSTOM)))
     config_maps = {r.urn for r in plan.of_type(CONFIG_MAP) if r.name.startswith("test-dev-gpu-")}
     assert len(config_maps) == 2 and config_maps <= set(release.depends_on)
+
+
+def test_heat_nodes_get_gpus_without_cdi_and_the_other_drivers_keep_the_charts_default():
+    # Heat's containerd (1.6) cannot inject CDI devices: legacy mode, nvidia the default runtime.
+    heat = stack_settings(ROOT / "tests" / "data" / "Pulumi.acme-prod-heat.yaml")
+    assert heat.cluster.magnum_labeller == "heat"
+    assert gpu_operator_values_of(heat)["cdi"] == {"enabled": False}
+    for stack in STACKS:
+        settings = stack_settings(stack)
+        if settings.gpu_operator.enabled and settings.cluster.magnum_labeller != "heat":
+            assert "cdi" not in gpu_operator_values_of(settings), stack
 
 
 def test_operator_disabled_renders_no_release():

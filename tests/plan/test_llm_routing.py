@@ -92,7 +92,7 @@ def test_an_llm_service_has_no_virtualservice_and_its_host_leaves_the_customer_g
     assert all("chat.acme.example.com" not in s["hosts"] for s in customer.inputs["spec"]["servers"])
 
 
-def test_the_llm_pods_admit_their_gateway_on_the_openai_port_and_the_pickers_on_the_metrics_port():
+def test_the_llm_pods_admit_their_gateway_and_the_pickers_on_the_openai_port():
     plan = stack_plan("acme-prod")
     (policy,) = [r for r in plan.resources if r.name == "llm-chat-authorizationpolicy"]
     gateway_rule = policy.inputs["spec"]["rules"][-1]
@@ -104,7 +104,7 @@ def test_the_llm_pods_admit_their_gateway_on_the_openai_port_and_the_pickers_on_
     assert {"from": [{"podSelector": {"matchLabels": {"gateway.networking.k8s.io/gateway-name": "llm-chat"}}}],
             "ports": [{"protocol": "TCP", "port": 9000}]} in ingress
     assert {"from": [{"podSelector": {"matchLabels": {"llm-d-router-gateway": f"llm-chat-{v}-epp"}}} for v in ("v7", "v8")],
-            "ports": [{"protocol": "TCP", "port": 8002}]} in ingress
+            "ports": [{"protocol": "TCP", "port": 9000}]} in ingress
 
 
 def test_istiod_reads_inference_pools_only_in_a_stack_with_an_llm_service():
