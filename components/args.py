@@ -1090,11 +1090,11 @@ class GroupNetworkArgs(TypedDict):
     """Arguments of `GroupNetwork` (see the configuration reference, docs/reference.md)."""
 
     socket_ifname: NotRequired[str]
-    """NCCL_SOCKET_IFNAME on the group's training pods: the interfaces NCCL's socket transport (and bootstrap) uses, as prefixes (`eth`), exact names (`=eth1`) or exclusions (`^docker`); default: NCCL's own choice."""
+    """NCCL_SOCKET_IFNAME on the group's training pods: the interfaces NCCL's socket transport and bootstrap use, as prefixes (`eth`), exact names (`=eth0`) or exclusions (`^lo,docker`). The pods have `lo` and `eth0` only (the platform attaches no secondary network), so the list must select `eth0` and not `lo`; default: NCCL's own choice, which is `eth0`."""
     ib_disable: NotRequired[bool]
-    """NCCL_IB_DISABLE=1: no InfiniBand/RoCE verbs transport (groups without RDMA NICs). Default: `false`."""
+    """NCCL_IB_DISABLE=1: NCCL does not look for InfiniBand/RoCE devices (training pods have none). Default: `false`."""
     ib_hca: NotRequired[str]
-    """NCCL_IB_HCA: the RDMA devices (and ports) NCCL uses, e.g. `mlx5_0:1,mlx5_1:1`; not with ibDisable."""
+    """NCCL_IB_HCA: refused. It names RDMA devices, and the platform gives training pods none (no secondary network, no RDMA device resource, no IPC_LOCK under Pod Security restricted): NCCL runs over the pod network (docs/training.md: NCCL's network)."""
 
 
 class TrainingSettingsArgs(TypedDict):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Optional
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field
 
 from inference_platform.core import grammar
 from inference_platform.settings.base import DnsLabel, Image, Model, Quantity, RelativePath, ShortName
@@ -44,11 +44,59 @@ NCCL_IB_HCA = "NCCL_IB_HCA"
 # A Kubernetes env var name as the API accepts it (k8s.io/apimachinery validation
 # IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*); the platform keeps to the portable C identifier.
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-# NCCL_SOCKET_IFNAME: comma-separated interface-name prefixes, the whole list optionally
-# negated with ^ and each exact with = (NCCL env.html); Linux names are at most 15 characters.
-_IFNAMES = re.compile(r"\^?=?[A-Za-z0-9_.:-]{1,15}(,=?[A-Za-z0-9_.:-]{1,15}){0,15}")
-# NCCL_IB_HCA: device names with optional :port, same prefix rules.
-_HCAS = re.compile(r"\^?=?[A-Za-z0-9_.-]{1,32}(:[0-9]{1,2})?(,=?[A-Za-z0-9_.-]{1,32}(:[0-9]{1,2})?){0,31}")
+# NCCL_SOCKET_IFNAME (NVIDIA/nccl docs/userguide/source/env.rst; src/os/linux.cc ncclOsFindInterfaces,
+# src/misc/utils.cc parseStringList and matchIf): a comma-separated list of interface-name prefixes; a
+# leading `^` excludes what the list matches, then a leading `=` makes every item of the list an exact
+# name (`^=docker0`, `=eth0,eth1`). An item's own `=` is part of its name, `:` starts a port, and a Linux
+# interface name is at most 15 characters without `/`, `:` or blanks; NCCL keeps at most 16 items.
+_IFNAMES = re.compile(r"\^?=?[A-Za-z0-9_.-]{1,15}(,[A-Za-z0-9_.-]{1,15}){0,15}")
+# The interfaces of a pod on the pod network: the loopback and the one the container runtime names
+# for the CNI (containerd internal/cri/server/helpers.go defaultIfName = "eth0"). The platform attaches
+# no secondary network (no Multus annotation, no hostNetwork, which Pod Security restricted forbids).
+POD_INTERFACE = "eth0"
+LOOPBACK = "lo"
+
+
+def nccl_selects(ifname_list: str, interface: str) -> bool:
+    """Whether NCCL, with NCCL_SOCKET_IFNAME=`ifname_list`, uses `interface` (ncclOsFindInterfaces:
+    `matchIfList(name, ..., searchExact) ^ searchNot`; a prefix matches a name it begins, an exact item
+    only the same name)."""
+    rest = ifname_list
+    exclude = rest.startswith("^")
+    rest = rest[1:] if exclude else rest
+    exact = rest.startswith("=")
+    rest = rest[1:] if exact else rest
+    items = [i for i in rest.split(",") if i]
+    matched = not items or any(interface == i if exact else interface.startswith(i) for i in items)
+    return matched != exclude
+
+
+def socket_ifname(value: str) -> str:
+    """An NCCL_SOCKET_IFNAME a training pod can satisfy: NCCL treats a set list as find-or-fail
+    (src/misc/socket.cc ncclFindInterfaces, "Specified by user : find or fail"; src/bootstrap.cc then
+    "Bootstrap : no socket interface found"), and its bootstrap takes the first interface the list
+    selects, in getifaddrs order, where the loopback comes first."""
+    if not _IFNAMES.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not an NCCL interface list; allowed: an optional ^ (exclude), then an "
+                         "optional = (exact names), then comma-separated names of at most 15 letters, digits, '_', '.' "
+                         "or '-', such as =eth0 or ^lo,docker")
+    if not nccl_selects(value, POD_INTERFACE):
+        raise ValueError(f"{value!r} selects no interface a training pod has: the pods are on the pod network, with "
+                         f"{LOOPBACK} and {POD_INTERFACE} only (the platform attaches no secondary network), and NCCL "
+                         f"fails when the list matches nothing; allowed: a list that selects {POD_INTERFACE} and not "
+                         f"{LOOPBACK}, such as ={POD_INTERFACE} or ^lo,docker, or leave it unset (NCCL then picks {POD_INTERFACE})")
+    if nccl_selects(value, LOOPBACK):
+        raise ValueError(f"{value!r} also selects {LOOPBACK}, the loopback, which NCCL's bootstrap may take (it lists "
+                         f"first) and no other pod reaches; allowed: a list that selects {POD_INTERFACE} and not "
+                         f"{LOOPBACK}, such as ={POD_INTERFACE} or ^lo,docker")
+    return value
+
+
+def _no_rdma_device(value: str) -> str:
+    raise ValueError(f"{value!r} names RDMA devices, but the platform gives training pods none: no secondary network, "
+                     "no RDMA device resource (rdma/* from a device plugin), and Pod Security restricted forbids the "
+                     "IPC_LOCK capability verbs need to pin memory; NCCL runs its socket transport over the pod network; "
+                     "allowed: leave it unset (ibDisable: true skips NCCL's search for InfiniBand devices)")
 
 
 def _env_name(value: str) -> str:
@@ -67,32 +115,21 @@ def _command_word(value: str) -> str:
     return value
 
 
-def _pattern(regex: re.Pattern, what: str):
-    def check(value: str) -> str:
-        if not regex.fullmatch(value):
-            raise ValueError(f"{value!r} is not {what}")
-        return value
-    return AfterValidator(check)
-
-
 EnvName = Annotated[str, AfterValidator(_env_name)]
 CommandWord = Annotated[str, AfterValidator(_command_word)]
 EnvValue = Annotated[str, AfterValidator(grammar.annotation_value)]
 
 
-class GroupNetwork(Model):
-    socket_ifname: Optional[Annotated[str, _pattern(_IFNAMES, "an NCCL interface list such as =eth1 or ^docker,lo")]] = None
-    """NCCL_SOCKET_IFNAME on the group's training pods: the interfaces NCCL's socket transport (and bootstrap) uses, as prefixes (`eth`), exact names (`=eth1`) or exclusions (`^docker`); default: NCCL's own choice."""
-    ib_disable: bool = False
-    """NCCL_IB_DISABLE=1: no InfiniBand/RoCE verbs transport (groups without RDMA NICs)."""
-    ib_hca: Optional[Annotated[str, _pattern(_HCAS, "an NCCL HCA list such as mlx5_0:1,mlx5_1:1")]] = None
-    """NCCL_IB_HCA: the RDMA devices (and ports) NCCL uses, e.g. `mlx5_0:1,mlx5_1:1`; not with ibDisable."""
+SocketIfname = Annotated[str, AfterValidator(socket_ifname)]
 
-    @model_validator(mode="after")
-    def _hca_needs_ib(self) -> "GroupNetwork":
-        if self.ib_disable and self.ib_hca is not None:
-            raise ValueError("ibHca names RDMA devices but ibDisable turns RDMA off; set one of them")
-        return self
+
+class GroupNetwork(Model):
+    socket_ifname: Optional[SocketIfname] = None
+    """NCCL_SOCKET_IFNAME on the group's training pods: the interfaces NCCL's socket transport and bootstrap use, as prefixes (`eth`), exact names (`=eth0`) or exclusions (`^lo,docker`). The pods have `lo` and `eth0` only (the platform attaches no secondary network), so the list must select `eth0` and not `lo`; default: NCCL's own choice, which is `eth0`."""
+    ib_disable: bool = False
+    """NCCL_IB_DISABLE=1: NCCL does not look for InfiniBand/RoCE devices (training pods have none)."""
+    ib_hca: Optional[Annotated[str, AfterValidator(_no_rdma_device)]] = None
+    """NCCL_IB_HCA: refused. It names RDMA devices, and the platform gives training pods none (no secondary network, no RDMA device resource, no IPC_LOCK under Pod Security restricted): NCCL runs over the pod network (docs/training.md: NCCL's network)."""
 
     def env(self) -> dict[str, str]:
         """The NCCL variables these settings stand for."""
@@ -216,6 +253,18 @@ def runtime_name(kind: str) -> str:
     return f"ip-{kind}"
 
 
+def nccl_env_problems(env: dict[str, str]) -> list[tuple[str, str]]:
+    """A job's own NCCL_SOCKET_IFNAME and NCCL_IB_HCA, held to the rules of `training.networks`."""
+    found = []
+    for name, check in ((NCCL_SOCKET_IFNAME, socket_ifname), (NCCL_IB_HCA, _no_rdma_device)):
+        if name in env:
+            try:
+                check(env[name])
+            except ValueError as err:
+                found.append((name, str(err)))
+    return found
+
+
 def _duplicates(items: list, key) -> list[int]:
     seen: set = set()
     out = []
@@ -320,6 +369,7 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
         clash = sorted(set(job.env) & set(training.networks.get(job.gpu.group, GroupNetwork()).env()))
         if clash:
             found.append((at + ("env",), f"{', '.join(clash)} set by training.networks.{job.gpu.group}; set it there or here, not both"))
+        found += [(at + ("env", name), why) for name, why in nccl_env_problems(job.env)]
     return found
 
 

@@ -102,7 +102,7 @@ def test_a_job_is_queued_on_its_teams_local_queue_in_the_teams_namespace(plan):
 
 def test_the_mesh_degrees_and_the_groups_network_reach_the_trainer_env(plan):
     env = {e["name"]: e["value"] for e in _job(plan, "llm").inputs["spec"]["trainer"]["env"]}
-    assert env == {"NCCL_SOCKET_IFNAME": "=eth1", "NCCL_IB_DISABLE": "1",
+    assert env == {"NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_IB_DISABLE": "1",
                    "PLATFORM_SHARD_DEGREE": "4", "PLATFORM_TP_DEGREE": "2"}
     ddp = {e["name"]: e["value"] for e in _job(plan, "ddp").inputs["spec"]["trainer"]["env"]}
     assert "PLATFORM_SHARD_DEGREE" not in ddp and ddp["PLATFORM_CHECKPOINT_DIR"] == "/workspace/checkpoint"

@@ -409,7 +409,7 @@ _REDIRECTED = {
 TRAINING_SECTION = {
     "teams": [{"name": "vision", "namespace": "vision-train"}],
     "runtimes": [{"kind": "torch-ddp", "dataLoader": {"image": "example.com/loader:1.0", "command": ["python", "load.py"]}}],
-    "networks": {"gpu-a100": {"socketIfname": "=eth1"}},
+    "networks": {"gpu-a100": {"socketIfname": "=eth0"}},
     "jobs": [{"name": "ddp", "team": "vision", "runtime": "torch-ddp", "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
               "command": ["torchrun", "train.py"], "gpu": {"group": "gpu-a100"},
               "dataset": {"cache": "fileShare", "path": "data/imagenet"}}],

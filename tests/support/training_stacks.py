@@ -21,13 +21,13 @@ FSDP_TP = {"name": "llm", "team": "vision", "runtime": "torch-fsdp-tp", "image":
 
 def training_config(**training: Any) -> dict:
     """The base test stack with 4-GPU nodes (up to 4) and a `training` section (defaults: team
-    `vision` in namespace `vision-train`, the DDP and FSDP+TP jobs, NCCL on =eth1 without RDMA)."""
+    `vision` in namespace `vision-train`, the DDP and FSDP+TP jobs, NCCL on every interface but lo and docker*, without RDMA)."""
     raw = base_config()
     gpu = raw["cluster"]["nodeGroups"][1]
     gpu["gpu"]["perNode"] = 4
     gpu["maxNodes"] = 4
     raw["training"] = {"teams": [{"name": "vision", "namespace": "vision-train"}],
-                       "networks": {"gpu": {"socketIfname": "=eth1", "ibDisable": True}},
+                       "networks": {"gpu": {"socketIfname": "^lo,docker", "ibDisable": True}},
                        "jobs": [copy.deepcopy(DDP), copy.deepcopy(FSDP_TP)], **training}
     return raw
 

@@ -112,3 +112,64 @@ def test_node_pods_of_part_of_a_node_share_nodes_before_the_group_runs_out():
 
 def _ddp() -> dict:
     return copy.deepcopy(training_config()["training"]["jobs"][0])
+
+
+def _network(**keys):
+    def edit(raw):
+        raw["training"]["networks"]["gpu"] = dict(keys)
+    return edit
+
+
+@pytest.mark.parametrize("value", ["=eth0", "eth", "eth0", "^lo,docker", "^=lo", "=eth0,eth1"])
+def test_a_socket_ifname_that_selects_the_pods_eth0_and_not_lo_is_accepted(value):
+    raw = training_config()
+    _network(socketIfname=value)(raw)
+    assert parse_settings(raw, "Pulumi.test-dev.yaml").training.networks["gpu"].env() == {"NCCL_SOCKET_IFNAME": value}
+
+
+@pytest.mark.parametrize("value,why", [
+    # NCCL treats a set NCCL_SOCKET_IFNAME as find-or-fail; a pod has lo and eth0 only.
+    ("=eth1", "selects no interface a training pod has"),
+    ("ib", "selects no interface a training pod has"),
+    ("^eth", "selects no interface a training pod has"),
+    ("lo", "selects no interface a training pod has"),
+    # lo comes first in getifaddrs order: the bootstrap would listen where no other pod reaches.
+    ("^docker", "also selects lo"),
+    ("e,l", "also selects lo"),
+    # `=` applies to the whole list, once, after `^`; an item's own `=` would be part of its name.
+    ("=eth0,=eth1", "is not an NCCL interface list"),
+    ("=^lo", "is not an NCCL interface list"),
+    ("eth0:1", "is not an NCCL interface list"),
+])
+def test_a_socket_ifname_a_pod_on_the_pod_network_cannot_satisfy_is_one_line(value, why):
+    found = problems(_network(socketIfname=value))
+    path = "inference-platform:training.networks.gpu.socketIfname"
+    assert list(found) == [path] and why in found[path]
+    assert "allowed:" in found[path] and "\n" not in found[path]
+
+
+def test_an_ib_hca_is_refused_as_no_rdma_device_reaches_a_training_pod():
+    found = problems(_network(ibHca="mlx5_0:1,mlx5_1:1"))
+    path = "inference-platform:training.networks.gpu.ibHca"
+    assert list(found) == [path]
+    assert "names RDMA devices" in found[path] and "IPC_LOCK" in found[path] and "allowed: leave it unset" in found[path]
+
+
+def test_a_jobs_own_nccl_env_is_held_to_the_groups_rules():
+    def edit(raw):
+        del raw["training"]["networks"]
+        raw["training"]["jobs"][0]["env"] = {"NCCL_SOCKET_IFNAME": "=eth1", "NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "INFO"}
+    found = problems(edit)
+    assert sorted(found) == [f"{JOB.format('ddp')}.env.NCCL_IB_HCA", f"{JOB.format('ddp')}.env.NCCL_SOCKET_IFNAME"]
+    assert "selects no interface a training pod has" in found[f"{JOB.format('ddp')}.env.NCCL_SOCKET_IFNAME"]
+
+
+def test_nccl_selects_interfaces_as_ncclosfindinterfaces_matches_them():
+    from inference_platform.settings.training import nccl_selects
+
+    # The examples of NCCL's env.rst (NCCL_SOCKET_IFNAME), on the names they speak of.
+    assert nccl_selects("eth", "eth0") and nccl_selects("eth", "eth1") and not nccl_selects("eth", "ib0")
+    assert nccl_selects("=eth0", "eth0") and not nccl_selects("=eth0", "eth01")
+    assert nccl_selects("=eth0,eth1", "eth1") and not nccl_selects("=eth0,eth1", "eth10")
+    assert not nccl_selects("^docker", "docker0") and nccl_selects("^docker", "eth0") and nccl_selects("^docker", "lo")
+    assert not nccl_selects("^=docker0", "docker0") and nccl_selects("^=docker0", "docker01")
