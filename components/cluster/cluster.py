@@ -168,8 +168,14 @@ class Cluster(pulumi.ComponentResource):
             labels=cluster_labels(m, default),
             opts=options,
         )
-        node_groups = [
-            openstack.containerinfra.NodeGroup(
+        # magnum-capi-helm creates a group by a `helm upgrade` of the whole cluster's release, without
+        # a lock (magnum-capi-helm 1.4.0 driver.py create_nodegroup -> _update_helm_release): two groups
+        # created at once race and one ends CREATE_FAILED. There each group waits for the one before it.
+        chained = m.node_labeller == "magnum-capi-helm"
+        node_groups: list[openstack.containerinfra.NodeGroup] = []
+        for group in extra:
+            after = [node_groups[-1]] if chained and node_groups else []
+            node_groups.append(openstack.containerinfra.NodeGroup(
                 f"{name}-{group.name}",
                 # The group's own name, never the provider's: pulumi-openstack auto-names a resource
                 # without one (provider/resources.go SetAutonaming: `<logical name>-<random>`), and
@@ -185,10 +191,8 @@ class Cluster(pulumi.ComponentResource):
                 max_node_count=group.max_nodes,
                 # Heat GPU groups: the GPU taint and autoscaler label from registration (registration.py).
                 **node_group_label_inputs(m, group),
-                opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _AUTOSCALED),
-            )
-            for group in extra
-        ]
+                opts=pulumi.ResourceOptions.merge(resource_opts(self, protect=protect, depends_on=after), _AUTOSCALED),
+            ))
         return cluster, node_groups
 
     def _template(self, name: str, m: MagnumCluster) -> openstack.containerinfra.ClusterTemplate:

@@ -171,3 +171,16 @@ def test_cluster_api_node_groups_pass_no_labels():
     for settings in ({}, {"clusterApiDriver": "magnum-capi-helm"}):
         for g in render_raw(magnum(**settings)).of_type(NODE_GROUP):
             assert "labels" not in g.inputs and "mergeLabels" not in g.inputs, (settings, g.name)
+
+
+@pytest.mark.parametrize("settings,chained", [({"clusterApiDriver": "magnum-capi-helm"}, True), ({}, False)])
+def test_capi_helm_creates_its_node_groups_one_after_another(settings, chained):
+    """magnum-capi-helm upgrades the whole cluster's Helm release per group, unlocked: groups created
+    at once race. There each group depends on the one before; the other drivers create them together."""
+    raw = magnum(**settings)
+    raw["cluster"]["nodeGroups"] += [{"name": "cpu-extra", "flavor": "c1"}, {"name": "cpu-more", "flavor": "c1"}]
+    by_name = {g.inputs["name"]: g for g in render_raw(raw).of_type(NODE_GROUP)}
+    groups = [by_name[g["name"]] for g in raw["cluster"]["nodeGroups"][1:]]
+    assert len(groups) == 3
+    for before, group in zip(groups, groups[1:]):
+        assert (before.urn in group.depends_on) is chained, group.name
