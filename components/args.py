@@ -1181,6 +1181,8 @@ class ClusterArgs(TypedDict):
     """Secret. kubeconfig of an existing cluster (mode `existing`); without it, the ambient kubeconfig."""
     gpu_node_ready_seconds: NotRequired[int]
     """Seconds from a new VM to a GPU node that advertises its GPUs (boot, then the driver): how long the autoscaler waits for a node it asked for. Default: `300`."""
+    upgrade_seconds: NotRequired[int]
+    """Seconds a move of the Magnum cluster to a new template may take (every node replaced in turn; timing/readiness.py cluster_upgrade_budget): the update wait, with headroom. None: the provider's (30 minutes)."""
 
 
 class StageArgs(TypedDict):

@@ -43,6 +43,7 @@ from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.settings.training_publish import PipelineRef, pipeline_refs
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
+from inference_platform.timing.readiness import cluster_upgrade_budget
 from inference_platform.training.capacity import group_proofs
 from inference_platform.training.install import install_trainer
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces
@@ -61,8 +62,10 @@ def _given(model: type[M], **values) -> M:
 
 
 def cluster_inputs(s: Settings) -> ClusterInputs:
+    upgrade = cluster_upgrade_budget(s)
     return _given(ClusterInputs, cluster=s.cluster, production=s.production, kubeconfig=s.kubeconfig,
-                  gpu_node_ready_seconds=gpu_node_ready_seconds(s))
+                  gpu_node_ready_seconds=gpu_node_ready_seconds(s),
+                  upgrade_seconds=upgrade.update_seconds if upgrade else None)
 
 
 def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> GpuOperatorInputs:

@@ -18,6 +18,7 @@ from inference_platform.cluster.registration import node_group_label_inputs
 from inference_platform.core.common import init_component, resource_opts
 from inference_platform.settings.cluster import HEAT_CONTAINERD, ClusterSettings, MagnumCluster, NodeGroup
 from inference_platform.settings.component_args import validated
+from inference_platform.timing.readiness import wait_seconds
 
 # node_count is where a group starts: the autoscaler moves it afterwards, and a refresh
 # reads the live count back. Without this, the next `up` would resize every group to
@@ -110,7 +111,7 @@ class Cluster(pulumi.ComponentResource):
         magnum: Optional[openstack.containerinfra.Cluster] = None
         node_groups: list[openstack.containerinfra.NodeGroup] = []
         if cfg.mode == "magnum":
-            magnum, node_groups = self._magnum(name, cfg, protect)
+            magnum, node_groups = self._magnum(name, cfg, protect, a.upgrade_seconds)
             kubeconfig = pulumi.Output.secret(magnum.kubeconfig["raw_config"])
             context = None
             subnet = node_subnet_cidr(cfg.magnum)
@@ -136,7 +137,7 @@ class Cluster(pulumi.ComponentResource):
         self.register_outputs({"kubeconfig": kubeconfig} if kubeconfig is not None else {})
 
     def _magnum(
-        self, name: str, cfg: ClusterSettings, protect: bool
+        self, name: str, cfg: ClusterSettings, protect: bool, upgrade_seconds: Optional[int] = None,
     ) -> tuple[openstack.containerinfra.Cluster, list[openstack.containerinfra.NodeGroup]]:
         m = cfg.magnum
         groups = cfg.node_groups
@@ -151,6 +152,11 @@ class Cluster(pulumi.ComponentResource):
         # autoscaler.py, sizes the NodeGroups).
         default, extra = groups[0], groups[1:]
         options = pulumi.ResourceOptions.merge(resource_opts(self, protect=protect), _DEFAULT_GROUP_SIZED)
+        if upgrade_seconds is not None:
+            # terraform-provider-openstack v3.4.0 waits 30 minutes for UPDATE_COMPLETE
+            # (resource_openstack_containerinfra_cluster_v1.go Timeouts); an upgrade replaces every node.
+            options = pulumi.ResourceOptions.merge(options, pulumi.ResourceOptions(
+                custom_timeouts=pulumi.CustomTimeouts(update=f"{wait_seconds(upgrade_seconds) // 60}m")))
         if template_change_needs_new_cluster(m, groups):
             # A replacement instead of an upgrade that fails or breaks groups: refused on a protected
             # (production) cluster at preview, a new cluster elsewhere.

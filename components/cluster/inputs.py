@@ -24,5 +24,8 @@ class ClusterInputs(Model):
     gpu_node_ready_seconds: int = Field(default=300, ge=0, le=14400)
     """Seconds from a new VM to a GPU node that advertises its GPUs (boot, then the driver): how long the autoscaler waits for a node it asked for."""
 
+    upgrade_seconds: Optional[int] = Field(default=None, ge=0, le=604800)
+    """Seconds a move of the Magnum cluster to a new template may take (every node replaced in turn; timing/readiness.py cluster_upgrade_budget): the update wait, with headroom. None: the provider's (30 minutes)."""
+
     def problems(self) -> list[tuple[KeyPath, str]]:
         return cluster_problems(self.cluster)

@@ -167,6 +167,26 @@ def gpu_node_join_budget(settings: Settings) -> Optional[Budget]:
     return node_join_budget(group_estimates(settings).values())
 
 
+def cluster_upgrade_budget(settings: Settings) -> Optional[Budget]:
+    """A Magnum cluster's move to a new template (a Kubernetes upgrade): every node is replaced in turn.
+    The control plane first, one machine after another; then every group at once, each one node
+    after another (Cluster API's MachineDeployment default, maxSurge 1 and maxUnavailable 0; the
+    magnum-cluster-api driver sets the new image on every group together, driver.py upgrade_cluster).
+    A GPU node's drain waits for the replica it evicts to start elsewhere (the version's PDB), so a GPU
+    node takes a replica's cold start on a new node; any other node its boot. None without Magnum."""
+    if settings.cluster.mode != "magnum":
+        return None
+    boot = settings.cold_start.stage_seconds.node_boot
+    estimates = group_estimates(settings)
+    control_plane = settings.cluster.magnum.master_count * boot
+    rolls = [(g.max_nodes * (estimates[g.name].without_spare_seconds if g.name in estimates else boot), g.name)
+             for g in settings.cluster.node_groups]
+    slowest, group = max(rolls)
+    seconds = control_plane + slowest
+    return Budget(0, seconds, f"control plane {settings.cluster.magnum.master_count} x {boot}s, "
+                              f"then the slowest group ({group}) {slowest}s, one node after another")
+
+
 def load_balancer_budget(node_boot_seconds: int) -> Budget:
     return Budget(node_boot_seconds, node_boot_seconds, f"load balancer: an amphora VM boot ~ node boot {node_boot_seconds}s")
 

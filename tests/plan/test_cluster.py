@@ -7,7 +7,7 @@ import pytest
 
 from inference_platform.core.node_contract import MAGNUM_GROUP_LABELS
 from platformctl.diff import diff_plans
-from platformctl.engine import MOCK_SUBNET_CIDR, render_stack
+from platformctl.engine import MOCK_SUBNET_CIDR, render_stack, stack_settings
 from tests.conftest import HEAT, ROOT, as_magnum, base_config, on_heat, render_raw, stack_plan
 from tests.support.variants import heat_plan
 
@@ -184,3 +184,21 @@ def test_capi_helm_creates_its_node_groups_one_after_another(settings, chained):
     assert len(groups) == 3
     for before, group in zip(groups, groups[1:]):
         assert (before.urn in group.depends_on) is chained, group.name
+
+
+def test_a_cluster_upgrade_waits_as_long_as_replacing_every_node_takes():
+    """A template move replaces every node in turn (the control plane, then each group one node after
+    another, the groups together); a GPU node's drain waits for its replica's cold start elsewhere.
+    The provider's own update wait is 30 minutes."""
+    from inference_platform.timing.readiness import cluster_upgrade_budget, group_estimates, wait_seconds
+
+    settings = stack_settings("acme-prod")
+    cluster = one(stack_plan("acme-prod"), CLUSTER)
+    budget = cluster_upgrade_budget(settings)
+    boot = settings.cold_start.stage_seconds.node_boot
+    estimates = group_estimates(settings)
+    slowest = max(g.max_nodes * (estimates[g.name].without_spare_seconds if g.name in estimates else boot)
+                  for g in settings.cluster.node_groups)
+    assert budget.update_seconds == settings.cluster.magnum.master_count * boot + slowest
+    assert cluster.custom_timeouts == {"update": f"{wait_seconds(budget.update_seconds) // 60}m"}
+    assert wait_seconds(budget.update_seconds) > 30 * 60
