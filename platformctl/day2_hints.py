@@ -71,6 +71,21 @@ def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, An
             f"`openstack coe cluster resize <cluster> <n> --nodegroup <group>`")
 
 
+def node_group_delete_note(key: str, action: str, resource: dict[str, Any]) -> str:
+    """A note for a Magnum node group the `up` deletes (removed, or replaced: named groups go first).
+    terraform-provider-openstack v3.4.0 waits for the delete with Pending DELETE_IN_PROGRESS
+    (resource_openstack_containerinfra_nodegroup_v1.go), but Magnum deletes in the background, so
+    its first poll may still read CREATE_COMPLETE and fail ("unexpected state 'CREATE_COMPLETE'",
+    terraform-provider-openstack#2066, open)."""
+    if resource.get("type") != MAGNUM_NODE_GROUP or action not in ("delete", "replace"):
+        return ""
+    group = (resource.get("inputs") or {}).get("name") or f"{resource.get('name', '')}-<suffix>"
+    return (f"note: {key}: the `up` deletes Magnum node group {group}, and the provider may fail it with "
+            f"\"unexpected state 'CREATE_COMPLETE'\" while Magnum deletes it in the background "
+            f"(terraform-provider-openstack#2066); if so, wait until `openstack coe nodegroup list <cluster>` no "
+            f"longer lists {group}, then `pulumi refresh` and `pulumi up` again")
+
+
 def replacement_hint(resource_type: str, reason: str) -> str:
     """What to do when a protected resource would be replaced for this reason ("" when nothing applies)."""
     if resource_type == MAGNUM_CLUSTER and reason.startswith("replaceOnChanges clusterTemplateId"):

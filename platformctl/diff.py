@@ -41,7 +41,7 @@ from typing import Any, Iterator, Optional
 
 from . import aliases
 from .autonaming import keep_old_names
-from .day2_hints import ignored_change_hint, node_bound_note, replacement_hint
+from .day2_hints import ignored_change_hint, node_bound_note, node_group_delete_note, replacement_hint
 from .errors import UsageError
 from .plan_model import SECRET
 from .propertypath import Path as PropPath
@@ -534,6 +534,7 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     notes += replaced_delete_notes(changes, rb)
     notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
         c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
+    notes += [n for c in changes for n in [node_group_delete_note(c.key, c.action, ra.get(c.key, {}))] if n]
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),

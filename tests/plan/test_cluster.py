@@ -202,3 +202,19 @@ def test_a_cluster_upgrade_waits_as_long_as_replacing_every_node_takes():
     assert budget.update_seconds == settings.cluster.magnum.master_count * boot + slowest
     assert cluster.custom_timeouts == {"update": f"{wait_seconds(budget.update_seconds) // 60}m"}
     assert wait_seconds(budget.update_seconds) > 30 * 60
+
+
+def test_removing_or_replacing_a_node_group_says_how_to_finish_when_the_provider_fails_the_delete():
+    """terraform-provider-openstack v3.4.0 may fail a node group's delete while Magnum still runs it
+    (#2066): the diff says what to do then, for a removed group and for a replaced one."""
+    import copy
+
+    raw = magnum()
+    raw["cluster"]["nodeGroups"] += [{"name": "cpu-extra", "flavor": "c1"}, {"name": "cpu-more", "flavor": "c1"}]
+    edited = copy.deepcopy(raw)
+    edited["cluster"]["nodeGroups"] = [g for g in edited["cluster"]["nodeGroups"] if g["name"] != "cpu-extra"]
+    next(g for g in edited["cluster"]["nodeGroups"] if g["name"] == "cpu-more")["flavor"] = "c2"
+    d = diff_plans(render_raw(raw).to_json(), render_raw(edited).to_json())
+    notes = [n for n in d["notes"] if "terraform-provider-openstack#2066" in n]
+    assert [n.split("deletes Magnum node group ")[1].split(",")[0] for n in notes] == ["cpu-extra", "cpu-more"]
+    assert all("`pulumi refresh` and `pulumi up` again" in n for n in notes)
