@@ -16,6 +16,7 @@ from inference_platform.core.node_contract import GROUP_LABEL
 from inference_platform.observability.alert_rule import alert as _alert
 from inference_platform.observability.graph_alerts import GRAPH_LABEL, graph_rules
 from inference_platform.observability.inputs import ObservabilityInputs
+from inference_platform.observability.llm_alerts import llm_routing_rules
 from inference_platform.observability.llm_slo import objective_rules
 from inference_platform.observability.training_alerts import training_rules
 from inference_platform.settings.observability import AlertingSettings, AlertReceiver
@@ -187,6 +188,7 @@ def _route_timeout_rules(services: list[Service], ratio: float) -> list[dict[str
             **{SERVICE_LABEL: svc.name},
         )
         for svc in services
+        if not svc.llm_routed  # llm_alerts.py: its requests leave its own Gateway for its pools
     ]
 
 
@@ -323,6 +325,8 @@ def _canary_rules(services: list[Service]) -> list[dict[str, Any]]:
                     **labels,
                 )
             )
+            if svc.llm_routed:
+                continue  # llm_alerts.py: the gateway's 503s for the canary's InferencePool
             rules.append(
                 _alert(
                     "CanaryNotServing",
@@ -441,6 +445,9 @@ def rule_groups(a: ObservabilityInputs) -> list[dict[str, Any]]:
         {"name": "inference-platform.canary", "rules": _canary_rules(a.services)},
         {"name": "inference-platform.gpu", "rules": _gpu_rules(a)},
     ]
+    llm_routing = llm_routing_rules(a.services, SERVICE_LABEL, t.failure_ratio, stable_and_canaries)
+    if llm_routing:
+        groups.append({"name": "inference-platform.llm-routing", "rules": llm_routing})
     objectives = objective_rules(a.services, SERVICE_LABEL)
     if objectives:
         groups.append({"name": "inference-platform.llm-objectives", "rules": objectives})

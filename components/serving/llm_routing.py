@@ -81,6 +81,27 @@ def gateway_name(service: Service) -> str:
     return service.name
 
 
+def gateway_workload(service: Service) -> str:
+    """The Deployment and ServiceAccount istiod deploys for the Gateway, `<gateway>-<class>`
+    (istio 1.30.3 deploymentcontroller.go DeploymentName, ServiceAccount; gateway_utils.go
+    GetDefaultName): the `source_workload` of the requests the gateway sends."""
+    return f"{gateway_name(service)}-{GATEWAY_CLASS}"
+
+
+# istio 1.30.3 pilot/pkg/config/kube/gateway/inferencepool_collection.go: hashSize, maxServiceNameLength.
+SHADOW_HASH_SIZE, SHADOW_NAME_LIMIT = 8, 63
+
+
+def inference_pool_service_name(service: Service, version: Version) -> str:
+    """The headless Service istiod keeps for the version's InferencePool and routes the gateway's
+    requests to, `<pool>-ip-<first 8 hex digits of sha256(pool)>`, the pool's name cut to keep it
+    within 63 characters (inferencepool_collection.go InferencePoolServiceName, generateHash;
+    conversion.go buildDestination): the `destination_service` of the gateway's requests."""
+    pool = pool_name(service, version)
+    suffix = "-ip-" + hashlib.sha256(pool.encode()).hexdigest()[:SHADOW_HASH_SIZE]
+    return pool[:SHADOW_NAME_LIMIT - len(suffix)] + suffix
+
+
 def gateway_pods(service: Service) -> dict[str, str]:
     return {GATEWAY_NAME_LABEL: gateway_name(service)}
 
@@ -97,7 +118,7 @@ def gateway_labels(labels: dict[str, str]) -> dict[str, str]:
 def gateway_principal(service: Service) -> str:
     """The SPIFFE principal of the gateway's pods: istiod names their ServiceAccount
     `<gateway>-<class>` (deploymentcontroller.go TemplateInput.ServiceAccount)."""
-    return f"cluster.local/ns/{service.k8s_namespace}/sa/{gateway_name(service)}-{GATEWAY_CLASS}"
+    return f"cluster.local/ns/{service.k8s_namespace}/sa/{gateway_workload(service)}"
 
 
 # --------------------------------------------------------------------------- endpoint picker

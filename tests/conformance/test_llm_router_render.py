@@ -46,3 +46,26 @@ def test_the_picker_parses_openai_scrapes_the_pool_port_and_runs_outside_the_mes
     # Its own token Secret: the chart's default name is one for every release in the namespace.
     assert monitor["authorization"]["credentials"]["name"] == "llm-chat-v7-epp-metrics-reader"
     assert objects["Secret/llm-chat-v7-epp-metrics-reader"]["type"] == "kubernetes.io/service-account-token"
+
+
+def test_the_picker_alerts_name_the_scrape_job_the_charts_servicemonitor_gives_it(reference):
+    """prometheus-operator names a ServiceMonitor's job after the Service it scrapes unless the
+    Service carries the label `jobLabel` names (pkg/prometheus/promcfg.go): the EndpointPickerDown
+    rules' `up{job=...}` (observability/llm_alerts.py) must be that name."""
+    from inference_platform.observability import alerts
+    from platformctl.engine import stack_settings
+    from tests.conftest import observability_inputs
+
+    groups = alerts.rule_groups(observability_inputs(stack_settings("acme-prod")))
+    down = [r for g in groups for r in g["rules"] if r.get("alert") == "EndpointPickerDown"]
+    assert {r["labels"]["version"] for r in down} == {"v7", "v8"}
+    for rule in down:
+        objects = _rendered(rule["labels"]["version"])
+        (monitor,) = [o for o in objects.values() if o["kind"] == "ServiceMonitor"]
+        selected = [o for o in objects.values() if o["kind"] == "Service"
+                    and monitor["spec"]["selector"]["matchLabels"].items() <= (o["metadata"].get("labels") or {}).items()
+                    and any(p["name"] == monitor["spec"]["endpoints"][0]["port"] for p in o["spec"]["ports"])]
+        (service,) = selected
+        assert monitor["spec"]["jobLabel"] not in service["metadata"]["labels"]
+        job = service["metadata"]["name"]
+        assert f'up{{job="{job}",namespace="{service["metadata"]["namespace"]}"}}' in rule["expr"]
