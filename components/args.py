@@ -1072,6 +1072,8 @@ class TrainJobSettingsArgs(TypedDict):
     """FSDP only: ranks in one shard group (PLATFORM_SHARD_DEGREE; the replicate dimension is the rest). Absent: full shard over all ranks. Must divide nodes x processesPerNode (divided by tensorParallelDegree with `torch-fsdp-tp`)."""
     tensor_parallel_degree: NotRequired[int]
     """`torch-fsdp-tp` only, required: ranks in one tensor-parallel group (PLATFORM_TP_DEGREE), within a node: divides processesPerNode."""
+    code: NotRequired[CachePathArgs]
+    """The job's code: a directory of the file share, mounted read-only at /workspace/code in the node pods (cache `fileShare` only), e.g. `{cache: fileShare, path: code/resnet}` with `command: [torchrun, /workspace/code/train.py]`. Copy the code there before the job starts (docs/training.md: The job's code); a command naming /workspace/code needs it."""
     dataset: NotRequired[CachePathArgs]
     """Dataset in a weight cache, at /workspace/dataset in the node pods."""
     model: NotRequired[CachePathArgs]

@@ -12,6 +12,7 @@ Trainer's own rules, read in kubeflow/trainer v2.3.0, are refused here before ap
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Annotated, Literal, Optional
 
@@ -35,6 +36,15 @@ STRATEGY_ENV = "PLATFORM_TRAIN_STRATEGY"
 SHARD_DEGREE_ENV = "PLATFORM_SHARD_DEGREE"
 TP_DEGREE_ENV = "PLATFORM_TP_DEGREE"
 CHECKPOINT_DIR_ENV = "PLATFORM_CHECKPOINT_DIR"
+# Where a job's node pods find what the platform mounts: /workspace/<key> from the job's key of that name
+# (the file share's claim; Trainer's initializers write /workspace/dataset and /workspace/model from S3).
+WORKSPACE = "/workspace"
+WORKSPACE_KEYS = ("code", "dataset", "model", "checkpoint")
+DATA_KEYS = ("dataset", "model", "checkpoint")
+# A path under /workspace inside a command word (also inside `--flag=...` and `bash -c "..."`); what
+# runs: the command's first word, or a word's path ending in a script suffix.
+_WORKSPACE_PATH = re.compile(r"(?<![\w./-])/workspace(?![\w.-])[^\s'\"`;|&<>(){}$,=:]*")
+SCRIPT_SUFFIXES = (".py", ".sh")
 RESERVED_ENV_PREFIXES = ("PET_", "PLATFORM_")
 # NVIDIA NCCL user guide, Environment Variables (env.html): System configuration.
 NCCL_SOCKET_IFNAME = "NCCL_SOCKET_IFNAME"
@@ -207,6 +217,8 @@ class TrainJobSettings(Model):
     """FSDP only: ranks in one shard group (PLATFORM_SHARD_DEGREE; the replicate dimension is the rest). Absent: full shard over all ranks. Must divide nodes x processesPerNode (divided by tensorParallelDegree with `torch-fsdp-tp`)."""
     tensor_parallel_degree: Optional[int] = Field(default=None, ge=2, le=16)
     """`torch-fsdp-tp` only, required: ranks in one tensor-parallel group (PLATFORM_TP_DEGREE), within a node: divides processesPerNode."""
+    code: Optional[CachePath] = None
+    """The job's code: a directory of the file share, mounted read-only at /workspace/code in the node pods (cache `fileShare` only), e.g. `{cache: fileShare, path: code/resnet}` with `command: [torchrun, /workspace/code/train.py]`. Copy the code there before the job starts (docs/training.md: The job's code); a command naming /workspace/code needs it."""
     dataset: Optional[CachePath] = None
     """Dataset in a weight cache, at /workspace/dataset in the node pods."""
     model: Optional[CachePath] = None
@@ -219,6 +231,11 @@ class TrainJobSettings(Model):
     """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job)."""
     publish_to: Optional[PublishTo] = None
     """When the job's nodes complete, start the model pipeline of this service (export -> TensorRT -> analyse -> publish -> canary patch) with the ONNX file the job wrote in its checkpoint directory (docs/training.md: From a trained model to a canary). Needs `checkpoint`; adding, removing or changing `service` replaces the TrainJob."""
+
+    @property
+    def s3_initializers(self) -> tuple[str, ...]:
+        """The Trainer initializers the job needs: the dataset and model it reads from the S3 cache."""
+        return tuple(w for w in ("dataset", "model") if getattr(self, w) is not None and getattr(self, w).cache == "s3")
 
     @property
     def processes(self) -> int:
@@ -301,6 +318,37 @@ def mesh_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
     return found
 
 
+def command_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
+    """The paths under /workspace the job's command names, against what the job mounts there:
+    /workspace/code comes only from `code`, /workspace/<dataset|model|checkpoint> only from those keys
+    and holds data, never code; with S3 initializers their volume covers the image's /workspace."""
+    found: list[tuple[KeyPath, str]] = []
+    for k, word in enumerate(job.command):
+        for match in _WORKSPACE_PATH.finditer(word):
+            path = posixpath.normpath(match.group())
+            if path != WORKSPACE and not path.startswith(WORKSPACE + "/"):
+                continue
+            top = path.split("/")[2] if path != WORKSPACE else ""
+            runs = k == 0 or path.endswith(SCRIPT_SUFFIXES)
+            why = None
+            if top in WORKSPACE_KEYS and getattr(job, top) is None:
+                why = (f"names {path}, but the job has no `{top}`, the only thing the platform mounts at {WORKSPACE}/{top}; "
+                       f"allowed: set {top}: {{cache: fileShare, path: <directory>}}" + (
+                           " holding the code (docs/training.md: The job's code), or run a script of the image outside "
+                           f"{WORKSPACE}" if top == "code" else ""))
+            elif top in DATA_KEYS and runs:
+                why = (f"runs {path}, but {WORKSPACE}/{top} holds the job's {top}, not its code; allowed: the code from "
+                       f"`code`, run as {WORKSPACE}/code/<file>, or a script of the image outside {WORKSPACE}")
+            elif top not in WORKSPACE_KEYS and runs and job.s3_initializers:
+                why = (f"runs {path}, but the job reads its {' and '.join(job.s3_initializers)} from S3, so Trainer's "
+                       f"initializers mount their volume over {WORKSPACE} and the image's files there are hidden; "
+                       f"allowed: the code from `code`, run as {WORKSPACE}/code/<file>, or a script outside {WORKSPACE}")
+            if why:
+                found.append((("command", k), why))
+                break
+    return found
+
+
 def job_placement_problems(job: TrainJobSettings, groups: dict[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
     """The job's GPU group exists and has GPUs, its share exists there, one node pod fits one node."""
     group = groups.get(job.gpu.group)
@@ -360,12 +408,16 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
             found.append((at + ("runtime",), f"no runtime of kind {job.runtime!r}; runtimes: {kinds}"))
         found += [(at + path, why) for path, why in job_placement_problems(job, groups)]
         found += [(at + path, why) for path, why in mesh_problems(job)]
-        for what in ("dataset", "model", "checkpoint"):
+        found += [(at + path, why) for path, why in command_problems(job)]
+        for what in WORKSPACE_KEYS:
             place = getattr(job, what)
             if place is not None and caches is not None and place.cache not in caches:
                 found.append((at + (what, "cache"), f"the stack has no weight cache {place.cache!r} (weightCaches.{place.cache})"))
         if job.checkpoint is not None and job.checkpoint.cache != "fileShare":
             found.append((at + ("checkpoint", "cache"), "checkpoints go to the file share (the node pods mount its claim); allowed: fileShare"))
+        if job.code is not None and job.code.cache != "fileShare":
+            found.append((at + ("code", "cache"), "the node pods mount their code from the file share's claim (Trainer has no "
+                                                  "initializer for code); allowed: fileShare"))
         clash = sorted(set(job.env) & set(training.networks.get(job.gpu.group, GroupNetwork()).env()))
         if clash:
             found.append((at + ("env",), f"{', '.join(clash)} set by training.networks.{job.gpu.group}; set it there or here, not both"))

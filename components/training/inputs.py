@@ -8,9 +8,8 @@ from typing import Optional
 from inference_platform.settings.base import DnsLabel, Labels, Model, ShortName
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.training import TrainingSettings, training_problems
+from inference_platform.settings.training import WORKSPACE_KEYS, TrainingSettings, training_problems
 from inference_platform.settings.training_publish import PipelineRef, publish_problems
-from inference_platform.training.jobs import s3_initializers
 from inference_platform.weights.inputs import WeightsRef
 
 
@@ -18,7 +17,7 @@ def cache_namespaces(training: TrainingSettings, cache: str) -> list[str]:
     """Team namespaces whose jobs read or write the weight cache `cache` ("fileShare" or "s3"), sorted."""
     teams = {t.name: t.namespace for t in training.teams}
     return sorted({teams[j.team] for j in training.jobs if j.team in teams
-                   for place in (j.dataset, j.model, j.checkpoint) if place is not None and place.cache == cache})
+                   for place in (getattr(j, k) for k in WORKSPACE_KEYS) if place is not None and place.cache == cache})
 
 
 class TrainingInputs(Model):
@@ -51,11 +50,11 @@ class TrainingInputs(Model):
             if team is None:
                 continue
             ref = self.weights.get(team.namespace, WeightsRef())
-            for what in ("dataset", "model", "checkpoint"):
+            for what in WORKSPACE_KEYS:
                 place = getattr(job, what)
                 if place is None:
                     continue
-                needed = ("s3_secret_name", "s3_endpoint", "s3_bucket") if what in s3_initializers(job) else ("claim_name",)
+                needed = ("s3_secret_name", "s3_endpoint", "s3_bucket") if what in job.s3_initializers else ("claim_name",)
                 missing = [k for k in needed if getattr(ref, k) is None]
                 if missing:
                     found.append((("training", "jobs", i, what, "cache"),

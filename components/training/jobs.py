@@ -49,18 +49,13 @@ IMMUTABLE_PATHS = ["spec.runtimeRef", "spec.trainer", "spec.initializer", "spec.
 CACHE_VOLUME = "weights"
 
 
-def s3_initializers(job: TrainJobSettings) -> tuple[str, ...]:
-    """The Trainer initializers a job needs: the dataset and model it reads from the S3 cache."""
-    return tuple(w for w in ("dataset", "model") if getattr(job, w) is not None and getattr(job, w).cache == "s3")
-
-
 def _mounts(job: TrainJobSettings) -> list[dict[str, Any]]:
-    """The file share's claim in the node container: datasets and models read-only where they are
-    read, the checkpoint directory read-write."""
+    """The file share's claim in the node container: the code, datasets and models read-only where
+    they are read, the checkpoint directory read-write."""
     # One volume per mount, all of the same claim: a runtime patch's volumeMounts is a list-map keyed by
     # name (the Trainer CRD refuses two entries of one name, "duplicate entries for key").
     mounts = [{"name": f"{CACHE_VOLUME}-{what}", "mountPath": f"{WORKSPACE}/{what}", "subPath": place.path, "readOnly": True}
-              for what in ("dataset", "model") if (place := getattr(job, what)) is not None and place.cache == "fileShare"]
+              for what in ("code", "dataset", "model") if (place := getattr(job, what)) is not None and place.cache == "fileShare"]
     if job.checkpoint is not None:
         mounts.append({"name": f"{CACHE_VOLUME}-checkpoint", "mountPath": f"{WORKSPACE}/checkpoint",
                        "subPath": job.checkpoint.path})
@@ -96,7 +91,7 @@ def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]
 
 def runtime_of(job: TrainJobSettings) -> str:
     """The ClusterTrainingRuntime a job runs from: its kind's variant with the job's S3 initializers and publish step."""
-    return variant_name(job.runtime, s3_initializers(job), job.publish_to is not None)
+    return variant_name(job.runtime, job.s3_initializers, job.publish_to is not None)
 
 
 def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[GroupNetwork],
@@ -127,7 +122,7 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
     if job.publish_to is not None:
         spec["runtimePatches"].append(publish_patch(job))
     initializers = {}
-    for what in s3_initializers(job):
+    for what in job.s3_initializers:
         place: CachePath = getattr(job, what)
         # The bucket may be another part's output: concatenated, not formatted.
         uri = pulumi.Output.concat("s3://", weights.s3_bucket, "/", place.path)

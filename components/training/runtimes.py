@@ -24,7 +24,7 @@ from typing import Any
 
 from inference_platform.core import versions
 from inference_platform.core.common import COMPONENT_KEY, restricted_security_context, standard_labels
-from inference_platform.settings.training import STRATEGY_ENV, TrainingRuntimeSettings, runtime_name
+from inference_platform.settings.training import STRATEGY_ENV, WORKSPACE, TrainingRuntimeSettings, runtime_name
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 ROLE_LABEL = "inference-platform/training-role"
@@ -33,7 +33,6 @@ DATA_LOADER = "data-loader"
 INITIALIZERS = {"dataset": ("dataset-initializer", versions.DATASET_INITIALIZER_IMAGE),
                 "model": ("model-initializer", versions.MODEL_INITIALIZER_IMAGE)}
 INITIALIZER_VOLUME = "initializer"
-WORKSPACE = "/workspace"
 SHM_VOLUME = "dshm"
 TMP_VOLUME = "tmp"
 COMPONENT = "training"

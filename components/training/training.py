@@ -16,7 +16,6 @@ from inference_platform.training.jobs import (
     API_VERSION,
     IMMUTABLE_PATHS,
     runtime_of,
-    s3_initializers,
     trainjob_labels,
     trainjob_spec,
 )
@@ -37,7 +36,7 @@ def runtime_variants(training: TrainingSettings) -> list[tuple[str, tuple[str, .
     initializers and publish step its jobs use."""
     variants = [(r.kind, (), False) for r in training.runtimes]
     for job in training.jobs:
-        key = (job.runtime, tuple(sorted(s3_initializers(job))), job.publish_to is not None)
+        key = (job.runtime, tuple(sorted(job.s3_initializers)), job.publish_to is not None)
         if (key[1] or key[2]) and key not in variants:
             variants.append(key)
     return variants

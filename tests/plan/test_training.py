@@ -121,6 +121,38 @@ def test_a_dataset_and_checkpoint_on_the_file_share_are_the_team_namespaces_clai
     assert len(claims) == 1 and claims[0].urn in _job(plan, "ddp").depends_on
 
 
+def test_a_jobs_code_on_the_file_share_is_mounted_read_only_at_workspace_code():
+    # The only use of the file share by the team: its claim exists for the code alone.
+    raw = training_config()
+    ddp = raw["training"]["jobs"][0]
+    del ddp["dataset"], ddp["checkpoint"]
+    ddp.update(code={"cache": "fileShare", "path": "code/ddp"}, command=["torchrun", "/workspace/code/train.py"])
+    plan = render_raw(raw)
+    spec = _job(plan, "ddp").inputs["spec"]
+    pod = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "weights-code", "persistentVolumeClaim": {"claimName": "model-weights"}}]
+    assert pod["containers"] == [{"name": "node", "volumeMounts": [
+        {"name": "weights-code", "mountPath": "/workspace/code", "subPath": "code/ddp", "readOnly": True}]}]
+    assert spec["trainer"]["command"] == ["torchrun", "/workspace/code/train.py"]
+    claims = [r for r in plan.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["metadata"]["namespace"] == "vision-train"]
+    assert len(claims) == 1 and claims[0].urn in _job(plan, "ddp").depends_on
+
+
+def test_every_train_dev_job_runs_code_its_pods_mount():
+    from tests.conftest import stack_plan
+
+    jobs = stack_plan("train-dev").of_type(TRAINJOB)
+    assert len(jobs) == 3
+    for job in jobs:
+        spec = job.inputs["spec"]
+        (node,) = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        (container,) = node["template"]["spec"]["template"]["spec"]["containers"]
+        mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+        script = spec["trainer"]["command"][1]
+        assert script.startswith("/workspace/code/") and mounts["/workspace/code"]["readOnly"] is True
+        assert mounts["/workspace/code"]["subPath"] == f"code/{job.inputs['metadata']['name']}"
+
+
 def _s3_config() -> dict:
     raw = training_config()
     raw["weightCaches"]["s3"] = {"endpoint": "https://s3.example.com", "bucket": "weights", "region": "eu-1"}
@@ -167,6 +199,7 @@ def test_every_trainer_object_validates_against_the_vendored_crds(reference):
     raw["s3AccessKeyId"], raw["s3SecretAccessKey"] = "AKIA", "secret"
     raw["training"]["runtimes"] = [{"kind": k, **({"dataLoader": {"image": "example.com/l:1", "command": ["x"]}} if k == "lightning" else {})}
                                    for k in ("torch-ddp", "torch-fsdp", "torch-fsdp-tp", "lightning")]
+    raw["training"]["jobs"][0].update(code={"cache": "fileShare", "path": "code/ddp"}, command=["torchrun", "/workspace/code/train.py"])
     plan = render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
     docs = [manifest(r) for r in [*plan.of_type(RUNTIME), *plan.of_type(TRAINJOB)]]
     assert len(docs) == 7

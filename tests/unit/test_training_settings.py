@@ -15,11 +15,11 @@ from tests.support.training_stacks import training_config
 JOB = "inference-platform:training.jobs[{}]"
 
 
-def problems(edit) -> dict[str, str]:
+def problems(edit, secrets: frozenset[str] = frozenset()) -> dict[str, str]:
     raw = training_config()
     edit(raw)
     with pytest.raises(ConfigError) as err:
-        parse_settings(raw, "Pulumi.test-dev.yaml")
+        parse_settings(raw, "Pulumi.test-dev.yaml", secrets)
     return dict(zip(err.value.paths, (msg for _, msg in err.value.problems), strict=True))
 
 
@@ -173,3 +173,56 @@ def test_nccl_selects_interfaces_as_ncclosfindinterfaces_matches_them():
     assert nccl_selects("=eth0,eth1", "eth1") and not nccl_selects("=eth0,eth1", "eth10")
     assert not nccl_selects("^docker", "docker0") and nccl_selects("^docker", "eth0") and nccl_selects("^docker", "lo")
     assert not nccl_selects("^=docker0", "docker0") and nccl_selects("^=docker0", "docker01")
+
+
+CODE = {"cache": "fileShare", "path": "code/ddp"}
+
+
+def _with_s3(edit):
+    """`edit`, on the test stack with an S3 cache beside its file share."""
+    def both(raw):
+        raw["weightCaches"]["s3"] = {"endpoint": "https://s3.example.com", "bucket": "weights", "region": "eu-1"}
+        raw.update({key: "secret" for key in S3_KEYS})
+        edit(raw)
+    return both
+
+
+S3_KEYS = frozenset({"s3AccessKeyId", "s3SecretAccessKey"})
+
+
+@pytest.mark.parametrize("keys", [
+    {"code": CODE, "command": ["torchrun", "/workspace/code/train.py", "--out", "/workspace/checkpoint/params.json"]},
+    {"code": CODE, "command": ["bash", "-c", "cd /workspace/code && torchrun train.py --data=/workspace/dataset"]},
+    {"command": ["torchrun", "/opt/app/train.py"]},
+    {"command": ["torchrun", "train.py"]},
+    # The image's /workspace (the PyTorch images' working directory) when no S3 initializer covers it.
+    {"command": ["torchrun", "/workspace/train.py"]},
+])
+def test_a_command_running_code_that_reaches_its_pods_is_accepted(keys):
+    raw = training_config()
+    job(0, **keys)(raw)
+    assert parse_settings(raw, "Pulumi.test-dev.yaml").training.jobs[0].command == keys["command"]
+
+
+@pytest.mark.parametrize("keys,word,why", [
+    ({"command": ["torchrun", "/workspace/code/train.py"]}, 1, "the job has no `code`"),
+    ({"command": ["bash", "-c", "torchrun /workspace/code/train.py"]}, 2, "the job has no `code`"),
+    # The job's data and checkpoint directories hold data, never its code.
+    ({"command": ["torchrun", "/workspace/checkpoint/train.py"]}, 1, "holds the job's checkpoint, not its code"),
+    ({"command": ["torchrun", "/workspace/dataset/prep.sh"]}, 1, "holds the job's dataset, not its code"),
+    ({"code": CODE, "command": ["torchrun", "/workspace/code/../checkpoint/train.py"]}, 1, "holds the job's checkpoint"),
+    ({"command": ["/workspace/checkpoint/run"]}, 0, "holds the job's checkpoint"),
+    ({"command": ["torchrun", "/workspace/model/train.py"]}, 1, "the job has no `model`"),
+    # Trainer's initializers mount their volume over /workspace: the image's files there are hidden.
+    ({"dataset": {"cache": "s3", "path": "data/imagenet"}, "command": ["torchrun", "/workspace/train.py"]}, 1,
+     "reads its dataset from S3"),
+])
+def test_a_command_running_code_no_volume_or_image_provides_is_one_line(keys, word, why):
+    found = problems(_with_s3(job(0, **keys)), S3_KEYS)
+    path = f"{JOB.format('ddp')}.command[{word}]"
+    assert list(found) == [path] and why in found[path] and "allowed:" in found[path]
+
+
+def test_a_jobs_code_comes_from_the_file_share():
+    found = problems(_with_s3(job(0, code={"cache": "s3", "path": "code"})), S3_KEYS)
+    assert list(found) == [f"{JOB.format('ddp')}.code.cache"] and "allowed: fileShare" in found[f"{JOB.format('ddp')}.code.cache"]
