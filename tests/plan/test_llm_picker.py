@@ -4,6 +4,7 @@ OpenAI frontend, and its metrics scrape reaches the pods through every policy on
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def test_every_picker_scrape_reaches_its_pods_through_every_policy(stack):
 
 
 def test_the_scrape_invariant_names_a_port_the_pods_do_not_listen_on():
-    resources = plan_resources(stack_plan("acme-prod"))
+    resources = copy.deepcopy(plan_resources(stack_plan("acme-prod")))  # the session's plan stays as rendered
     release = next(r for r in router_releases(resources) if r["inputs"]["name"] == "llm-chat-v7")
     config = picker_config(release)
     for plugin in config["plugins"]:
