@@ -204,7 +204,7 @@ class ColdStartSettingsArgs(TypedDict):
     """Arguments of `ColdStartSettings` (see the configuration reference, docs/reference.md)."""
 
     image_pre_pull: NotRequired[bool]
-    """Pre-pull every Triton image on the GPU groups it runs on, overlapping pulls with driver installation. Default: `true`."""
+    """Pre-pull every Triton image on the GPU groups it runs on: a replica that takes a spare slot, or lands on a node that is already up, starts without the pull. It does not shorten a new node's start (the kubelet pulls one image at a time, so the pull follows or delays the driver's images). Default: `true`."""
     spare_slots: NotRequired[dict[str, int]]
     """Per GPU group, GPU slots held free by low-priority placeholder pods so a new replica starts at once (0-64 each)."""
     stage_seconds: NotRequired[StageSecondsArgs]

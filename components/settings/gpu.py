@@ -42,7 +42,7 @@ class StageSeconds(Model):
 
 class ColdStartSettings(Model):
     image_pre_pull: bool = True
-    """Pre-pull every Triton image on the GPU groups it runs on, overlapping pulls with driver installation."""
+    """Pre-pull every Triton image on the GPU groups it runs on: a replica that takes a spare slot, or lands on a node that is already up, starts without the pull. It does not shorten a new node's start (the kubelet pulls one image at a time, so the pull follows or delays the driver's images)."""
     spare_slots: dict[str, Annotated[int, Field(ge=0, le=64)]] = {}
     """Per GPU group, GPU slots held free by low-priority placeholder pods so a new replica starts at once (0-64 each)."""
     stage_seconds: StageSeconds = StageSeconds()

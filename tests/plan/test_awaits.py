@@ -68,19 +68,19 @@ def test_acme_prod_budgets_follow_the_cold_start_model():
     rows, _ = problems(stack_plan("acme-prod"), stack_settings("acme-prod"))
     by_label = {awaits.label(row.expectation.resource): row for row in rows}
     v7 = by_label["Deployment llm-chat/llm-chat-v7"]
-    # 900 s new node (boot 120 + driver 180 + pull 180 + load 420), then 5 more replicas,
+    # 1080 s new node (boot 120 + driver 180 + pull 360 + load 420), then 5 more replicas,
     # each after the old frontend pod's 180 s drain (15 s endpoint removal + the 120 s route
     # timeout before SIGTERM, then Triton's 30 s exit and 15 s) on the GPU it frees: 420 s load.
-    assert (v7.expectation.budget.create_seconds, v7.expectation.budget.update_seconds) == (900, 3900)
-    assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1140, 4920, "customTimeouts")
+    assert (v7.expectation.budget.create_seconds, v7.expectation.budget.update_seconds) == (1080, 4080)
+    assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1380, 5100, "customTimeouts")
     embed = by_label["Deployment embed/embed-v1"]
     # embed reads from S3: every start also downloads the repository (weight fetch 210 s):
-    # 1110 s on a new node, then 2 x (85 s drain for its 60 s timeout + 210 s fetch + 420 s load).
-    assert (embed.expectation.budget.create_seconds, embed.expectation.budget.update_seconds) == (1110, 2550)
-    assert embed.wait.update == 3240
+    # 1290 s on a new node, then 2 x (85 s drain for its 60 s timeout + 210 s fetch + 420 s load).
+    assert (embed.expectation.budget.create_seconds, embed.expectation.budget.update_seconds) == (1290, 2730)
+    assert embed.wait.update == 3420
     assert by_label["Service llm-chat/llm-chat"].expectation.budget.create_seconds == 910
     kps = by_label["Release monitoring/kube-prometheus-stack"]
-    assert (kps.expectation.budget.seconds, kps.wait.create, kps.wait.source) == (480, 600, "timeout input")
+    assert (kps.expectation.budget.seconds, kps.wait.create, kps.wait.source) == (660, 840, "timeout input")
     pending = [row for row in rows if row.expectation.pending_by_design]
     assert len(pending) == 4 and all(row.wait.source == "pulumi.com/skipAwait" for row in pending)
 
@@ -90,7 +90,7 @@ def test_plan_prints_the_await_budgets(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "Await budgets" in out
     line = next(line for line in out.splitlines() if "Deployment llm-chat/llm-chat-v7 " in line)
-    assert "900s / 3900s" in line and "1140s / 4920s (customTimeouts)" in line
+    assert "1080s / 4080s" in line and "1380s / 5100s (customTimeouts)" in line
 
 
 def test_plan_with_a_too_short_wait_exits_2_with_one_line(capsys, tmp_path, monkeypatch):
@@ -110,7 +110,7 @@ def test_a_too_short_custom_timeout_is_caught():
     resources, settings = acme()
     find(resources, ":Deployment", "llm-chat-v7")["customTimeouts"] = {"create": "19m", "update": "30m"}
     assert await_problems(resources, settings) == [
-        "Deployment llm-chat/llm-chat-v7 may need 3900s to become ready on update (new node 900s, then 5 x "
+        "Deployment llm-chat/llm-chat-v7 may need 4080s to become ready on update (new node 1080s, then 5 x "
         "(drain 180s + 420s on the freed GPU)) but `pulumi up` waits 1800s (customTimeouts)"
     ]
 
@@ -121,7 +121,7 @@ def test_the_default_wait_is_caught_for_triton_and_its_service():
     find(resources, ":Service", "embed-service")["customTimeouts"] = {}
     found = await_problems(resources, settings)
     assert len(found) == 4
-    assert "Deployment embed/embed-v1 may need 1110s to become ready on create" in found[0]
+    assert "Deployment embed/embed-v1 may need 1290s to become ready on create" in found[0]
     assert "Service embed/embed may need 910s" in found[2] and "waits 600s (default)" in found[2]
 
 
@@ -152,7 +152,8 @@ def test_a_release_on_helm_default_is_caught_where_gpu_nodes_join():
     resources, settings = acme()
     del find(resources, ":Release", "acme-prod-observability-alloy")["inputs"]["timeout"]
     found = await_problems(resources, settings)
-    assert found and all(p.startswith("Release monitoring/alloy may need 480s") for p in found)
+    # boot 120 + driver 180 + pull 360: the DaemonSet's image queues behind the others.
+    assert found and all(p.startswith("Release monitoring/alloy may need 660s") for p in found)
     assert "waits 300s (Helm default)" in found[0]
 
 
@@ -162,7 +163,7 @@ def test_depending_on_a_slow_rollout_is_caught():
     hpa["dependsOn"].append(find(resources, ":Deployment", "llm-chat-v7")["urn"])
     (problem,) = await_problems(resources, settings)
     assert problem.startswith("HorizontalPodAutoscaler llm-chat/llm-chat-v7-hpa-")
-    assert problem.endswith(" depends on Deployment llm-chat/llm-chat-v7, whose rollout may take 3900s: "
+    assert problem.endswith(" depends on Deployment llm-chat/llm-chat-v7, whose rollout may take 4080s: "
                             "refer to it by a stable name instead of its outputs")
 
 
@@ -190,7 +191,7 @@ def test_hpa_names_its_deployment_and_waits_for_nothing_of_it():
 
 def test_progress_deadline_covers_a_cold_start():
     spec = stack_plan("acme-prod").get(DEPLOYMENT, "llm-chat-v7").inputs["spec"]
-    assert spec["progressDeadlineSeconds"] == 1140
+    assert spec["progressDeadlineSeconds"] == 1380
 
 
 def test_clashing_deployment_names_are_refused():
@@ -204,10 +205,10 @@ def test_longer_stages_lengthen_every_wait():
     raw = base_config() | {"coldStart": {"stageSeconds": {"nodeBoot": 900}}}
     plan = render_raw(raw)
     deployment = plan.get(DEPLOYMENT, "svc-v1")
-    # 900 boot + 180 driver + 180 pull (overlapped by pre-pull) + 420 load = 1680 s.
-    assert deployment.custom_timeouts["create"] == f"{wait_seconds(1680) // 60}m"
+    # 900 boot + 180 driver + 360 pull (one image at a time, after the driver) + 420 load = 1860 s.
+    assert deployment.custom_timeouts["create"] == f"{wait_seconds(1860) // 60}m"
     release = next(r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "alloy")
-    assert release.inputs["timeout"] == wait_seconds(900 + 180 + 180)
+    assert release.inputs["timeout"] == wait_seconds(900 + 180 + 360)
 
 
 # --------------------------------------------------------------------------- rules and model
@@ -215,7 +216,7 @@ def test_longer_stages_lengthen_every_wait():
 
 def test_custom_timeouts_reach_resources_json():
     d = next(r for r in plan_resources(stack_plan("acme-prod")) if r["name"] == "llm-chat-v7")
-    assert d["customTimeouts"] == {"create": "19m", "update": "82m"}
+    assert d["customTimeouts"] == {"create": "23m", "update": "85m"}
     assert find(plan_resources(stack_plan("acme-prod")), ":HorizontalPodAutoscaler", "llm-chat-v7-hpa")["customTimeouts"] == {}
 
 

@@ -130,9 +130,9 @@ def estimate(raw: dict):
 
 def test_estimate_with_pre_pull_and_precompiled_drivers():
     e, new, spare = estimate(two_images())
-    # Defaults: boot 120, driver 180, pull 360 (180 left after overlapping the driver), load 420.
-    assert new == {"node boot": 120, "driver install": 180, "image pull": 180, "weight fetch": 0, "model load": 420}
-    assert e.without_spare_seconds == 900
+    # Defaults: boot 120, driver 180, pull 360 (after the driver: one image at a time), load 420.
+    assert new == {"node boot": 120, "driver install": 180, "image pull": 360, "weight fetch": 0, "model load": 420}
+    assert e.without_spare_seconds == 1080
     assert spare == {"preempt spare": 0, "node boot": 0, "driver install": 0, "image pull": 0, "weight fetch": 0, "model load": 420}
     assert e.with_spare_seconds == 420 and e.spare_slots == 1
 

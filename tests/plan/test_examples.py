@@ -281,7 +281,7 @@ def test_plan_example_writes_manifests_and_shows_the_awaits_and_the_policy_run_l
     assert json.loads((out / "resources.json").read_text())["resources"]
     deployment = yaml.safe_load((out / "manifests" / "deployment-vision-detector-v1.yaml").read_text())
     assert deployment["kind"] == "Deployment"
-    assert "Deployment vision/detector-v1  1440s / 4140s    (customTimeouts)" in result.stdout
+    assert "Deployment vision/detector-v1  1620s / 4320s    (customTimeouts)" in result.stdout
     assert "policy pack over program triton-on-existing-mesh" in result.stdout and "23 policies:" in result.stdout
 
 
