@@ -1111,7 +1111,7 @@ class TrainingSettingsArgs(TypedDict):
     networks: NotRequired[dict[str, GroupNetworkArgs]]
     """Per GPU group (`cluster.nodeGroups[].name`), the NCCL settings of its nodes' network, set on every TrainJob placed there."""
     topology_levels: NotRequired[list[str]]
-    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): Kueue places a job's pods close together along them (topology-aware scheduling); empty: no topology."""
+    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): every GPU group's flavor becomes topology-aware, and Kueue admits a job only onto GPU nodes that exist, are ready and carry every level's label. Refused while a GPU group autoscales (minNodes < maxNodes): nothing asks the autoscaler for nodes then (docs/training-quotas.md). Empty (default): quota-only admission."""
 
 
 class PolicySettingsArgs(TypedDict):

@@ -256,7 +256,7 @@ class TrainingSettings(Model):
     networks: dict[DnsLabel, GroupNetwork] = {}
     """Per GPU group (`cluster.nodeGroups[].name`), the NCCL settings of its nodes' network, set on every TrainJob placed there."""
     topology_levels: TopologyLevels = []
-    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): Kueue places a job's pods close together along them (topology-aware scheduling); empty: no topology."""
+    """Node labels of the cluster's network topology, widest first (e.g. `topology.kubernetes.io/zone`, then `kubernetes.io/hostname`): every GPU group's flavor becomes topology-aware, and Kueue admits a job only onto GPU nodes that exist, are ready and carry every level's label. Refused while a GPU group autoscales (minNodes < maxNodes): nothing asks the autoscaler for nodes then (docs/training-quotas.md). Empty (default): quota-only admission."""
 
     def runtime(self, kind: str) -> Optional[TrainingRuntimeSettings]:
         return next((r for r in self.runtimes if r.kind == kind), None)
@@ -316,6 +316,28 @@ def mesh_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
             found.append((("hybridShardDegree",), f"{job.hybrid_shard_degree} does not divide the world size {world} "
                                                   f"(nodes {job.nodes} x processesPerNode {job.processes})"))
     return found
+
+
+def topology_problems(training: TrainingSettings, node_groups: list[NodeGroup]) -> list[tuple[KeyPath, str]]:
+    """topologyLevels makes every GPU group's ResourceFlavor topology-aware (training/kueue.py), so
+    every team queue is TAS-only and Kueue 0.19.2 implies TAS for every job
+    (pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied). TAS counts only the nodes that
+    exist, are ready and carry every level label (site/.../topology_aware_scheduling.md "Capacity
+    calculation", pkg/util/tas/node.go NodeMatchesFlavor), and works with the cluster autoscaler only
+    through a ProvisioningRequest admission check ("ClusterAutoscaler support"), which the platform
+    does not declare: a job is never admitted beyond the nodes of the moment, and as it has no pods
+    until admitted, nothing makes the autoscaler add one."""
+    if not training.topology_levels:
+        return []
+    scaling = [g for g in node_groups if g.gpu is not None and g.min_nodes < g.max_nodes]
+    if not scaling:
+        return []
+    names = ", ".join(f"{g.name} (minNodes {g.min_nodes} < maxNodes {g.max_nodes})" for g in scaling)
+    return [(("topologyLevels",), f"makes Kueue admit a job only onto GPU nodes that exist already, and the GPU groups "
+             f"{names} autoscale: no ProvisioningRequest admission check asks the autoscaler for nodes, and a job waiting "
+             f"for admission has no pods that would, so a job larger than the free room of the nodes of the moment is "
+             f"never admitted; allowed: topologyLevels only when every GPU group has minNodes equal to maxNodes, "
+             f"or none (quota admission, whose pending pods the autoscaler serves)")]
 
 
 def command_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
@@ -394,6 +416,7 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
               for i, t in enumerate(training.teams) if t.namespace in serving_namespaces]
     found += [(("runtimes", i, "kind"), "a second runtime of this kind") for i in _duplicates(training.runtimes, lambda r: r.kind)]
     groups = {g.name: g for g in node_groups}
+    found += topology_problems(training, node_groups)
     found += [(("networks", name), f"no GPU node group {name!r}")
               for name in training.networks if groups.get(name) is None or groups[name].gpu is None]
     kinds = ", ".join(r.kind for r in training.runtimes) or "none"

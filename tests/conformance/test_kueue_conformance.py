@@ -1,8 +1,13 @@
 """Kueue as the training test stack declares it, against the real APIs: every Kueue object validates
 against the vendored CRDs (kueue 0.19.2, v1beta2) and Kueue's own webhook rules for queues, and the
-pinned chart renders with a real `helm template` with our configuration reaching the controller."""
+pinned chart renders with a real `helm template` with our configuration reaching the controller.
+train-dev's objects, and the Topology and topology-aware flavors of train-dev on fixed-size GPU
+groups (the only shape the settings accept topologyLevels in)."""
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,10 +16,19 @@ from platformctl.engine import render_stack
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT
 from tests.support import conformance, helm
+from tests.support.training_stacks import train_dev_with_topology
 
 TRAIN_DEV = ROOT / "stacks" / "Pulumi.train-dev.yaml"
 PLAN = render_stack("train-dev", TRAIN_DEV)
-KUEUE_DOCS = [manifest(r) for r in PLAN.resources if is_k8s_object(r) and r.type.startswith("kubernetes:kueue.x-k8s.io/")]
+TOPOLOGY_PLAN = render_stack("train-dev", train_dev_with_topology(Path(tempfile.mkdtemp())))
+
+
+def _kueue_docs(plan, kinds=None) -> list[dict]:
+    docs = [manifest(r) for r in plan.resources if is_k8s_object(r) and r.type.startswith("kubernetes:kueue.x-k8s.io/")]
+    return [d for d in docs if kinds is None or d["kind"] in kinds]
+
+
+KUEUE_DOCS = _kueue_docs(PLAN) + _kueue_docs(TOPOLOGY_PLAN, {"Topology", "ResourceFlavor"})
 
 
 def _id(doc: dict) -> str:

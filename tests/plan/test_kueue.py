@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from platformctl.ordering import violations
 from platformctl.plan import HELM_RELEASE
 from tests.conftest import ROOT, STACKS, stack_plan
 from tests.support import conformance
+from tests.support.training_stacks import train_dev_with_topology
 
 TRAIN_DEV = ROOT / "stacks" / "Pulumi.train-dev.yaml"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -61,16 +64,33 @@ def test_kueue_values_and_hardening_exist_in_the_pinned_chart(reference):
 def test_each_flavor_places_pods_exactly_as_serving_pods_of_its_group_are_placed():
     settings = stack_settings(TRAIN_DEV)
     flavors = kueue_objects("ResourceFlavor")
-    assert len(flavors) == len(settings.gpu_groups)
+    assert sorted(flavors) == sorted(g.name for g in settings.gpu_groups)
     for group in settings.gpu_groups:
-        (spec,) = [f["spec"] for name, f in flavors.items() if name.startswith(group.name + "-")]
+        spec = flavors[group.name]["spec"]
         sched = gpu_scheduling(group)
-        assert spec["nodeLabels"] == sched.node_selector and spec["tolerations"] == sched.tolerations
-        assert spec["topologyName"] in kueue_objects("Topology")
+        # No topology: both groups autoscale, and Kueue admits a topology-aware job only onto nodes that exist.
+        assert spec == {"nodeLabels": sched.node_selector, "tolerations": sched.tolerations}
+    assert kueue_objects("Topology") == {}
+
+
+@functools.cache
+def topology_plan():
+    return render_stack("train-dev", train_dev_with_topology(Path(tempfile.mkdtemp())))
+
+
+def test_with_topology_levels_on_fixed_size_groups_every_flavor_names_the_topology():
+    (topology,) = [r.inputs for r in topology_plan().of_type(KUEUE + "Topology")]
+    assert topology["spec"]["levels"] == [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    flavors = [r.inputs for r in topology_plan().of_type(KUEUE + "ResourceFlavor")]
+    assert len(flavors) == 2
+    for flavor in flavors:
+        assert flavor["spec"]["topologyName"] == topology["metadata"]["name"]
+        # Kueue refuses changes of a topology flavor's spec: its name carries a digest of it.
+        assert flavor["metadata"]["name"].rsplit("-", 1)[0] in ("gpu-h100", "gpu-mig")
 
 
 def _quotas(spec: dict) -> dict[tuple[str, str], dict]:
-    return {(f["name"].rsplit("-", 1)[0], q["name"]): q
+    return {(f["name"], q["name"]): q
             for rg in spec["resourceGroups"] for f in rg["flavors"] for q in f["resources"]}
 
 
@@ -124,7 +144,7 @@ def test_training_pods_rank_below_serving_and_tuning_and_preempt_nothing():
 def test_every_kueue_object_waits_for_the_release_that_installs_its_crds():
     urn = release().urn
     objects = [r for r in plan().resources if r.type.startswith(KUEUE)]
-    assert len(objects) == 11
+    assert len(objects) == 10
     assert all(urn in r.depends_on for r in objects)
     assert violations([r.to_json() for r in plan().resources]) == []
 
@@ -146,14 +166,14 @@ def test_a_stack_without_training_declares_no_kueue(stack):
     assert not [r for r in stack_plan(stack).of_type(HELM_RELEASE) if "kueue" in r.inputs["chart"]]
 
 
-def _edited_plan(tmp_path, edit):
+def _edited_plan(tmp_path, edit, stack_file=TRAIN_DEV):
     import yaml
 
-    doc = yaml.safe_load(TRAIN_DEV.read_text())
+    doc = yaml.safe_load(stack_file.read_text())
     edit(doc["config"]["inference-platform:training"])
-    stack_file = tmp_path / "Pulumi.train-dev.yaml"
-    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_stack("train-dev", stack_file)
+    edited = tmp_path / "Pulumi.train-dev.yaml"
+    edited.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return render_stack("train-dev", edited)
 
 
 def _actions(before, after) -> dict[str, tuple[str, bool]]:
@@ -172,8 +192,10 @@ def test_a_new_guarantee_only_updates_the_teams_queue_and_the_cohorts_rest(tmp_p
 def test_new_topology_levels_make_a_new_topology_and_flavors_before_the_old_ones_go(tmp_path):
     # Kueue refuses to change a Topology's levels or a topology flavor's spec: new names, created
     # first (no delete-before-replace), the queues moved to them by an update, the old ones deleted last.
-    after = _edited_plan(tmp_path, lambda t: t.update(topologyLevels=["kubernetes.io/hostname"]))
-    actions = _actions(plan(), after)
+    (tmp_path / "before").mkdir()
+    before = train_dev_with_topology(tmp_path / "before")
+    after = _edited_plan(tmp_path, lambda t: t.update(topologyLevels=["kubernetes.io/hostname"]), before)
+    actions = _actions(render_stack("train-dev", before), after)
     assert actions["train-dev-topology"] == ("replace", False)
     assert actions["train-dev-flavor-gpu-h100"] == actions["train-dev-flavor-gpu-mig"] == ("replace", False)
     assert actions["train-dev-queue-research"] == ("update", False)

@@ -1,14 +1,18 @@
 """Stack configs with a `training` section for the training tests: the base test stack with a
-GPU group of 4 GPUs per node, a team, a DDP job and an FSDP + tensor-parallel job."""
+GPU group of 4 GPUs per node, a team, a DDP job and an FSDP + tensor-parallel job; and train-dev
+with topology-aware queues."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from platformctl.__main__ import main
 from platformctl.plan import write_plan
-from tests.conftest import base_config, render_raw
+from tests.conftest import ROOT, base_config, render_raw
 
 IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 DDP = {"name": "ddp", "team": "vision", "runtime": "torch-ddp", "image": IMAGE, "command": ["torchrun", "train.py"],
@@ -41,3 +45,21 @@ def diff_lines(tmp_path, capsys, before: dict, edit) -> list[str]:
     write_plan(render_raw(after), tmp_path / "b")
     main(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
     return capsys.readouterr().out.splitlines()
+
+
+TOPOLOGY_LEVELS = ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+
+
+def train_dev_with_topology(directory: Path, levels: list[str] = TOPOLOGY_LEVELS) -> Path:
+    """stacks/Pulumi.train-dev.yaml with every GPU group at a fixed size (minNodes = maxNodes) and
+    topology-aware queues on `levels`, written to `directory`: the only shape with topologyLevels the
+    settings accept (Kueue's topology-aware admission counts only the nodes that exist)."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.train-dev.yaml").read_text())
+    config = doc["config"]
+    for group in config["inference-platform:cluster"]["nodeGroups"]:
+        if "gpu" in group:
+            group["minNodes"] = group["maxNodes"]
+    config["inference-platform:training"]["topologyLevels"] = list(levels)
+    path = directory / "Pulumi.train-dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path

@@ -226,3 +226,22 @@ def test_a_command_running_code_no_volume_or_image_provides_is_one_line(keys, wo
 def test_a_jobs_code_comes_from_the_file_share():
     found = problems(_with_s3(job(0, code={"cache": "s3", "path": "code"})), S3_KEYS)
     assert list(found) == [f"{JOB.format('ddp')}.code.cache"] and "allowed: fileShare" in found[f"{JOB.format('ddp')}.code.cache"]
+
+
+def test_topology_levels_are_refused_while_a_gpu_group_autoscales():
+    # The test stack's GPU group scales 1..4: Kueue's topology-aware admission counts only the nodes
+    # that exist, and no ProvisioningRequest check asks the autoscaler for more.
+    found = problems(lambda raw: raw["training"].update(topologyLevels=["kubernetes.io/hostname"]))
+    path = "inference-platform:training.topologyLevels"
+    assert list(found) == [path]
+    assert "gpu (minNodes 1 < maxNodes 4) autoscale" in found[path] and "ProvisioningRequest" in found[path]
+    assert "allowed: topologyLevels only when every GPU group has minNodes equal to maxNodes" in found[path]
+
+
+def test_topology_levels_on_gpu_groups_of_a_fixed_size_are_accepted():
+    raw = training_config(topologyLevels=["kubernetes.io/hostname"])
+    raw["cluster"]["nodeGroups"][1]["minNodes"] = 4
+    assert parse_settings(raw, "Pulumi.test-dev.yaml").training.topology_levels == ["kubernetes.io/hostname"]
+    # The CPU group autoscales (1..2), which does not matter: Kueue has no flavor of it.
+    cpu = raw["cluster"]["nodeGroups"][0]
+    assert "gpu" not in cpu and cpu["minNodes"] < cpu["maxNodes"]
