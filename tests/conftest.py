@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -91,8 +92,13 @@ def on_heat(raw: dict, **magnum) -> dict:
     return raw
 
 
-def render_raw(raw: dict, stack: str = "test-dev", secret_keys: tuple[str, ...] = ()) -> Plan:
-    """Render config keys (without the namespace) through __main__.py."""
+def render_raw(raw: dict, stack: Optional[str] = None, secret_keys: tuple[str, ...] = ()) -> Plan:
+    """Render config keys (without the namespace) through __main__.py, as the stack
+    `<customer>-<environment>` of the config unless `stack` names another (the stack name must
+    agree with them: settings/identity.py)."""
+    if stack is None:
+        names = (raw.get("customer"), raw.get("environment"))
+        stack = "-".join(names) if all(isinstance(n, str) for n in names) else "test-dev"
     return render_config(
         stack, {f"inference-platform:{k}": v for k, v in raw.items()}, [f"inference-platform:{k}" for k in secret_keys]
     )

@@ -102,7 +102,7 @@ def valid_stacks(draw) -> dict:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=valid_stacks())
 def test_random_valid_stacks_route_by_their_weights(raw):
-    plan = render_raw(raw, stack="prop-dev")
+    plan = render_raw(raw, stack=f"{raw['customer']}-{raw['environment']}-prop")
     for svc in raw["services"]:
         vs = next(r for r in plan.resources if r.type.endswith(":VirtualService") and r.name == f"{svc['name']}-virtualservice")
         expected = {v["name"]: v["weight"] for v in svc["versions"] if v["weight"] > 0}

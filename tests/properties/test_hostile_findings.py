@@ -21,11 +21,11 @@ CASES = [c for c in hostile_cases() if any(s in c[0] for s in SELECTED)]
 
 def plan_refusal(tmp_path, data: bytes) -> tuple[str, str]:
     """(stack file, the one line of `plan --stack-file`), which must exit 2 and write nothing."""
-    stack_file = tmp_path / "Pulumi.case-dev.yaml"
+    stack_file = tmp_path / "Pulumi.case.yaml"
     stack_file.write_bytes(data)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["plan", "case-dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "out")])
+        code = main(["plan", "case", "--stack-file", str(stack_file), "--out", str(tmp_path / "out")])
     lines = err.getvalue().splitlines()
     assert code == 2 and len(lines) == 1, err.getvalue()
     assert not (tmp_path / "out").exists()

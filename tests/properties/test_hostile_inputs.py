@@ -22,7 +22,7 @@ def _run_corpus(tmp_path, cases, out_dir) -> dict:
     for i, (case_id, data, *_) in enumerate(cases):
         stack_file = tmp_path / f"Pulumi.case{i}.yaml"
         stack_file.write_bytes(data)
-        specs.append({"id": case_id, "argv": ["plan", "corpus-case", "--stack-file", str(stack_file),
+        specs.append({"id": case_id, "argv": ["plan", "corpus", "--stack-file", str(stack_file),
                                               "--out", str(out_dir(i))]})
     (tmp_path / "cases.json").write_text(json.dumps(specs))
     subprocess.run([sys.executable, "-m", "tests.support.corpus_runner", str(tmp_path / "cases.json"),
