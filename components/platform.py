@@ -232,7 +232,11 @@ class InferencePlatform(pulumi.ComponentResource):
             GpuOperator(f"{name}-gpu", gpu_operator_inputs(settings, estimates), opts=after(self.observability.crds))
             if settings.gpu_operator.enabled else None
         )
-        self.cold_start = ColdStart(f"{name}-coldstart", cold_start_inputs(settings), opts=k8s) if settings.gpu_groups else None
+        # GPU workloads after the Magnum node groups exist: their waits (the cold-start budgets) count a
+        # node's start on a group that is there, not the group's creation as well.
+        gpu_nodes = self.cluster.node_groups
+        self.cold_start = (ColdStart(f"{name}-coldstart", cold_start_inputs(settings), opts=after(*gpu_nodes))
+                           if settings.gpu_groups else None)
         # Inference namespaces: after istiod, so every pod in them is injected.
         self.namespaces = InferenceNamespaces(
             f"{name}-namespaces", namespaces_inputs(settings), opts=after(self.mesh.injector, self.mesh.crds))
@@ -251,7 +255,7 @@ class InferencePlatform(pulumi.ComponentResource):
             ns = svc.k8s_namespace
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds,
                     *self.weights.depends_on(ns), self.gpu_operator.release if self.gpu_operator else None,
-                    *(self.mesh.gateway_api_crds if svc.llm_routed else ())]
+                    *(self.mesh.gateway_api_crds if svc.llm_routed else ()), *gpu_nodes]
             tuning = self.cold_start.tuning_priority_class if self.cold_start else None
             service_inputs = triton_inputs(settings, index, self.mesh_ref, self.weights.reference(ns), estimates,
                                            tuning.metadata["name"] if tuning else None)
@@ -305,7 +309,7 @@ class InferencePlatform(pulumi.ComponentResource):
         for index, graph in enumerate(settings.graphs):
             ns = graph.k8s_namespace
             deps = [self.namespaces.namespaces[ns], self.mesh.crds, self.observability.crds, *self.weights.depends_on(ns),
-                    self.gpu_operator.release if self.gpu_operator else None,
+                    *self.cluster.node_groups, self.gpu_operator.release if self.gpu_operator else None,
                     operator if graph.placement == "ray" else None]
             graph_args = graph_inputs(settings, index, self.mesh_ref, self.weights.reference(ns), estimates)
             graphs[graph.name] = InferenceGraph(graph.name, graph_args, opts=after(*deps))

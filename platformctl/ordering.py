@@ -38,6 +38,7 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 AGGREGATED_API_CHARTS = ("prometheus-adapter",)
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 S3_BUCKET = "pulumi-python:dynamic/s3:Bucket"
+MAGNUM_NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
 WORKLOAD_KINDS = {"apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"},
                   "batch/v1": {"Job", "CronJob"}, "v1": {"Pod"}}
 ISTIO_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io")
@@ -371,6 +372,11 @@ ORDERING_RULES: tuple[Rule, ...] = (
          after=lambda r, g: r["type"] == NAMESPACE,
          reason="a namespace's deletion waits while any aggregated API (its chart's APIService) does not answer "
                 "(NamespaceDeletionDiscoveryFailure): the release must go before every namespace on destroy"),
+    Rule("node-groups-before-triton",
+         dependents=Workloads(triton_only=True),
+         after=lambda r, g: r["type"] == MAGNUM_NODE_GROUP,
+         reason="a Triton replica's wait counts from its Deployment's creation: created while its node group is "
+                "still being made, the group's creation eats the cold-start budget the wait was derived from"),
     Rule("gpu-operator-before-triton",
          dependents=Workloads(triton_only=True),
          after=Charts(("gpu-operator",)),

@@ -134,6 +134,9 @@ class Cluster(pulumi.ComponentResource):
                                 opts=pulumi.ResourceOptions(parent=self))
         self.kubeconfig = kubeconfig
         self.subnet_cidr = subnet
+        # The Magnum NodeGroups (the cluster's own first group has none), which GPU workloads wait for:
+        # a workload's wait for its pods counts from its creation, not from its nodes' arrival.
+        self.node_groups = node_groups
         self.register_outputs({"kubeconfig": kubeconfig} if kubeconfig is not None else {})
 
     def _magnum(
