@@ -52,7 +52,10 @@ def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[
 def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, Any], new_inputs: dict[str, Any]) -> str:
     """A note for a node group update that raises its minimum or lowers its maximum: Magnum checks
     the new bounds against the group's live count (magnum api/controllers/v1/nodegroup.py
-    _validate_node_count, min_node_count <= node_count <= max_node_count), which the plan cannot see."""
+    _validate_node_count, min_node_count <= node_count <= max_node_count), which the plan cannot see.
+    On magnum-cluster-api the count is the MachineDeployment's replicas, which the driver's monitor
+    copies back on every poll while autoscaling is on (monitor.py poll_nodegroup_replicas), and a
+    resize leaves the MachineDeployment alone under autoscaling: only the autoscaler moves it."""
     if resource.get("type") != MAGNUM_NODE_GROUP:
         return ""
     low, high = new_inputs.get("minNodeCount"), new_inputs.get("maxNodeCount")
@@ -68,7 +71,10 @@ def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, An
             f"[{low}, {high}] (min_node_count <= node_count <= max_node_count); see it with `openstack coe nodegroup "
             f"show <cluster> {new_inputs.get('name') or resource.get('name', '') + '-<suffix>'}` (or rehearse with "
             f"`platformctl rehearse STACK --live-nodes {group}=N`), and resize first if it is outside: "
-            f"`openstack coe cluster resize <cluster> <n> --nodegroup <group>`")
+            f"`openstack coe cluster resize <cluster> <n> --nodegroup <group>` (Heat, magnum-capi-helm); on "
+            f"magnum-cluster-api a resize does not stick (its monitor sets the count back from the MachineDeployment "
+            f"the autoscaler sizes), so let the autoscaler move the group into the bounds first (pods that need "
+            f"its nodes, e.g. more coldStart.spareSlots, or fewer)")
 
 
 def node_group_delete_note(key: str, action: str, resource: dict[str, Any]) -> str:
