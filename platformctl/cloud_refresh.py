@@ -136,6 +136,18 @@ class Cloud:
         self.template_labels = new_template
 
 
+def _resize(settings: Settings, count: int, magnum_name: str, verb: str) -> str:
+    """How to move a group's live count to `count` before the `up`, on the stack's driver."""
+    if settings.cluster.magnum is not None and settings.cluster.magnum.node_labeller == "magnum-cluster-api":
+        # A resize leaves the autoscaled MachineDeployment alone, and the driver's monitor copies its
+        # replicas back into the group's count on every poll (magnum-cluster-api monitor.py
+        # poll_nodegroup_replicas): only the autoscaler moves it.
+        return (f"first let the autoscaler {verb} the group to {count} (pods that need its nodes, e.g. "
+                f"coldStart.spareSlots), then `pulumi up`: on magnum-cluster-api `openstack coe cluster resize` does not "
+                f"stick, the driver's monitor sets the count back from the MachineDeployment")
+    return f"first {verb} the group: `openstack coe cluster resize <cluster> {count} --nodegroup {magnum_name}`, then `pulumi up`"
+
+
 def node_bound_refusals(group: str, index: Optional[int], inputs: dict[str, Any], live: int,
                         settings: Settings, magnum_name: str) -> list[str]:
     """Magnum's check of a node group update against its live count, as one line per bound it fails."""
@@ -146,13 +158,11 @@ def node_bound_refusals(group: str, index: Optional[int], inputs: dict[str, Any]
     if low is not None and low > live:
         out.append(f"{format_path((*where, 'minNodes'), source=source)}: {low} is above the live node count {live} of group "
                    f"{group}; Magnum refuses min_node_count > node_count on update (magnum api/controllers/v1/nodegroup.py "
-                   f"_validate_node_count); first grow the group: `openstack coe cluster resize <cluster> {low} "
-                   f"--nodegroup {magnum_name}`, then `pulumi up`")
+                   f"_validate_node_count); " + _resize(settings, low, magnum_name, "grow"))
     if high is not None and high < live:
         out.append(f"{format_path((*where, 'maxNodes'), source=source)}: {high} is below the live node count {live} of group "
                    f"{group}; Magnum refuses node_count > max_node_count on update (magnum api/controllers/v1/nodegroup.py "
-                   f"_validate_node_count); first shrink the group: `openstack coe cluster resize <cluster> {high} "
-                   f"--nodegroup {magnum_name}`, then `pulumi up`")
+                   f"_validate_node_count); " + _resize(settings, high, magnum_name, "shrink"))
     return out
 
 

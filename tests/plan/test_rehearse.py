@@ -15,7 +15,7 @@ import pytest
 
 from platformctl.__main__ import main
 from platformctl.diff import diff_plans
-from platformctl.engine import render_stack
+from platformctl.engine import render_stack, stack_settings
 from platformctl.rehearse import rehearse
 from tests.conftest import ROOT
 from tests.support.variants import HEAT_FILE, HEAT_STACK
@@ -96,8 +96,19 @@ def test_raising_min_nodes_above_the_live_count_is_refused_naming_the_key_the_li
     assert edit.refused_by == "Magnum"
     [line] = edit.refused
     assert line.startswith("inference-platform:cluster.nodeGroups[gpu-l4].minNodes: 3 is above the live node count 2")
-    assert "openstack coe cluster resize <cluster> 3 --nodegroup gpu-l4" in line
+    # acme-prod is on magnum-cluster-api, whose monitor sets a resized count back from the
+    # autoscaled MachineDeployment: the remedy is the autoscaler's, not a resize.
+    assert "first let the autoscaler grow the group to 3" in line and "does not stick" in line
     assert result.exit_code() == 1
+
+
+def test_the_live_count_remedy_is_a_resize_where_the_driver_keeps_it():
+    from platformctl.cloud_refresh import node_bound_refusals
+
+    heat = stack_settings(HEAT_FILE)
+    group = heat.cluster.node_groups[1]
+    [line] = node_bound_refusals(group.name, 1, {"minNodeCount": 3}, 2, heat, group.name)
+    assert f"`openstack coe cluster resize <cluster> 3 --nodegroup {group.name}`, then `pulumi up`" in line
 
 
 def test_lowering_max_nodes_below_the_live_count_is_refused_and_within_it_goes_through(tmp_path):
