@@ -90,6 +90,9 @@ HELM_RULE = AwaitRule(
 # pulumi.com/timeoutSeconds -> that; else the kind's default (await/await.go: 10 minutes).
 # pulumi.com/waitFor replaces the kind's condition, and makes any kind awaited.
 OVERRIDES_SOURCE = "provider/pkg/metadata/overrides.go TimeoutDuration, ReadyCondition; provider/pkg/await/await.go"
+# Kinds that wait for slow rollouts on purpose: an HTTPRoute gives a version weight only once the
+# Deployment behind its InferencePool is Ready (ordering.py route-after-weighted-rollouts).
+WAITS_ON_PURPOSE = ("gateway.networking.k8s.io/v1/HTTPRoute",)
 
 
 # --------------------------------------------------------------------------- durations
@@ -315,6 +318,8 @@ def check(resources: list[dict[str, Any]], settings: Settings) -> tuple[list[Row
         if r["type"] != HELM_RELEASE and b.seconds > 0:
             slow[r["urn"]] = rows[-1]
     for r in resources:
+        if kind_key(r) in WAITS_ON_PURPOSE:
+            continue
         for dep in r.get("dependsOn") or ():
             row = slow.get(dep)
             if row is not None:

@@ -283,6 +283,31 @@ def custom_kinds(r: dict[str, Any]) -> Iterable[tuple[str, str]]:
             yield api.split("/", 1)[0], kind
 
 
+def _labels_match(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def weighted_pool_rollouts(r: dict[str, Any], g: Graph) -> Iterable[int]:
+    """The Deployments whose pods an HTTPRoute's InferencePool backends with weight > 0 select: the
+    pool is the router release of its name in the route's namespace (llm-d-router-gateway renders
+    the InferencePool under the release's name), whose `router.modelServers.matchLabels` choose
+    the pool's pods (charts/router/templates/_inferencepool.yaml)."""
+    _, _, ns = _api(r)
+    pools = {ref.get("name") for rule in ((r.get("inputs") or {}).get("spec") or {}).get("rules") or ()
+             for ref in rule.get("backendRefs") or ()
+             if ref.get("kind") == "InferencePool" and ref.get("weight", 1) > 0}
+    for release in g.resources:
+        inputs = release.get("inputs") or {}
+        if _chart(release) != "llm-d-router-gateway" or inputs.get("namespace") != ns or inputs.get("name") not in pools:
+            continue
+        selector = _path(inputs.get("values") or {}, "router.modelServers.matchLabels") or {}
+        for i, d in enumerate(g.resources):
+            api, kind, d_ns = _api(d)
+            labels = ((((d.get("inputs") or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")
+            if (api, kind) == ("apps/v1", "Deployment") and d_ns == ns and selector and _labels_match(selector, labels or {}):
+                yield i
+
+
 def declared_crds(r: dict[str, Any], g: Graph) -> Iterable[int]:
     """The CRDs in the plan that define a custom resource's kind (or the kinds its chart renders)."""
     for key in custom_kinds(r):
@@ -367,6 +392,12 @@ ORDERING_RULES: tuple[Rule, ...] = (
          reason="the API server rejects an object whose CRD is not yet established (no matches for kind), "
                 "and a chart rendering one fails its install: e.g. a Gateway, HTTPRoute or InferencePool "
                 "before the Gateway API and InferencePool CRDs"),
+    Rule("route-after-weighted-rollouts",
+         dependents=CustomResources(("gateway.networking.k8s.io",), ("HTTPRoute",)),
+         related=weighted_pool_rollouts,
+         reason="an endpoint picker whose pool has no Ready pod answers 503 (llm-d-router v0.10.0 "
+                "pkg/epp/requestcontrol/director.go; its pod reconciler admits Ready pods only): a route that "
+                "gives a version weight before its Deployment's rollout fails that share for the whole cold start"),
     Rule("aggregated-apis-go-first",
          dependents=Charts(AGGREGATED_API_CHARTS),
          after=lambda r, g: r["type"] == NAMESPACE,

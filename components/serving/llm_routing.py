@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -359,11 +359,11 @@ def pod_network_rules(service: Service) -> list[dict]:
 
 def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, labels: dict[str, str],
                         monitoring_namespace: str, tls_secret: Optional[str],
-                        checked_by: Sequence[pulumi.Resource] = ()) -> None:
+                        deployments: Mapping[str, pulumi.Resource], checked_by: Sequence[pulumi.Resource] = ()) -> None:
     """An LLM service's routing, as children of its TritonService `parent`: per version the
     router release and its picker's NetworkPolicy; the Gateway with its parameters (and the
     grant to its certificate, `tls_secret` as `<namespace>/<name>`), the HTTPRoute, and with jwt
-    auth the Gateway's token check."""
+    auth the Gateway's token check. `deployments`: the versions' Deployments, by version name."""
     ns = service.k8s_namespace
 
     def meta(object_name: str, namespace: str = ns) -> dict:
@@ -396,8 +396,14 @@ def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, la
                      gateway_spec(service, parameters.metadata["name"], certificate))
     # The route's backends are the releases' pools: created after them, it never names a missing pool.
     # With Basic Auth, after the filter and policy that check the credential it admits (`checked_by`).
+    # And after the rollout of every version it gives weight: a picker whose pool has no Ready pod
+    # answers 503 (llm-d-router v0.10.0 pkg/epp/requestcontrol/director.go, no endpoint candidates;
+    # its pod reconciler admits Ready pods only), so a version added at weight > 0 would fail its
+    # share for its whole cold start. Pulumi applies the route's new weights once those Deployments
+    # are Ready (their customTimeouts cover the cold start); a weight shift alone does not wait.
+    routed = [deployments[v.name] for v in picker_order(service.versions)]
     custom("httproute", f"{GATEWAY_GROUP}/v1", "HTTPRoute", meta(service.name), http_route_spec(service), gateway, *pools,
-           *checked_by)
+           *checked_by, *routed)
     if service.auth.mode == "jwt":
         authentication, authorization = gateway_jwt_specs(service)
         custom("gateway-requestauthentication", "security.istio.io/v1", "RequestAuthentication",

@@ -496,9 +496,10 @@ class TritonService(pulumi.ComponentResource):
 
         groups = {g.name: g for g in a.gpu_groups}
         estimates = rollout_estimates(a.gpu_groups, service, a.cold_start)
-        for version in service.versions:
-            self._declare_version(name, a, version, groups[version.gpu.group], estimates[version.gpu.group], sa,
-                                  configs_volume, admin_secret.metadata["name"])
+        deployments = {version.name: self._declare_version(name, a, version, groups[version.gpu.group],
+                                                           estimates[version.gpu.group], sa, configs_volume,
+                                                           admin_secret.metadata["name"])
+                       for version in service.versions}
 
         credentials, secret_name, checked_by = basic_auth(self, name, service.name, ns, labels, service.auth, list(service.hosts),
                                               a.mesh.ingress_namespace)
@@ -516,7 +517,7 @@ class TritonService(pulumi.ComponentResource):
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
         if service.llm_routed:
             declare_llm_routing(self, name, service, labels, a.mesh.monitoring_namespace, a.gateway_tls_secret,
-                                checked_by)
+                                deployments, checked_by)
         else:
             custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                    virtual_service_spec(service, a.mesh.gateway), depends_on=checked_by)
@@ -550,7 +551,8 @@ class TritonService(pulumi.ComponentResource):
 
     def _declare_version(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup,
                          estimate: GroupEstimate, sa, model_configs: Optional[tuple[dict, list[dict]]],
-                         admin_key_secret: pulumi.Input[str]):
+                         admin_key_secret: pulumi.Input[str]) -> k8s.apps.v1.Deployment:
+        """The version's Deployment (and its HPA, PDB and tuning run); returns the Deployment."""
         service, weights = a.service, a.weights
         scaling = version.autoscaling or service.autoscaling
         repo = version.model_repository
@@ -563,7 +565,7 @@ class TritonService(pulumi.ComponentResource):
         rollout = pulumi.ResourceOptions(
             delete_before_replace=True, custom_timeouts=custom_timeouts(budget) if budget.seconds else None
         )
-        k8s.apps.v1.Deployment(
+        deployment = k8s.apps.v1.Deployment(
             f"{name}-{version.name}",
             metadata={
                 "name": target,
@@ -609,6 +611,7 @@ class TritonService(pulumi.ComponentResource):
                 spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
                 opts=resource_opts(self),
             )
+        return deployment
 
     def _declare_tuning(self, name, a: TritonServiceInputs, version: Version, group: NodeGroup, repository):
         """The version's tuning run: Model Analyzer's (tuning/runs.py) or, with an LLM engine,

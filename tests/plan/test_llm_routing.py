@@ -1,10 +1,12 @@
 """LLM services routed through the Gateway API Inference Extension (serving/llm_routing.py): the
 HTTPRoute carries the canary, a canary edit touches nothing else, the pods admit the gateway."""
 
+import copy
 from pathlib import Path
 
 import pytest
 
+from platformctl import ordering
 from platformctl.__main__ import main
 from platformctl.engine import render_stack
 from platformctl.invariants import plan_resources
@@ -15,13 +17,22 @@ ROOT = Path(__file__).resolve().parents[2]
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 
 
-def _acme_llm_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
+def _canary_stack_file(tmp_path: Path, weights: tuple[int, int]) -> Path:
     text = (ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text()
     assert text.count("          weight: 90\n") == 1 and text.count("          weight: 10\n") == 1
     text = text.replace("          weight: 90\n", f"          weight: {weights[0]}\n")
     text = text.replace("          weight: 10\n", f"          weight: {weights[1]}\n")
     stack_file = tmp_path / "Pulumi.acme-prod.yaml"
     stack_file.write_text(text)
+    return stack_file
+
+
+def _render_canary(tmp_path: Path, weights: tuple[int, int]):
+    return render_stack("acme-prod", _canary_stack_file(tmp_path, weights))
+
+
+def _acme_llm_canary(tmp_path: Path, weights: tuple[int, int]) -> Path:
+    stack_file = _canary_stack_file(tmp_path, weights)
     return write_plan(render_stack("acme-prod", stack_file), tmp_path / "edited", stack_file)
 
 
@@ -140,3 +151,36 @@ def test_basic_auth_on_an_llm_service_is_checked_at_its_gateway_before_the_route
     (route,) = plan.of_type(HTTPROUTE)
     assert {envoy_filter.urn, policy.urn} <= set(route.depends_on)
     assert all(m["headers"][0]["name"] == "Authorization" for m in route.inputs["spec"]["rules"][0]["matches"])
+
+
+def _route_and_deployments(resources: list[dict]) -> tuple[dict, dict[str, dict]]:
+    (route,) = [r for r in resources if r["type"] == HTTPROUTE]
+    deployments = {r["inputs"]["metadata"]["name"]: r for r in resources if r["type"] == "kubernetes:apps/v1:Deployment"
+                   and r["inputs"]["metadata"].get("namespace") == "llm-chat"}
+    return route, deployments
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_route_comes_after_the_rollouts_of_the_versions_it_gives_weight(stack):
+    problems = [p for p in ordering.violations(plan_resources(stack_plan(stack))) if "route-after-weighted-rollouts" in p]
+    assert problems == []
+
+
+def test_the_httproute_waits_for_the_deployments_of_its_weighted_versions_and_the_rule_names_a_missing_one():
+    resources = copy.deepcopy(plan_resources(stack_plan("acme-prod")))
+    route, deployments = _route_and_deployments(resources)
+    assert {deployments["llm-chat-v7"]["urn"], deployments["llm-chat-v8"]["urn"]} <= set(route["dependsOn"])
+    route["dependsOn"].remove(deployments["llm-chat-v8"]["urn"])
+    (problem,) = [p for p in ordering.violations(resources) if "route-after-weighted-rollouts" in p]
+    assert problem.startswith("HTTPRoute llm-chat/llm-chat must come after Deployment llm-chat/llm-chat-v8 "
+                              "(route-after-weighted-rollouts: an endpoint picker whose pool has no Ready pod answers 503")
+
+
+def test_a_version_at_weight_zero_is_not_waited_for(tmp_path):
+    """Added at 0, a version's cold start delays no weight shift of the others; shifted to it later,
+    the route waits for its rollout then (which, unchanged, is no wait)."""
+    resources = plan_resources(_render_canary(tmp_path, (100, 0)))
+    route, deployments = _route_and_deployments(resources)
+    assert deployments["llm-chat-v7"]["urn"] in route["dependsOn"]
+    assert deployments["llm-chat-v8"]["urn"] not in route["dependsOn"]
+    assert [p for p in ordering.violations(resources) if "route-after-weighted-rollouts" in p] == []
