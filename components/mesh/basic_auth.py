@@ -19,8 +19,10 @@ never clears the route cache). An AuthorizationPolicy on the gateway (DENY on th
 hosts unless the Authorization header is exactly an accepted username) then refuses every
 request the filter did not accept: a patch that istiod skips or that matches no virtual host
 leaves `Basic ...` in the header, and the gateway's RBAC answers 403. A request that sends a
-bare username to get past the RBAC takes no forwarding route, which needs a single
-`Basic <base64>` value (routes.py BASIC_CREDENTIAL).
+bare username to get past the RBAC takes no forwarding route, which needs a `Basic <base64>`
+value (routes.py BASIC_CREDENTIAL); one that sends a bare username beside a `Basic` value is
+denied by the policy's `Basic *` rule whether the route matches the joined values (Envoy 1.38)
+or each value (Envoy 1.39 `match_headers_individually`).
 """
 
 import base64
@@ -88,17 +90,32 @@ def envoy_filter_spec(filter_name: str, hosts: list[str], htpasswd: str) -> dict
     return {"configPatches": [insert, *enable]}
 
 
+# Any Authorization value the filter left in Basic form: Istio turns a trailing `*` into a prefix
+# match (istio/istio 1.30.3 pilot/pkg/security/authz/matcher/header.go HeaderMatcher).
+BASIC_LEFT = "Basic *"
+
+
 def gateway_policy_spec(hosts: list[str], usernames: list[str]) -> dict:
     """Istio AuthorizationPolicy (security.istio.io/v1): DENY a request to one of `hosts` whose
     Authorization header is not exactly an accepted username, i.e. one the basic_auth filter did
     not accept. Istio makes `notValues` a NOT of exact header matches (istio/istio 1.30.3
     pilot/pkg/security/authz/model/model.go rule.principal, generator.go requestHeaderGenerator),
     so a missing header is denied too; `hosts` match `:authority` exactly, ignoring case
-    (authz/matcher/header.go HostMatcher), hence `<host>:*` for a Host that names a port."""
+    (authz/matcher/header.go HostMatcher), hence `<host>:*` for a Host that names a port.
+
+    A second rule denies a request to those hosts with any `Basic ...` Authorization value: the
+    filter replaces every value with the username it accepted (setCopy), so one left means it did
+    not run. RBAC matches each value of a repeated header on its own (Envoy 1.38
+    `rbac_match_headers_individually`), so `Basic x` beside an accepted username is denied too.
+    Without it that request would rest on the route refusing the joined value `Basic x,<user>`,
+    which Envoy 1.39 gives up (changelogs/1.39.0.yaml `match_headers_individually`: a route's
+    header matcher then matches each value, so the forwarding route takes `Basic x`)."""
     authorities = [a for h in hosts for a in (h, f"{h}:*")]
+    header = f"request.headers[{FORWARD_USERNAME_HEADER}]"
+    to = [{"operation": {"hosts": authorities}}]
     return {"action": "DENY",
-            "rules": [{"to": [{"operation": {"hosts": authorities}}],
-                       "when": [{"key": f"request.headers[{FORWARD_USERNAME_HEADER}]", "notValues": usernames}]}]}
+            "rules": [{"to": to, "when": [{"key": header, "notValues": usernames}]},
+                      {"to": to, "when": [{"key": header, "values": [BASIC_LEFT]}]}]}
 
 
 def accepted_generations(rotation: BasicAuthRotation) -> list[int]:

@@ -9,11 +9,12 @@ def envoy_duration(seconds: float) -> str:
 
 # What the routes of a Basic Auth workload require: one Basic credential, any. The gateway's
 # basic_auth filter (basic_auth.py) checks it and answers 401 itself; the route is chosen on
-# the header as the client sent it. A full match of one `Basic <base64>` value (Envoy joins
-# repeated headers with ',' before matching a route: source/common/http/header_utility.h
-# getAllOfHeaderAsString), so a request that adds a bare username as a second Authorization
-# value, to get past the gateway's DENY policy, is never forwarded; without a credential the
-# `unauthorized` route answers 401.
+# the header as the client sent it. A full match of one `Basic <base64>` value; without a
+# credential the `unauthorized` route answers 401. A request that adds a bare username as a
+# second Authorization value, to get past the gateway's DENY policy, is not forwarded at Envoy
+# 1.38 (repeated headers are joined with ',' before matching a route: source/common/http/
+# header_utility.h getAllOfHeaderAsString), but is from Envoy 1.39 (`match_headers_individually`):
+# the policy's `Basic *` rule (basic_auth.py gateway_policy_spec) denies it under both.
 BASIC_CREDENTIAL = {"authorization": {"regex": "Basic [A-Za-z0-9+/]+={0,2}"}}
 
 

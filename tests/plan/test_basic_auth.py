@@ -77,8 +77,11 @@ def test_the_gateway_policy_accepts_exactly_the_usernames_of_the_accepted_genera
         policy = render_raw(config).get(POLICY, "svc-basic-auth-policy")
         assert policy.inputs["metadata"]["namespace"] == "istio-system"
         assert "selector" not in policy.inputs["spec"]
-        (rule,) = policy.inputs["spec"]["rules"]
-        assert rule["when"] == [{"key": "request.headers[authorization]", "notValues": users}]
+        accepted, basic_left = policy.inputs["spec"]["rules"]
+        assert accepted["when"] == [{"key": "request.headers[authorization]", "notValues": users}]
+        # Any Basic value the filter left is denied too, whatever other values come with it.
+        assert basic_left["when"] == [{"key": "request.headers[authorization]", "values": ["Basic *"]}]
+        assert basic_left["to"] == accepted["to"]
 
 
 def test_the_routes_change_only_after_the_filter_that_checks_the_credential_exists():

@@ -16,11 +16,15 @@ Semantics, Istio 1.30.3 / Envoy:
   RFC 3986 pchars and `**` any run of them and '/' (envoy
   source/extensions/path/uri_template_lib/uri_template_internal.cc kLiteral, toRegexPattern).
   `hosts` match `:authority` ignoring case (pilot/pkg/security/authz/matcher/header.go
-  HostMatcher); a `request.headers[...]` condition is an OR of exact header matches, `notValues`
-  its NOT (model/model.go rule.principal), so a missing header matches no value and every
-  `notValues`. A header sent more than once: a route matches the values joined with ','
-  (envoy source/common/http/header_utility.h getAllOfHeaderAsString); RBAC matches each value
-  on its own (Envoy 1.38 `rbac_match_headers_individually`), so any one can satisfy an exact match.
+  HostMatcher); a `request.headers[...]` condition is an OR of header matches, each exact,
+  `prefix*`, `*suffix` or `*` (presence) (matcher/header.go HeaderMatcher), `notValues` its NOT
+  (model/model.go rule.principal), so a missing header matches no value and every `notValues`.
+  A header sent more than once: RBAC matches each value on its own (Envoy 1.38
+  `rbac_match_headers_individually`), so any one can satisfy a match. A route matches the values
+  joined with ',' at Envoy 1.38 (source/common/http/header_utility.h getAllOfHeaderAsString), and
+  each value on its own from Envoy 1.39 (changelogs/1.39.0.yaml, area http,
+  `match_headers_individually`): `route` and `gateway` take `header_values=JOINED` or
+  `INDIVIDUAL`, and what must hold whatever the proxy runs is checked under both.
 - The gateway's basic_auth filter (envoy source/extensions/filters/http/basic_auth, Envoy 1.38):
   off unless the virtual host enables it; 401 without a valid `Basic` credential, else the
   Authorization header becomes the username (`forward_username_header`). The route was chosen
@@ -39,6 +43,10 @@ import re
 from typing import Iterable, Mapping, Optional
 
 _PCHAR = r"a-zA-Z0-9\-._~%!$&'()+,;:@="
+# How a route's header matcher sees a header sent more than once (Envoy <=1.38: the values joined
+# with ','; Envoy >=1.39 `match_headers_individually`: any one value may match).
+JOINED, INDIVIDUAL = "joined", "individual"
+HEADER_VALUES = (JOINED, INDIVIDUAL)
 
 
 def _string_match(spec: Mapping, value: Optional[str]) -> bool:
@@ -54,20 +62,32 @@ def _string_match(spec: Mapping, value: Optional[str]) -> bool:
     return re.fullmatch(spec["regex"], value) is not None
 
 
-def _clause_matches(clause: Mapping, path: str, headers: Mapping[str, str]) -> bool:
+def _header_match(spec: Mapping, value: object, header_values: str) -> bool:
+    """A route's header match on a header sent once (a string) or several times (a list)."""
+    assert header_values in HEADER_VALUES, f"header_values must be one of {HEADER_VALUES}"
+    if value is None or isinstance(value, str):
+        return _string_match(spec, value)
+    if header_values == JOINED:
+        return _string_match(spec, ",".join(value))
+    return any(_string_match(spec, v) for v in value)
+
+
+def _clause_matches(clause: Mapping, path: str, headers: Mapping[str, object], header_values: str = JOINED) -> bool:
     unknown = set(clause) - {"uri", "headers"}
     assert not unknown, f"HTTPMatchRequest fields not modelled: {unknown}"
     if "uri" in clause and not _string_match(clause["uri"], path):
         return False
-    return all(_string_match(spec, headers.get(name.lower())) for name, spec in clause.get("headers", {}).items())
+    return all(_header_match(spec, headers.get(name.lower()), header_values)
+               for name, spec in clause.get("headers", {}).items())
 
 
-def route(vs_spec: Mapping, path: str, headers: Mapping[str, str]) -> tuple[str, int]:
+def route(vs_spec: Mapping, path: str, headers: Mapping[str, object], header_values: str = JOINED) -> tuple[str, int]:
     """("forward", destination port) or ("status", HTTP status) for a request; 404 when no rule
-    matches (Envoy's answer for a request no route takes)."""
+    matches (Envoy's answer for a request no route takes). A header value may be a list (sent
+    that many times), matched as `header_values` says."""
     for rule in vs_spec["http"]:
         matches = rule.get("match")
-        if matches and not any(_clause_matches(c, path, headers) for c in matches):
+        if matches and not any(_clause_matches(c, path, headers, header_values) for c in matches):
             continue
         if "directResponse" in rule:
             return "status", rule["directResponse"]["status"]
@@ -147,9 +167,10 @@ def _condition_matches(condition: Mapping, headers: Mapping[str, str]) -> bool:
     assert key and set(condition) <= {"key", "values", "notValues"}, f"condition not modelled: {condition}"
     value = headers.get(key.group(1).lower())
     sent = [] if value is None else [value] if isinstance(value, str) else list(value)
-    exact = lambda values: any(v in values for v in sent)  # noqa: E731
-    return (("values" not in condition or exact(condition["values"]))
-            and ("notValues" not in condition or not exact(condition["notValues"])))
+    # Each value on its own against each pattern (exact, prefix*, *suffix, * for presence).
+    match = lambda patterns: any(istio_string_match(p, v) for v in sent for p in patterns)  # noqa: E731
+    return (("values" not in condition or match(condition["values"]))
+            and ("notValues" not in condition or not match(condition["notValues"])))
 
 
 def _rule_matches(rule: Mapping, principal: str, port: int, path: str, host: Optional[str],
@@ -258,13 +279,15 @@ def basic_auth_filter(htpasswd: str, forward_username_header: str, headers: Mapp
 
 
 def gateway(vs_spec: Mapping, gateway_policies: Iterable[Mapping], envoy_filter: Optional[Mapping], host: str,
-            path: str, headers: Mapping[str, object]) -> tuple[str, int]:
-    """What the ingress gateway does with a request: the route is chosen on the headers as sent;
-    the basic_auth filter of `envoy_filter` (an EnvoyFilter spec; None: istiod applied none of it)
-    runs first when a VIRTUAL_HOST patch enables it for `host`; then the gateway's RBAC. A
-    ("status", 401/403) or the route's answer. A header value may be a list: sent that many times."""
+            path: str, headers: Mapping[str, object], header_values: str = JOINED) -> tuple[str, int]:
+    """What the ingress gateway does with a request: the route is chosen on the headers as sent
+    (a repeated header matched as `header_values` says: JOINED for Envoy 1.38, INDIVIDUAL from
+    1.39); the basic_auth filter of `envoy_filter` (an EnvoyFilter spec; None: istiod applied
+    none of it) runs first when a VIRTUAL_HOST patch enables it for `host`; then the gateway's
+    RBAC. A ("status", 401/403) or the route's answer. A header value may be a list: sent that
+    many times."""
     headers = {k.lower(): v for k, v in headers.items()}
-    chosen = route(vs_spec, path, {k: v if isinstance(v, str) else ",".join(v) for k, v in headers.items()})
+    chosen = route(vs_spec, path, headers, header_values)
     if envoy_filter is not None:
         insert, *enable = envoy_filter["configPatches"]
         typed = insert["patch"]["value"]["typed_config"]

@@ -100,20 +100,40 @@ ATTEMPTS = {
 }
 
 
+# Envoy 1.38 matches a route on a repeated header's joined values, 1.39 on each value: the
+# gateway must fail closed under both, whatever proxy the next Istio ships.
+HEADER_VALUES = pytest.mark.parametrize("header_values", mesh_eval.HEADER_VALUES)
+
+
+@HEADER_VALUES
 @pytest.mark.parametrize("patches", ["none applied", "no virtual host matched"])
 @pytest.mark.parametrize("host", [HOST, HOST + ":443", "SVC.example.com"])
-def test_a_request_the_filter_did_not_check_never_reaches_triton(patches, host):
+def test_a_request_the_filter_did_not_check_never_reaches_triton(patches, host, header_values):
     """istiod skipped the EnvoyFilter, or its VIRTUAL_HOST patch matched no domain: the gateway's
     DENY policy refuses every request, whatever Authorization it sends."""
     envoy_filter = None if patches == "none applied" else envoy_filter_spec("f", ["other.example.com"], HTPASSWD)
     for attempt, headers in ATTEMPTS.items():
-        answer = mesh_eval.gateway(routes(), [POLICY], envoy_filter, host, INFER, {"content-type": "application/json", **headers})
+        answer = mesh_eval.gateway(routes(), [POLICY], envoy_filter, host, INFER, {"content-type": "application/json", **headers},
+                                   header_values)
         assert answer[0] == "status" and answer[1] in (401, 403), (attempt, answer)
 
 
-def test_with_the_filter_each_accepted_generation_reaches_triton_and_nothing_else():
+def test_a_basic_credential_beside_a_bare_username_is_denied_by_the_policy_alone():
+    """Without the filter, on a proxy that matches routes on each value (Envoy >=1.39), `Basic x`
+    beside an accepted username takes the forwarding route; the policy's `Basic *` rule refuses it
+    whatever other values are sent (RBAC matches each value on its own)."""
+    assert mesh_eval.route(routes(), INFER, {"authorization": [basic("svc", "x"), "svc"]},
+                           mesh_eval.INDIVIDUAL) == ("forward", 8000)
+    for values in ([basic("svc", "x"), "svc"], ["svc", basic("svc", "x")], ["svc-g2", "Basic eDp4", "svc"]):
+        assert not mesh_eval.allowed([POLICY], "", 0, INFER, host=HOST, headers={"authorization": values}), values
+    assert mesh_eval.allowed([POLICY], "", 0, INFER, host=HOST, headers={"authorization": "svc-g2"})
+
+
+@HEADER_VALUES
+def test_with_the_filter_each_accepted_generation_reaches_triton_and_nothing_else(header_values):
     reached = {attempt for attempt, headers in ATTEMPTS.items()
-               if mesh_eval.gateway(routes(), [POLICY], FILTER, HOST, INFER, {"content-type": "application/json", **headers})
+               if mesh_eval.gateway(routes(), [POLICY], FILTER, HOST, INFER, {"content-type": "application/json", **headers},
+                                    header_values)
                == ("forward", 8000)}
     assert reached == {"generation 1", "generation 2"}
     # After a rotation ends, the old generation is refused by the filter and by the policy alone.
