@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 from pydantic import AfterValidator, Field, field_validator
 
+from inference_platform.core.endpoints import ISTIO_NAMESPACE
 from inference_platform.core.input_types import NameInput, namespaced_ref
 from inference_platform.mesh.ref import MeshRef
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
@@ -14,7 +15,7 @@ from inference_platform.settings.base import DnsLabel, Model, TritonModelName
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.graphs import Graph, graph_problems
-from inference_platform.settings.serving import Service, service_problems
+from inference_platform.settings.serving import Service, llm_basic_auth_reach_problems, service_problems
 from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.weights.inputs import WeightsRef, missing_weights
 
@@ -73,6 +74,13 @@ class TritonServiceInputs(Model):
         """The stack file's checks of one service, with the same messages, and that `weights`
         names what each version's cache needs."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
+        # The stack's llm_basic_auth_problems on this component's mesh: the Basic Auth filter and
+        # policy go into mesh.ingress_namespace, which reaches an LLM service's own Gateway only
+        # when it is Istio's root namespace (istio-system, Istio's default meshConfig.rootNamespace).
+        ingress = self.mesh.ingress_namespace
+        found += [(("service", *path), why) for path, why in llm_basic_auth_reach_problems(
+            self.service, ingress == ISTIO_NAMESPACE,
+            f"mesh.ingress_namespace {ISTIO_NAMESPACE!r}, Istio's root namespace (not {ingress!r})")]
         return found + missing_weights(self.weights, ((("service", "versions", vi), v.model_repository)
                                                       for vi, v in enumerate(self.service.versions)))
 

@@ -15,7 +15,12 @@ from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
 from inference_platform.settings.graphs import ensemble_repository_overlaps, graph_problems
 from inference_platform.settings.identity import production_problems
-from inference_platform.settings.serving import deployment_name, pipeline_problems, service_problems
+from inference_platform.settings.serving import (
+    deployment_name,
+    llm_basic_auth_reach_problems,
+    pipeline_problems,
+    service_problems,
+)
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.tuning import unknown_preset_problems
 from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, loki_bucket_name, needs_access_cidrs, upload_prefix_overlaps
@@ -273,13 +278,10 @@ def upload_prefix_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 def llm_basic_auth_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """Basic Auth on an LLM service needs the platform's mesh: its gateway's filter and the policy
     that fails closed live in Istio's root namespace (mesh/basic_auth.py), which reaches the
-    service's own Gateway only from there; a cluster's own Istio has its gateway elsewhere."""
-    if s.mesh.enabled:
-        return []
-    return [(("services", i, "auth", "mode"), "basic on a service whose versions serve the OpenAI API needs mesh.enabled "
-             "(the check of its own Gateway lives in the platform's Istio root namespace); allowed: jwt, or none "
-             "outside production")
-            for i, svc in enumerate(s.services) if svc.llm_routed and svc.auth.mode == "basic"]
+    service's own Gateway only from there; a cluster's own Istio has its gateway elsewhere.
+    TritonService used alone runs the same check on its mesh (serving/inputs.py)."""
+    return [(("services", i, *path), why) for i, svc in enumerate(s.services)
+            for path, why in llm_basic_auth_reach_problems(svc, s.mesh.enabled, "mesh.enabled")]
 
 
 def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:

@@ -398,6 +398,20 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
 ENDPOINT_PICKER_RELEASE_MAX = 40
 
 
+def llm_basic_auth_reach_problems(svc: Service, reaches_its_gateway: bool, needs: str) -> list[tuple[KeyPath, str]]:
+    """Basic Auth on an LLM service is checked by a filter and a DENY policy without a selector in
+    the ingress gateway's namespace (mesh/basic_auth.py); the service's own Gateway runs in the
+    service's namespace, so they reach it only from Istio's root namespace (istio/istio 1.30.3
+    pilot/pkg/model/authorization.go: policies are looked up in the root namespace and the
+    workload's own). `reaches_its_gateway`: they are put there; else one problem, `needs` saying
+    what would. The stack's check and TritonService's own input check both run this."""
+    if reaches_its_gateway or not (svc.llm_routed and svc.auth.mode == "basic"):
+        return []
+    return [(("auth", "mode"), f"basic on a service whose versions serve the OpenAI API needs {needs} (the check of its "
+             "own Gateway lives in Istio's root namespace, the only namespace whose policies reach it); allowed: jwt, "
+             "or none outside production")]
+
+
 def llm_routing_problems(svc: Service) -> list[tuple[KeyPath, str]]:
     """What the Gateway API routing of an LLM service cannot do (docs/serving.md: LLM routing)."""
     if not svc.llm_routed:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from inference_platform.settings.errors import ConfigError
 from platformctl.engine import SECRET, Plan, render_program, render_program_stack, stack_config
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import ROOT, stack_plan
@@ -124,6 +125,43 @@ def test_triton_on_existing_mesh_waits_for_the_namespace_it_creates():
     for r in plan.resources:
         if r.custom and r.type.startswith("kubernetes:") and r is not namespace:
             assert namespace.urn in r.depends_on, r.urn
+
+
+def llm_variant_of_triton_on_existing_mesh(tmp_path: Path, auth: dict, ingress_namespace: str = "istio-ingress") -> Path:
+    """The example's stack file with its service turned into an LLM service behind the OpenAI
+    frontend (its own Gateway, in the service's namespace), written beside the test, not the example."""
+    directory = EXAMPLES / "triton-on-existing-mesh"
+    raw = yaml.safe_load((directory / "Pulumi.example.yaml").read_text())
+    config = raw["config"]
+    service = config["triton-on-existing-mesh:service"]
+    service["auth"] = auth
+    service["versions"] = [{**service["versions"][0], "weight": 100,
+                            "image": "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3",
+                            "llm": {"engine": "vllm", "max_context_tokens": 4096, "max_concurrent_sequences": 4,
+                                    "architecture": {"parameters_billion": 1.24, "layers": 16, "kv_heads": 8, "head_dim": 64},
+                                    "openai": {}}}]
+    stack_file = tmp_path / "Pulumi.llm.yaml"
+    stack_file.write_text(yaml.safe_dump(raw))
+    program = (directory / "__main__.py").read_text().replace('"istio-ingress"', json.dumps(ingress_namespace))
+    (tmp_path / "__main__.py").write_text(program)
+    (tmp_path / "Pulumi.yaml").write_text((directory / "Pulumi.yaml").read_text())
+    return stack_file
+
+
+def test_triton_service_alone_refuses_basic_auth_on_an_llm_service_its_ingress_namespace_cannot_guard(tmp_path):
+    """Outside Istio's root namespace the Basic Auth filter and DENY policy never reach an LLM
+    service's own Gateway, which would then pass any `Basic <anything>`: the component's own input
+    check refuses it, as the stack's check does without the platform's mesh."""
+    stack_file = llm_variant_of_triton_on_existing_mesh(tmp_path, {"mode": "basic"})
+    with pytest.raises(ConfigError) as info:
+        render_program_stack(tmp_path, stack_file)
+    line = info.value.one_line()
+    assert "service.auth.mode: basic on a service whose versions serve the OpenAI API needs " \
+           "mesh.ingress_namespace 'istio-system', Istio's root namespace (not 'istio-ingress')" in line, line
+    # The same service with a JWT, or with its ingress in the root namespace, plans.
+    render_program_stack(tmp_path, llm_variant_of_triton_on_existing_mesh(
+        tmp_path, {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https://id.example.com/jwks"}}))
+    render_program_stack(tmp_path, llm_variant_of_triton_on_existing_mesh(tmp_path, {"mode": "basic"}, "istio-system"))
 
 
 # --------------------------------------------------------------------------- gpu-operator-existing-cluster
