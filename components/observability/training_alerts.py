@@ -49,8 +49,14 @@ def restarts_expr(namespaces: list[str], restarts: int = RESTARTS_PER_HOUR) -> s
 
 
 def failed_expr(namespaces: list[str]) -> str:
-    """A TrainJob whose JobSet failed for good (restarts used up, or a failure policy said so)."""
-    failed = f'increase(jobset_failed_total{{exported_namespace=~"{_regex(namespaces)}"}}[10m]) > 0'
+    """A TrainJob whose JobSet failed for good (restarts used up, or a failure policy said so).
+
+    JobSet's controller creates a JobSet's `jobset_failed_total` series with its first failure,
+    already at 1 (jobset v0.12.0 pkg/metrics/metrics.go JobSetFailed: `WithLabelValues(...).Inc()`),
+    so there is no 0 sample for `increase` to rise from: a series that appeared within the window
+    is a failure too, beside a series that rose (a JobSet of the same name that failed again)."""
+    series = f'jobset_failed_total{{exported_namespace=~"{_regex(namespaces)}"}}'
+    failed = f'(increase({series}[10m]) > 0) or ({series} unless {series} offset 10m)'
     named = f'label_replace({failed}, "namespace", "$1", "exported_namespace", "(.+)")'
     return f'max by (namespace, {TRAIN_JOB_LABEL}) (label_replace({named}, "{TRAIN_JOB_LABEL}", "$1", "jobset_name", "(.+)"))'
 

@@ -64,11 +64,20 @@ CASES = {
         "TrainJobRestarting", []),
     # A Job of no JobSet (a tuning run) changing is not a TrainJob restart.
     "plain-job-quiet": case(created("tune-0", "100x9 700x10 1300x70"), "TrainJobRestarting", []),
+    # JobSet creates the series with the first failure, already at 1 (no 0 sample before it): the
+    # series appears at minute 30.
     "failed-fires": case(
-        jobset_failed("fsdp", "0x30 1x60"), "TrainJobFailed",
+        jobset_failed("fsdp", "_x30 1x60"), "TrainJobFailed",
         [fired("TrainJob fsdp in team-vision failed: its JobSet used up its restarts (see `kubectl describe trainjob` "
                "and its node pods' logs)", severity="warning", namespace=NS, train_job="fsdp")], eval_time="35m"),
-    "never-failed-quiet": case(jobset_failed("fsdp", "0x90"), "TrainJobFailed", [], eval_time="35m"),
+    # A JobSet of the same name failing a second time: the series rises from 1.
+    "failed-again-fires": case(
+        jobset_failed("fsdp", "1x30 2x60"), "TrainJobFailed",
+        [fired("TrainJob fsdp in team-vision failed: its JobSet used up its restarts (see `kubectl describe trainjob` "
+               "and its node pods' logs)", severity="warning", namespace=NS, train_job="fsdp")], eval_time="35m"),
+    # A failure an hour old pages no more.
+    "failed-long-ago-quiet": case(jobset_failed("fsdp", "_x10 1x80"), "TrainJobFailed", [], eval_time="60m"),
+    "never-failed-quiet": case({**owned("fsdp-node-0", "fsdp")}, "TrainJobFailed", [], eval_time="35m"),
     "inadmissible-fires": case(
         pending("vision", "inadmissible", "2x90"), "TrainingWorkloadsInadmissible",
         [fired("ClusterQueue vision holds 2 training workloads Kueue cannot admit (more than its quota and what it may "
