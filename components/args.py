@@ -1083,7 +1083,7 @@ class TrainJobSettingsArgs(TypedDict):
     active_deadline_seconds: NotRequired[int]
     """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
     suspend: NotRequired[bool]
-    """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job). Default: `false`."""
+    """Refused when true: under Kueue it holds nothing (Kueue lifts `suspend` from every job it admits) and setting it on a running job deletes its pods, which restart from the beginning once Kueue lifts it. To hold a job, leave it out of `training.jobs` until it should run (docs/training.md: Holding a job). Kept so that `false` parses. Default: `false`."""
     publish_to: NotRequired[PublishToArgs]
     """When the job's nodes complete, start the model pipeline of this service (export -> TensorRT -> analyse -> publish -> canary patch) with the ONNX file the job wrote in its checkpoint directory (docs/training.md: From a trained model to a canary). Needs `checkpoint`; adding, removing or changing `service` replaces the TrainJob."""
 

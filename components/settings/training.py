@@ -228,7 +228,7 @@ class TrainJobSettings(Model):
     active_deadline_seconds: Optional[int] = Field(default=None, ge=1, le=31_536_000)
     """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
     suspend: bool = False
-    """Suspended: no pods; Kueue admits the job by lifting it (editing it back and forth is allowed: Trainer reads suspend on a running job)."""
+    """Refused when true: under Kueue it holds nothing (Kueue lifts `suspend` from every job it admits) and setting it on a running job deletes its pods, which restart from the beginning once Kueue lifts it. To hold a job, leave it out of `training.jobs` until it should run (docs/training.md: Holding a job). Kept so that `false` parses."""
     publish_to: Optional[PublishTo] = None
     """When the job's nodes complete, start the model pipeline of this service (export -> TensorRT -> analyse -> publish -> canary patch) with the ONNX file the job wrote in its checkpoint directory (docs/training.md: From a trained model to a canary). Needs `checkpoint`; adding, removing or changing `service` replaces the TrainJob."""
 
@@ -401,6 +401,15 @@ def job_placement_problems(job: TrainJobSettings, groups: dict[str, NodeGroup]) 
     return found
 
 
+# Kueue v0.19.2 pkg/controller/jobframework/reconciler.go (step 7, "handle job is suspended"):
+# a suspended job whose workload is admitted is started, i.e. unsuspended; Kueue admits a
+# suspended TrainJob's workload like any other. Trainer v2.3.0 pkg/runtime/framework/plugins/jobset
+# jobset.go Build passes `suspend` to the JobSet, which deletes the running Jobs' pods.
+SUSPEND_REFUSED = ("holds nothing under Kueue: Kueue lifts suspend from every job it admits, and on a running job it "
+                   "deletes the pods, which then start over from the beginning; allowed: false (to hold a job, leave it "
+                   "out of training.jobs until it should run)")
+
+
 def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
                       serving_namespaces: frozenset[str] = frozenset(),
                       caches: Optional[frozenset[str]] = None) -> list[tuple[KeyPath, str]]:
@@ -429,6 +438,8 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
             found.append((at + ("team",), f"no team {job.team!r}; teams: {teams}"))
         if training.runtime(job.runtime) is None:
             found.append((at + ("runtime",), f"no runtime of kind {job.runtime!r}; runtimes: {kinds}"))
+        if job.suspend:
+            found.append((at + ("suspend",), SUSPEND_REFUSED))
         found += [(at + path, why) for path, why in job_placement_problems(job, groups)]
         found += [(at + path, why) for path, why in mesh_problems(job)]
         found += [(at + path, why) for path, why in command_problems(job)]

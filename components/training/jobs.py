@@ -9,7 +9,9 @@ Read in kubeflow/trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go:
   plugins/jobset/jobset.go Validate) is how a job places the runtime's pods: nodeSelector,
   tolerations, volumes and the `node` container's volumeMounts; not env (refused for `node`).
   The same Validate refuses a patch change unless the job is suspended, so it replaces too.
-- `spec.suspend` may change at any time: an update.
+- `spec.suspend` is Kueue's: its webhook suspends a queued job at creation and its reconciler lifts
+  that on admission (kueue v0.19.2 pkg/controller/jobframework/reconciler.go), so the platform never
+  sets it (settings/training.py refuses `suspend: true`).
 - A job with `publishTo` runs on the `-publish` variant of its runtime, and its runtimePatches
   also fill the `publish` step (training/publish.py): adding or removing `publishTo`, or changing
   its service, replaces the job; its version and ONNX file live in a ConfigMap the step reads
@@ -131,8 +133,4 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
         spec["initializer"] = initializers
     if job.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
-    if job.suspend:
-        # Only to hold a job: otherwise Kueue owns the field (it suspends a queued job on
-        # creation and lifts that on admission).
-        spec["suspend"] = True
     return spec

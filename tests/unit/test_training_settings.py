@@ -49,6 +49,16 @@ def test_tensor_parallel_is_required_for_fsdp_tp_and_stays_within_a_node():
     assert list(found) == [f"{JOB.format('llm')}.tensorParallelDegree"] and "does not divide processesPerNode 4" in next(iter(found.values()))
 
 
+def test_suspend_true_is_refused_because_kueue_lifts_it_and_it_restarts_a_running_job():
+    found = problems(job(0, suspend=True))
+    assert list(found) == [f"{JOB.format('ddp')}.suspend"]
+    assert "Kueue lifts suspend from every job it admits" in found[f"{JOB.format('ddp')}.suspend"]
+    assert "leave it out of training.jobs" in found[f"{JOB.format('ddp')}.suspend"]
+    raw = training_config()
+    raw["training"]["jobs"][0]["suspend"] = False
+    assert parse_settings(raw, "Pulumi.test-dev.yaml").training.jobs[0].suspend is False
+
+
 def _drop(index: int, key: str):
     def edit(raw):
         raw["training"]["jobs"][index].pop(key)
