@@ -21,7 +21,7 @@ _DEFAULTS = {"cluster_queue": CLUSTER_QUEUE, "preempting_cluster_queue": CLUSTER
              "resource": "nvidia.com/gpu", "replica_role": "standalone", "priority_class": "training",
              "underlying_cause": "", "jobset_name": TRAIN_JOB, "exported_namespace": NAMESPACE,
              "name": "chat-v1", "model_name": "llama", "target_model_name": "llama", "priority": "0",
-             "error_code": "Internal"}
+             "error_code": "Internal", "source_type": "metrics-data-source"}
 _CATEGORIES = {"status", "reason"}
 _BUCKETS = ("0.001", "0.01", "0.1", "+Inf")
 
