@@ -638,7 +638,8 @@ def llm_tuning_cases() -> Iterator[tuple[str, bytes, Any]]:
         yield f"acme-prod:{case}", dump(doc), key_path(where, doc)
 
 
-# studio-dev with a training team on the L4 group's one free GPU (serving's peak takes the other).
+# studio-dev with a training team on the L4 group's one free GPU (serving's peak takes the other),
+# its GPU groups at a fixed size (minNodes = maxNodes), where topology levels are allowed.
 TRAINING_QUOTA_BASE = {
     "topologyLevels": ["topology.kubernetes.io/zone", "kubernetes.io/hostname"],
     "teams": [{"name": "research", "namespace": "research",
@@ -693,6 +694,9 @@ _TRAINING_QUOTA_REDIRECTED = {
 def training_quota_cases() -> Iterator[tuple[str, bytes, Any]]:
     """Hostile values, and values of the wrong type, for every key of `training`."""
     base = _set(example("studio-dev"), ("training",), TRAINING_QUOTA_BASE)
+    for group in base["config"]["inference-platform:cluster"]["nodeGroups"]:
+        if "gpu" in group:
+            group["minNodes"] = group["maxNodes"]
     for case, path, value in TRAINING_QUOTA_VALUES:
         doc = _set(base, path, value)
         where = _TRAINING_QUOTA_REDIRECTED.get(case)
