@@ -240,6 +240,8 @@ class MeshSettingsArgs(TypedDict):
     """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
     tls: NotRequired[GatewayTlsArgs]
     """TLS of the customer Gateway."""
+    allow_plain_http_credentials: NotRequired[bool]
+    """Serve `basic` and `jwt` services and graphs over plain HTTP while `tls` is off without the plan's warning; non-production stacks only (their credentials then cross the network unencrypted; a production stack refuses them without `tls`). Default: `false`."""
     tracing_sampling_percent: NotRequired[float]
     """Percent of requests traced to Jaeger. Default: `1.0`."""
     jaeger_storage: NotRequired[Literal["memory", "persistent"]]

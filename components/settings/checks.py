@@ -284,6 +284,45 @@ def llm_basic_auth_problems(s: Settings) -> list[tuple[KeyPath, str]]:
             for path, why in llm_basic_auth_reach_problems(svc, s.mesh.enabled, "mesh.enabled")]
 
 
+# What a client of each auth mode sends on every request, readable by anyone on the path over plain HTTP.
+SENT_CREDENTIAL = {"basic": "its Basic credential (a reusable password)", "jwt": "its bearer token"}
+
+
+def _credentialed(s: Settings) -> list[tuple[str, int, str, str]]:
+    """(section, index, name, mode) of every service and graph whose clients send a credential."""
+    return [(section, i, item.name, item.auth.mode) for section, items in (("services", s.services), ("graphs", s.graphs))
+            for i, item in enumerate(items) if item.auth.mode in SENT_CREDENTIAL]
+
+
+def credentials_in_clear_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """A production stack serves no credential over plain HTTP: with `mesh.tls` off the gateway has
+    only its port 80 server, so every request of a `basic` or `jwt` service or graph carries its
+    credential in clear (only UI logins were held to HTTPS before, _ui_problems). Other stacks get
+    a warning line instead (credentials_in_clear_warnings) unless `mesh.allowPlainHttpCredentials`
+    says so; with TLS on, port 80 redirects to HTTPS (mesh/mesh.py gateway servers)."""
+    if not s.production:
+        return []
+    opted = ([(("mesh", "allowPlainHttpCredentials"), "credentials over plain HTTP are not allowed in a production "
+               "stack; allowed: false (set mesh.tls)")] if s.mesh.allow_plain_http_credentials else [])
+    if s.mesh.tls.enabled:
+        return opted
+    return opted + [((section, i, "auth", "mode"), f"{mode}: without mesh.tls every request would send {SENT_CREDENTIAL[mode]} "
+             "over plain HTTP, not allowed in a production stack; allowed: mesh.tls.enabled with mesh.tls.secretName")
+            for section, i, _, mode in _credentialed(s)]
+
+
+def credentials_in_clear_warnings(s: Settings) -> list[str]:
+    """The plan's warning for each `basic` or `jwt` service or graph of a non-production stack
+    without `mesh.tls`: it plans, but its credentials cross the network in clear. None where the
+    stack opts in with `mesh.allowPlainHttpCredentials: true`."""
+    if s.production or s.mesh.tls.enabled or s.mesh.allow_plain_http_credentials:
+        return []
+    return [f"{section}[{name}].auth.mode: {mode} without mesh.tls: every request sends {SENT_CREDENTIAL[mode]} over "
+            "plain HTTP (refused in a production stack); set mesh.tls.enabled and mesh.tls.secretName, or "
+            "mesh.allowPlainHttpCredentials: true to accept it"
+            for section, _, name, mode in _credentialed(s)]
+
+
 def deployment_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     """(key path, problem) for versions whose Deployment name another service's version
     already takes in the same namespace (`a-b` + `c` and `a` + `b-c` are both `a-b-c`)."""
@@ -341,7 +380,7 @@ def chart_directory_override_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     production_problems, node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
-    _ui_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
+    _ui_problems, credentials_in_clear_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
     graph_repository_problems, chart_directory_override_problems,
 )
 

@@ -40,6 +40,8 @@ class MeshSettings(Model):
     """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
     tls: GatewayTls = GatewayTls()
     """TLS of the customer Gateway."""
+    allow_plain_http_credentials: bool = False
+    """Serve `basic` and `jwt` services and graphs over plain HTTP while `tls` is off without the plan's warning; non-production stacks only (their credentials then cross the network unencrypted; a production stack refuses them without `tls`)."""
     tracing_sampling_percent: Number = Field(default=1.0, ge=0.0, le=100.0)
     """Percent of requests traced to Jaeger."""
     jaeger_storage: Literal["memory", "persistent"] = "memory"

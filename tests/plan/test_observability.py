@@ -240,7 +240,7 @@ def test_loki_s3_bucket_is_created_before_loki():
 
 
 def test_loki_bucket_is_protected_in_production():
-    raw = base_config() | S3_RAW | {"production": True}
+    raw = base_config() | S3_RAW | {"production": True, "mesh": {"tls": {"enabled": True, "secretName": "test-tls"}}}
     plan = render_raw(raw, secret_keys=("s3AccessKeyId", "s3SecretAccessKey"))
     bucket = plan.get("pulumi-python:dynamic/s3:Bucket", "test-dev-observability-loki-bucket")
     assert bucket.protect and bucket.retain_on_delete

@@ -16,7 +16,9 @@ def test_a_capacity_warning_exits_1_with_strict_and_the_plan_is_still_written(tm
     assert main(["plan", "demo-dev", "--strict", "--out", str(tmp_path / "strict")]) == 1
     captured = capsys.readouterr()
     assert "warning: GPU group gpu-a100: " in captured.out
-    assert captured.err.splitlines() == ["--strict: the plan has 1 warning (the `warning:` lines above); exit 1"]
+    # And resnet's Basic credentials over plain HTTP (no mesh.tls, no mesh.allowPlainHttpCredentials).
+    assert "warning: services[resnet].auth.mode: basic without mesh.tls: " in captured.out
+    assert captured.err.splitlines() == ["--strict: the plan has 2 warnings (the `warning:` lines above); exit 1"]
     assert (tmp_path / "strict" / "resources.json").is_file()
 
 

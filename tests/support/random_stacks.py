@@ -69,6 +69,9 @@ def random_stack(seed: int) -> dict:
         "weightCaches": {},
         "services": services,
     }
+    if raw["production"]:
+        # A production stack sends its Basic credentials over HTTPS only (credentials_in_clear_problems).
+        raw["mesh"]["tls"] = {"enabled": True, "secretName": "rand-tls"}
     if use_share:
         raw["weightCaches"]["fileShare"] = {"mode": "existing", "server": "10.0.0.2", "path": "/models"}
     if use_s3:

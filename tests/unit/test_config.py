@@ -289,7 +289,9 @@ def test_top_level_forms_pulumi_writes(tmp_path, form, line, accepted):
     from tests.support.hostile_corpus import ROOT as root
 
     demo = (root / "stacks" / "Pulumi.demo-dev.yaml").read_text()
-    text = demo.replace("  inference-platform:production: false\n", line)
+    # With TLS: a production stack sends resnet's Basic credentials over HTTPS only.
+    tls = "  inference-platform:mesh:\n    tls: {enabled: true, secretName: demo-tls}\n"
+    text = demo.replace("  inference-platform:production: false\n", line + tls)
     if accepted:
         assert _settings_of(tmp_path, text).production is ("true" in line)
     else:

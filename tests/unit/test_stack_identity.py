@@ -18,6 +18,8 @@ from tests.conftest import ROOT, base_config
 
 def _parsed(stack, **keys):
     raw = base_config() | keys
+    if raw.get("production"):  # a production stack serves its Basic credentials over HTTPS only
+        raw["mesh"] = {**raw.get("mesh", {}), "tls": {"enabled": True, "secretName": "test-tls"}}
     return parse_settings(raw, f"stacks/Pulumi.{stack}.yaml", stack=stack)
 
 
