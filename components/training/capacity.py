@@ -8,6 +8,10 @@ slots the placeholders hold (gpu/coldstart.py). Kueue never sees serving's pods 
 are the training kinds only, training/kueue.py), so the proof is what keeps admitted training off
 the room serving may need: the queues get exactly these numbers.
 
+Units are not places: a pod needs its GPUs free on one node, and the scheduler spreads serving's
+pods over the nodes. So each job is also proven in whole pods per node (ShapeProof): with serving's
+pods and the other teams' guaranteed pods anywhere, its team's guarantee still finds room for its pods.
+
 Pure functions of the settings: the loader runs the checks before any resource exists, and the
 offline plan prints the proof (platformctl/gpu_report.py).
 """
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
-from inference_platform.gpu.profiles import group_demands, mig_mix, placeholder_request, resource_name, slots_per_node
+from inference_platform.gpu.profiles import gpu_consumers, group_demands, mig_mix, placeholder_request, resource_name, slots_per_node
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import GpuRequest, gpu_request_problems
 from inference_platform.settings.stack import Settings
@@ -102,6 +106,140 @@ def group_proofs(settings: Settings) -> list[GroupProof]:
     return proofs
 
 
+@dataclass(frozen=True)
+class ShapeProof:
+    """One job's pods against one GPU resource of its group, counted in whole pods per node.
+
+    Units alone do not place a pod: the default scheduler scores nodes LeastAllocated and so spreads
+    serving's replicas and placeholders over the nodes, and a pod of `pod` units needs that many
+    free on one node. A pod of `s` units on a node takes at most ceil(s / pod) of the node's places
+    for a job's pod (floor(F / pod) - floor((F - s) / pod) <= ceil(s / pod)), and never more than the
+    node had, so whatever the placement, at least `slots - lost` places stay free."""
+
+    group: str
+    index: int
+    """The group's index in cluster.nodeGroups."""
+    resource: str
+    per_node: int
+    max_nodes: int
+    job: str
+    job_index: int
+    """The job's index in training.jobs."""
+    team: str
+    pod: int
+    """Units of the resource one node pod of the job takes."""
+    job_pods: int
+    """The job's node pods (Kueue admits them all at once)."""
+    team_units: int
+    """The team's guarantee on this resource."""
+    serving_pods: tuple[int, ...]
+    """Units of each pod serving may run at its peak: replicas at their most, a surge replica per version, placeholders."""
+    other_pods: tuple[int, ...]
+    """Units of each pod the other teams' guarantees hold, at their smallest job's pod."""
+
+    @property
+    def places_per_node(self) -> int:
+        return self.per_node // self.pod
+
+    @property
+    def slots(self) -> int:
+        return self.max_nodes * self.places_per_node
+
+    @property
+    def lost(self) -> int:
+        """Places for this job's pods that serving's and the other teams' pods may take, at worst."""
+        k = self.places_per_node
+        return sum(min(math.ceil(units / self.pod), k) for units in self.serving_pods + self.other_pods)
+
+    @property
+    def free(self) -> int:
+        return max(self.slots - self.lost, 0)
+
+    @property
+    def guaranteed_pods(self) -> int:
+        """Pods of the job the team's guarantee admits at once (more only by borrowing)."""
+        return self.team_units // self.pod
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= self.guaranteed_pods
+
+    @property
+    def within_guarantee(self) -> bool:
+        """The whole job fits its team's guarantee, so it always finds room (else it waits for borrowed room)."""
+        return self.job_pods <= self.guaranteed_pods
+
+    @property
+    def nodes_needed(self) -> int:
+        return math.ceil((self.lost + self.guaranteed_pods) / self.places_per_node)
+
+    def describe(self) -> str:
+        return (f"job {self.job!r} of team {self.team!r} runs pods of {self.pod} x {self.resource}, "
+                f"{self.places_per_node} per node: {self.max_nodes} nodes offer {self.slots} places; serving's "
+                f"{len(self.serving_pods)} pods at peak and the other teams' {len(self.other_pods)} guaranteed pods, "
+                f"spread by the scheduler, may take {min(self.lost, self.slots)}, leaving {self.free}; the team's "
+                f"guarantee of {self.team_units} admits {self.guaranteed_pods} such pods")
+
+
+def _serving_pods(settings: Settings, group, resource: str) -> tuple[int, ...]:
+    """Units of every pod serving may run on the group's `resource` at its peak (the pods behind
+    GroupProof's serving, surge and spare)."""
+    pods: list[int] = []
+    for gpu, _low, high in gpu_consumers(settings):
+        if gpu.group == group.name and resource_name(group, gpu.mig_profile) == resource:
+            pods += [gpu.count] * high
+    pods += [v.gpu.count for svc in settings.services for v in svc.versions
+             if v.gpu.group == group.name and resource_name(group, v.gpu.mig_profile) == resource]
+    if placeholder_request(settings.services, group).resource_name == resource:
+        pods += [1] * settings.cold_start.spare_slots.get(group.name, 0)
+    return tuple(pods)
+
+
+def shape_proofs(settings: Settings) -> list[ShapeProof]:
+    """Every job's pods against the group it runs on, in the stack file's order (none without `training`)."""
+    if settings.training is None:
+        return []
+    groups = {g.name: (i, g) for i, g in enumerate(settings.cluster.node_groups)}
+    proofs = []
+    for ji, job in enumerate(settings.training.jobs):
+        if job.gpu.group not in groups or groups[job.gpu.group][1].gpu is None:
+            continue
+        index, group = groups[job.gpu.group]
+        resource = resource_name(group, job.gpu.mig_profile)
+        per_node = slots_per_node(group).get(resource, 0)
+        if job.gpu.count < 1 or job.gpu.count > per_node:
+            continue  # the job's own checks refuse it
+
+        def on_resource(j) -> bool:
+            return j.gpu.group == group.name and resource_name(group, j.gpu.mig_profile) == resource
+
+        shapes = [j.gpu.count for j in settings.training.jobs if on_resource(j) and j.gpu.count >= 1]
+        units: dict[str, int] = {}
+        for team in settings.training.teams:
+            units[team.name] = sum(q.gpus for q in team.quotas
+                                   if q.group == group.name and resource_name(group, q.mig_profile) == resource)
+        others: list[int] = []
+        for team, held in units.items():
+            if team == job.team or not held:
+                continue
+            # A team's guarantee held by pods of its smallest job here (no job here: the smallest job's).
+            own = [j.gpu.count for j in settings.training.jobs if j.team == team and on_resource(j) and j.gpu.count >= 1]
+            pod = min(own or shapes)
+            others += [pod] * (held // pod)
+        proofs.append(ShapeProof(group.name, index, resource, per_node, group.max_nodes, job.name, ji, job.team,
+                                 job.gpu.count, job.nodes, units.get(job.team, 0), _serving_pods(settings, group, resource),
+                                 tuple(others)))
+    return proofs
+
+
+def _shape_refusal(p: ShapeProof) -> tuple[KeyPath, str]:
+    return (("training", "jobs", p.job_index, "gpu", "count"),
+            f"GPU group {p.group!r} cannot keep this job's guarantee beside serving in whole pods: {p.describe()}, "
+            f"so it may wait with serving at its peak although the units fit; allowed: at most {p.free} guaranteed "
+            f"pods of {p.pod} there. Lower services' maxReplicas or coldStart.spareSlots.{p.group}, run smaller pods, "
+            f"lower the team's guarantee on {p.group}, or raise cluster.nodeGroups[{p.index}].maxNodes to {p.nodes_needed}")
+
+
 def _quota_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
     """Teams in namespaces of their own, with quotas on slices their groups have (unique names: the
     `training` section's own checks, settings/training.py, which run first)."""
@@ -167,13 +305,20 @@ def training_capacity_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
     problems = _quota_problems(settings)
     if problems:
         return problems
-    return [_refusal(settings, p) for p in group_proofs(settings) if not p.fits]
+    refused = [_refusal(settings, p) for p in group_proofs(settings) if not p.fits]
+    return refused or [_shape_refusal(p) for p in shape_proofs(settings) if not p.fits]
 
 
 def proof_report(settings: Settings) -> list[str]:
     """One line per GPU group and resource for the plan output."""
-    return [f"Serving first, GPU group {p.group}: {p.describe()}; training borrows only the rest, {max(p.rest, 0)}"
-            for p in group_proofs(settings)]
+    lines = [f"Serving first, GPU group {p.group}: {p.describe()}; training borrows only the rest, {max(p.rest, 0)}"
+             for p in group_proofs(settings)]
+    for p in shape_proofs(settings):
+        whole = f"the whole job ({p.job_pods} x {p.pod})"
+        verdict = (f"so {whole} always finds room" if p.within_guarantee
+                   else f"so {whole} exceeds the guarantee: it starts only on room it borrows")
+        lines.append(f"Serving first, whole pods on {p.group}: {p.describe()}, {verdict}")
+    return lines
 
 
 def proof_table(settings: Settings) -> str:

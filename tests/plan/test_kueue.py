@@ -115,7 +115,7 @@ def test_queues_hold_the_proofs_numbers_serving_its_peak_each_team_its_guarantee
     # The stack's own limits, and the defaults: borrow all training may use beyond the guarantee, lend it all.
     h100 = ("gpu-h100", "nvidia.com/gpu")
     assert (research[h100]["borrowingLimit"], research[h100]["lendingLimit"]) == (8, 8)
-    assert (applied[h100]["borrowingLimit"], applied[h100]["lendingLimit"]) == (48 - 16 - 4, 2)
+    assert (applied[h100]["borrowingLimit"], applied[h100]["lendingLimit"]) == (48 - 10 - 4, 2)
 
 
 def test_each_team_has_its_namespace_a_local_queue_there_and_a_queue_that_admits_only_that_namespace():
