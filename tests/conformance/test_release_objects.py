@@ -15,8 +15,7 @@ from tests.support import helm
 @pytest.mark.parametrize("stack", STACKS)
 def test_no_two_releases_nor_a_release_and_a_resource_make_the_same_object(stack, reference):
     plan = stack_plan(stack)
-    rendered = {f"{r['namespace']}/{r['name']}": helm.installed(r) for r in helm.releases(plan)}
-    assert release_object_clashes(plan, rendered) == []
+    assert release_object_clashes(plan, helm.installed_by_release(plan)) == []
 
 
 def test_two_releases_rendering_one_object_are_named():
@@ -30,8 +29,7 @@ def test_two_releases_rendering_one_object_are_named():
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_release_can_be_uninstalled_without_its_objects_coming_back(stack, reference):
     plan = stack_plan(stack)
-    rendered = {f"{r['namespace']}/{r['name']}": helm.installed(r) for r in helm.releases(plan)}
-    assert uninstalls_that_never_end(plan, rendered) == []
+    assert uninstalls_that_never_end(plan, helm.installed_by_release(plan)) == []
 
 
 def test_an_aggregated_role_beside_the_roles_it_gathers_is_named_until_patched():

@@ -68,6 +68,11 @@ CLUSTER_SCOPED = frozenset({"ClusterRole", "ClusterRoleBinding", "CustomResource
                             "PersistentVolume", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 
 
+def installed_by_release(plan) -> dict[str, list[dict]]:
+    """`<namespace>/<name>` of each Helm release of a plan -> the objects it puts in the cluster (installed)."""
+    return {f"{r['namespace']}/{r['name']}": installed(r) for r in releases(plan)}
+
+
 def installed(release: dict) -> list[dict]:
     """The objects a release puts in the cluster as `helm install` places them: no CRDs (not
     workloads), every namespaced object in the release's namespace unless it names its own."""
