@@ -1060,6 +1060,8 @@ class TrainJobSettingsArgs(TypedDict):
     """Entry point of the node container, e.g. `[torchrun, train.py]`: torchrun takes its rendezvous from Trainer's PET_* variables, so give it no --nnodes/--nproc-per-node/--master-addr."""
     env: NotRequired[dict[str, str]]
     """Extra environment of the node container; PET_* and PLATFORM_* are refused (Trainer and the platform set them)."""
+    secret_env: NotRequired[dict[str, str]]
+    """Environment of the node container from the stack's secrets: variable name -> a name of `trainingSecrets`. The value reaches the pods only through a Secret of the job's namespace (`valueFrom.secretKeyRef`), never in the TrainJob's spec (docs/training.md: Secrets in a job's environment); a `secure:` value in `env` is refused."""
     nodes: NotRequired[int]
     """Training nodes (pods of the `node` job), one per GPU node at most. Default: `1`."""
     processes_per_node: NotRequired[int]
@@ -1172,6 +1174,8 @@ class InferencePlatformArgs(TypedDict):
     """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
     alert_receiver_secrets: NotRequired[dict[str, str]]
     """Secret. Per alert receiver (`observability.alerting.receivers[].name`), its credential: the webhook URL, Slack webhook URL, SMTP password or PagerDuty routing key (`pulumi config set --secret --path 'alertReceiverSecrets.<name>' ...`)."""
+    training_secrets: NotRequired[dict[str, str]]
+    """Secret. Values training jobs read from their environment, by name (`pulumi config set --secret --path 'trainingSecrets.<name>' ...`): a job's `secretEnv` names them, and the platform puts each in a Secret of the job's namespace that the TrainJob refers to (docs/training.md: Secrets in a job's environment)."""
 
 
 class ClusterArgs(TypedDict):
@@ -1455,5 +1459,7 @@ class TrainingArgs(TypedDict):
     """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: NotRequired[dict[str, str]]
     """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders and publish steps select (the system group). Empty: any node that admits them."""
+    secrets: NotRequired[dict[str, str]]
+    """Secret. The values the jobs' `secretEnv` names (the stack's `trainingSecrets`), by name."""
     pipelines: NotRequired[dict[str, PipelineRefArgs]]
     """Per service a job publishes to (`publishTo.service`), its model pipeline: namespace, WorkflowTemplate and the weight cache it reads the ONNX file from."""

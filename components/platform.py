@@ -174,7 +174,8 @@ def pipeline_inputs(s: Settings, weights: dict[str, WeightsRef],
 def training_inputs(s: Settings, weights: dict[str, WeightsRef]) -> TrainingInputs:
     return _given(TrainingInputs, training=s.training, gpu_groups=s.gpu_groups, weights=weights,
                   create_namespaces=False, install_trainer=False, priority_class=TRAINING_PRIORITY_CLASS,
-                  system_node_selector=s.cluster.system_selector, pipelines=published_pipelines(s))
+                  system_node_selector=s.cluster.system_selector, pipelines=published_pipelines(s),
+                  secrets=s.training_secrets)
 
 
 def published_pipelines(s: Settings) -> dict[str, PipelineRef]:

@@ -30,7 +30,7 @@ from pulumi.runtime.sync_await import _ensure_event_loop
 
 from inference_platform.settings.errors import ConfigError, RawKey
 from inference_platform.settings.loader import settings_from_config
-from inference_platform.settings.stack import Settings, plain_text_in_secrets
+from inference_platform.settings.stack import Settings, plain_text_in_secrets, secure_outside_secrets
 
 from .aliases import new_urn, qualified_type
 from .autonaming import bridged_name, kubernetes_name
@@ -483,9 +483,10 @@ def checked_engine_config(stack_file_config: dict[str, Any], shown: str,
                           project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
     """engine_config, after refusing plain text inside a secret key: the engine marks only
     top-level keys secret, so the program cannot tell a plain value beside a secure one."""
-    problems = plain_text_in_secrets(stack_file_config) + keys_read_as_one(stack_file_config, project)
+    problems = (plain_text_in_secrets(stack_file_config) + secure_outside_secrets(stack_file_config)
+                + keys_read_as_one(stack_file_config, project))
     if problems:
-        raise ConfigError(shown, problems)
+        raise ConfigError(shown, problems, source={k.rpartition(":")[2]: v for k, v in stack_file_config.items()})
     return engine_config(stack_file_config, project)
 
 

@@ -1,5 +1,5 @@
 """The checks every plan runs after rendering: ordering invariants, pod placement, the selectors that
-must leave the gateway pods istiod deploys alone, and await budgets."""
+must leave the gateway pods istiod deploys alone, secrets only in Secrets, and await budgets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Union
 
 from inference_platform.settings.stack import Settings
 
-from . import awaits, gateway_pods, ordering, placement
+from . import awaits, gateway_pods, ordering, placement, secret_leaks
 from .plan_model import Plan
 
 
@@ -35,6 +35,7 @@ def problems(plan, settings: Settings) -> tuple[list[awaits.Row], list[str]]:
     rows, await_problems = awaits.check(resources, settings)
     return rows, (ordering.violations(resources) + placement.violations(resources, settings)
                   + placement.shared_claim_violations(resources) + gateway_pods.violations(resources)
+                  + secret_leaks.violations(resources)
                   + await_problems)
 
 

@@ -22,7 +22,7 @@ from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, ho
 from inference_platform.settings.identity import stack_name_problems
 from inference_platform.settings.namespaces import namespace_problems, near_miss_hint
 from inference_platform.settings.placeholders import placeholder_problems
-from inference_platform.settings.stack import SECRET_KEYS, Settings
+from inference_platform.settings.stack import SECRET_KEYS, Settings, secure_value_refused
 from inference_platform.settings.training import training_section_problems
 from inference_platform.training.capacity import training_capacity_problems
 from inference_platform.tuning.perf_inputs import tuned_shape_problems
@@ -40,6 +40,8 @@ def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[
     problems: list[tuple[KeyPath, str]] = namespace_problems(other_keys)
     problems += [((key,), f"must be a secret, not plain text: {how_to_set_secret(key)}")
                  for key in SECRET_KEYS if key in raw and key not in secret_keys]
+    # The engine marks a key secret when a value inside it is: only the secret keys may hold one.
+    problems += [((key,), secure_value_refused((key,))) for key in sorted(secret_keys - set(SECRET_KEYS)) if key in raw]
     # A placeholder left in would make its own schema errors; it is named, alone, until filled in.
     placeholders = placeholder_problems(raw)
     if placeholders:

@@ -81,6 +81,8 @@ class Settings(Model):
     """Secret. Grafana's OIDC client secret, for `ui.grafana.auth: oidc`."""
     alert_receiver_secrets: dict[Annotated[str, _checked(grammar.dns_label, 40)], SecretStr] = {}
     """Secret. Per alert receiver (`observability.alerting.receivers[].name`), its credential: the webhook URL, Slack webhook URL, SMTP password or PagerDuty routing key (`pulumi config set --secret --path 'alertReceiverSecrets.<name>' ...`)."""
+    training_secrets: dict[Annotated[str, _checked(grammar.dns_label, 63)], SecretStr] = {}
+    """Secret. Values training jobs read from their environment, by name (`pulumi config set --secret --path 'trainingSecrets.<name>' ...`): a job's `secretEnv` names them, and the platform puts each in a Secret of the job's namespace that the TrainJob refers to (docs/training.md: Secrets in a job's environment)."""
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.cluster.node_groups if g.name == name)
@@ -132,3 +134,32 @@ def plain_text_in_secrets(stack_file_config: dict[str, Any]) -> list[tuple[tuple
         if name in SECRET_KEYS and namespace in ("", NAMESPACE) and isinstance(value, (dict, list)):
             walk(value, (name,))
     return problems
+
+
+def secure_outside_secrets(stack_file_config: dict[str, Any]) -> list[tuple[tuple, str]]:
+    """(key path, problem) for every secure value of the project's keys outside SECRET_KEYS. The
+    engine marks only a whole top-level key secret and passes it decrypted, so the program cannot
+    tell the secure value from the plain ones beside it and would write it in clear text into the
+    objects it renders (and so into the state)."""
+    problems: list[tuple[tuple, str]] = []
+
+    def walk(value: Any, path: tuple) -> None:
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            problems.append((path, secure_value_refused(path)))
+        elif isinstance(value, (dict, list)):
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                walk(item, (*path, key))
+
+    for key, value in stack_file_config.items():
+        namespace, _, name = key.rpartition(":")
+        if name not in SECRET_KEYS and namespace in ("", NAMESPACE):
+            walk(value, (name,))
+    return problems
+
+
+def secure_value_refused(path: tuple) -> str:
+    """Why a secret outside SECRET_KEYS is refused, and where it goes instead."""
+    where = ("put it in trainingSecrets.<name> and name that in the job's secretEnv (the pods read it from a Secret)"
+             if path[:1] == ("training",) and "env" in path else f"secure values only in {', '.join(SECRET_KEYS)}")
+    return (f"a secret in {path[0]}, which is not a secret key: Pulumi then passes all of {path[0]} decrypted, and the "
+            f"platform would write the value in clear text into the objects it renders and the state; allowed: {where}")

@@ -203,6 +203,8 @@ class TrainJobSettings(Model):
     """Entry point of the node container, e.g. `[torchrun, train.py]`: torchrun takes its rendezvous from Trainer's PET_* variables, so give it no --nnodes/--nproc-per-node/--master-addr."""
     env: dict[EnvName, EnvValue] = Field(default={}, max_length=100)
     """Extra environment of the node container; PET_* and PLATFORM_* are refused (Trainer and the platform set them)."""
+    secret_env: dict[EnvName, Annotated[str, AfterValidator(lambda v: grammar.dns_label(v, 63))]] = Field(default={}, max_length=28)
+    """Environment of the node container from the stack's secrets: variable name -> a name of `trainingSecrets`. The value reaches the pods only through a Secret of the job's namespace (`valueFrom.secretKeyRef`), never in the TrainJob's spec (docs/training.md: Secrets in a job's environment); a `secure:` value in `env` is refused."""
     nodes: int = Field(default=1, ge=1, le=1000)
     """Training nodes (pods of the `node` job), one per GPU node at most."""
     processes_per_node: Optional[int] = Field(default=None, ge=1, le=16)
@@ -452,6 +454,8 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
         if job.code is not None and job.code.cache != "fileShare":
             found.append((at + ("code", "cache"), "the node pods mount their code from the file share's claim (Trainer has no "
                                                   "initializer for code); allowed: fileShare"))
+        found += [(at + ("secretEnv", name), "also set in env; allowed: one of env and secretEnv")
+                  for name in sorted(set(job.secret_env) & set(job.env))]
         clash = sorted(set(job.env) & set(training.networks.get(job.gpu.group, GroupNetwork()).env()))
         if clash:
             found.append((at + ("env",), f"{', '.join(clash)} set by training.networks.{job.gpu.group}; set it there or here, not both"))
@@ -463,10 +467,23 @@ def training_section_problems(settings) -> list[tuple[KeyPath, str]]:
     """The stack's `training` section (absent: nothing to check), paths from the stack's root."""
     training = settings.training
     if training is None:
-        return []
+        return secret_env_problems(TrainingSettings(), settings.training_secrets)
     caches = frozenset(k for k, v in (("fileShare", settings.weight_caches.file_share), ("s3", settings.weight_caches.s3))
                        if v is not None)
     serving = frozenset(w.k8s_namespace for w in settings.workloads)
     return [(("training", *path), why)
             for path, why in training_problems(training, settings.cluster.node_groups, serving, caches)
-            ] + publish_section_problems(settings)
+            ] + publish_section_problems(settings) + secret_env_problems(training, settings.training_secrets)
+
+
+def secret_env_problems(training: TrainingSettings, secrets) -> list[tuple[KeyPath, str]]:
+    """Each job's secretEnv names a secret of trainingSecrets; each of those is used."""
+    known = ", ".join(sorted(secrets)) or "none"
+    found: list[tuple[KeyPath, str]] = [
+        (("training", "jobs", i, "secretEnv", env), f"no secret {name!r} in trainingSecrets (secrets: {known}); "
+         f"allowed: a name of trainingSecrets, set with pulumi config set --secret --path 'trainingSecrets.{name}' ...")
+        for i, job in enumerate(training.jobs) for env, name in job.secret_env.items() if name not in secrets]
+    used = {name for job in training.jobs for name in job.secret_env.values()}
+    found += [(("trainingSecrets", name), "no job's secretEnv names it; allowed: a secret some training.jobs[].secretEnv names")
+              for name in sorted(set(secrets) - used)]
+    return found

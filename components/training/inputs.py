@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from pydantic import SecretStr
+
 from inference_platform.settings.base import DnsLabel, Labels, Model, ShortName
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
@@ -37,6 +39,8 @@ class TrainingInputs(Model):
     """PriorityClass of the jobs' GPU pods (the platform's `gpu-training`: below serving, which preempts them; they preempt nothing); none: the default priority, level with serving."""
     system_node_selector: Labels = {}
     """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders and publish steps select (the system group). Empty: any node that admits them."""
+    secrets: dict[str, SecretStr] = {}
+    """Secret. The values the jobs' `secretEnv` names (the stack's `trainingSecrets`), by name."""
     pipelines: dict[ShortName, PipelineRef] = {}
     """Per service a job publishes to (`publishTo.service`), its model pipeline: namespace, WorkflowTemplate and the weight cache it reads the ONNX file from."""
 
@@ -46,6 +50,8 @@ class TrainingInputs(Model):
         found = [(("training", *path), why) for path, why in training_problems(self.training, self.gpu_groups)]
         found += [(("training", *path), why) for path, why in publish_problems(self.training, self.pipelines)]
         for i, job in enumerate(self.training.jobs):
+            found += [(("training", "jobs", i, "secretEnv", env), f"no secret {name!r} in secrets")
+                      for env, name in job.secret_env.items() if name not in self.secrets]
             team = self.training.team(job.team)
             if team is None:
                 continue

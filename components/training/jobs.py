@@ -74,8 +74,14 @@ def _s3_env(weights: WeightsRef) -> list[dict[str, Any]]:
             key("SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"), key("REGION", "AWS_DEFAULT_REGION")]
 
 
-def trainer_env(job: TrainJobSettings, network: Optional[GroupNetwork]) -> list[dict[str, str]]:
-    """spec.trainer.env: the job's own, the group's NCCL settings, the mesh degrees, the checkpoint directory."""
+def secret_env_name(job: TrainJobSettings) -> str:
+    """The Secret of the job's namespace holding its secretEnv values, keyed by variable name."""
+    return f"{job.name}-env"
+
+
+def trainer_env(job: TrainJobSettings, network: Optional[GroupNetwork]) -> list[dict[str, Any]]:
+    """spec.trainer.env: the job's own, the group's NCCL settings, the mesh degrees, the checkpoint
+    directory, and its secretEnv as references to its Secret (the value is in no TrainJob or pod spec)."""
     env = dict(job.env)
     env.update(network.env() if network else {})
     if job.hybrid_shard_degree is not None:
@@ -84,7 +90,8 @@ def trainer_env(job: TrainJobSettings, network: Optional[GroupNetwork]) -> list[
         env[TP_DEGREE_ENV] = str(job.tensor_parallel_degree)
     if job.checkpoint is not None:
         env[CHECKPOINT_DIR_ENV] = f"{WORKSPACE}/checkpoint"
-    return [{"name": k, "value": v} for k, v in env.items()]
+    return [{"name": k, "value": v} for k, v in env.items()] + [
+        {"name": k, "valueFrom": {"secretKeyRef": {"name": secret_env_name(job), "key": k}}} for k in job.secret_env]
 
 
 def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]:

@@ -9,13 +9,14 @@ import pulumi_kubernetes as k8s
 from inference_platform.args import TrainingArgs
 from inference_platform.core.common import COMPONENT_KEY, init_component, namespace, resource_opts, standard_labels
 from inference_platform.settings.component_args import validated
-from inference_platform.settings.training import TrainingSettings, TrainingTeam
+from inference_platform.settings.training import TrainingSettings, TrainingTeam, TrainJobSettings
 from inference_platform.training.inputs import TrainingInputs
 from inference_platform.training.install import install_trainer
 from inference_platform.training.jobs import (
     API_VERSION,
     IMMUTABLE_PATHS,
     runtime_of,
+    secret_env_name,
     trainjob_labels,
     trainjob_spec,
 )
@@ -40,6 +41,16 @@ def runtime_variants(training: TrainingSettings) -> list[tuple[str, tuple[str, .
         if (key[1] or key[2]) and key not in variants:
             variants.append(key)
     return variants
+
+
+def secret_env(logical_name: str, job: TrainJobSettings, team: TrainingTeam, a: TrainingInputs,
+               opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
+    """The Secret a job's secretEnv reads from: one key per variable, each value a Pulumi secret."""
+    return k8s.core.v1.Secret(
+        logical_name, metadata={"name": secret_env_name(job), "namespace": team.namespace,
+                                "labels": standard_labels(job.name, **{COMPONENT_KEY: COMPONENT})},
+        type="Opaque", string_data={k: pulumi.Output.secret(a.secrets[v].get_secret_value()) for k, v in job.secret_env.items()},
+        opts=opts)
 
 
 class Training(pulumi.ComponentResource):
@@ -76,8 +87,11 @@ class Training(pulumi.ComponentResource):
         for job in a.training.jobs:
             team = teams[job.team]
             # After the runtime it names: Trainer's and Kueue's webhooks refuse a job whose runtime is missing.
-            deps = [runtimes[runtime_of(job)], *([namespaces[team.name]] if team.name in namespaces else []),
-                    *publishing.get((team.name, job.name), [])]
+            in_namespace = [namespaces[team.name]] if team.name in namespaces else []
+            deps = [runtimes[runtime_of(job)], *in_namespace, *publishing.get((team.name, job.name), [])]
+            if job.secret_env:
+                deps.append(secret_env(f"{name}-job-{team.name}-{job.name}-env", job, team, a,
+                                       resource_opts(self, depends_on=in_namespace)))
             trainjob = k8s.apiextensions.CustomResource(
                 f"{name}-job-{team.name}-{job.name}", api_version=API_VERSION, kind="TrainJob",
                 metadata={"name": job.name, "namespace": team.namespace, "labels": trainjob_labels(job, team)},

@@ -392,7 +392,7 @@ def test_secret_keys_are_the_top_level_keys_that_hold_a_secret():
     from inference_platform.settings.base import Model
 
     assert stack.SECRET_KEYS == ("kubeconfig", "s3AccessKeyId", "s3SecretAccessKey", "grafanaOidcClientSecret",
-                                 "alertReceiverSecrets")
+                                 "alertReceiverSecrets", "trainingSecrets")
     # A new secret field, at any depth of its annotation, joins them.
     token = create_model("Token", __base__=Model, value=(SecretStr, ...))
     grown = create_model("Grown", __base__=stack.Settings, registry_token=(Optional[dict[str, list[SecretStr]]], None),
