@@ -48,6 +48,7 @@ from inference_platform.observability.metrics import (
     pod_monitor_spec,
 )
 from inference_platform.serving.inputs import TritonServiceInputs
+from inference_platform.serving.llm_engine import checks_engine, engine_check_container
 from inference_platform.serving.llm_routing import declare_llm_routing, pod_authorization_rules, pod_network_rules
 from inference_platform.serving.openai_frontend import (
     METRICS_PATH,
@@ -223,6 +224,10 @@ def deployment_spec(
         container |= frontend_container(version, repository, mount_path)
     if s3_secret:
         container["envFrom"] = [{"secretRef": {"name": s3_secret}}]
+    pod_spec_extra = {}
+    if checks_engine(version) and claim:
+        [share] = [m for m in mounts if m["mountPath"] == mount_path]
+        pod_spec_extra["initContainers"] = [engine_check_container(service, version, repository, share)]
     spec = {
         "selector": {"matchLabels": selector},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
@@ -250,6 +255,7 @@ def deployment_spec(
                     }
                 ],
                 "terminationGracePeriodSeconds": stopping.grace_seconds,
+                **pod_spec_extra,
                 "containers": [container],
                 "volumes": volumes,
             },

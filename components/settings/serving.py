@@ -380,6 +380,7 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
         problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
         problems += [(vpath + path, why) for path, why in engine_image_problems(v)]
         problems += [(vpath + path, why) for path, why in openai_frontend_problems(v)]
+        problems += [(vpath + path, why) for path, why in vllm_repository_problems(v)]
         if v.tuning is not None:
             problems += [(vpath + ("tuning", *path), why) for path, why in llm_tuning_problems(
                 v.tuning, v.llm_backend, v.llm.max_concurrent_sequences if v.llm else None,
@@ -539,6 +540,18 @@ def openai_frontend_problems(version: Version) -> list[tuple[KeyPath, str]]:
                          f"modelRepository.cache {version.model_repository.cache} is not mounted in the pod; allowed: "
                          "a tokenizer with modelRepository.cache fileShare"))
     return problems
+
+
+def vllm_repository_problems(version: Version) -> list[tuple[KeyPath, str]]:
+    """A vLLM version's model.json names its checkpoint by a path in the pod (`model`), and the
+    pod checks model.json before the engine starts (serving/llm_engine.py): both need the file
+    share. Triton copies an s3 repository into a new temporary folder at each load
+    (LocalizePath), which no model.json can name."""
+    if version.llm is None or version.llm.engine != "vllm" or version.model_repository.cache == "fileShare":
+        return []
+    return [(("modelRepository", "cache"), f"is {version.model_repository.cache}, but a vLLM version's model.json "
+             "names its checkpoint by a folder in the pod, and Triton copies an s3 repository to a new temporary "
+             "folder at each load; allowed with llm.engine vllm: fileShare")]
 
 
 def tuning_share_problems(version: Version, groups: Mapping[str, NodeGroup], at: KeyPath,

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,3 +296,44 @@ def test_a_version_whose_settings_change_no_longer_matches_the_page(share, pod, 
     wider = llm.model_copy(update={"max_context_tokens": 16384, "tensor_parallel_size": 2})
     problems = repository_problems(share, Pod(pod.args, pod.share_mount, 2, pod.vllm_series), wider)
     assert any("max_model_len 8192" in p for p in problems) and any("tensor_parallel_size 1" in p for p in problems)
+
+
+# What the pod's own check (model_tools/llm_engine_check.py, its first init container) refuses of
+# the cases above: the engine's arguments and metrics. The rest fail in Triton or the frontend.
+# Case -> what its line names.
+POD_CHECKED = {"context longer than planned": "max_model_len is 131072", "default concurrency": "max_num_seqs is not set",
+               "a dtype vLLM refuses": "kv_cache_dtype is bfloat16", "metrics off in the engine": "disable_log_stats",
+               "a Hub name for the checkpoint": "is not a folder in the pod",
+               "no metrics from the backend": "REPORT_CUSTOM_METRICS"}
+
+
+def planned_check(stack: str, service: str, version: str) -> list[str]:
+    """The command line of the version's engine check, as its pod runs it."""
+    spec = stack_plan(stack).get(DEPLOYMENT, f"{service}-{version}").inputs["spec"]["template"]["spec"]
+    [check] = [c for c in spec.get("initContainers", []) if c["name"] == "check-engine-args"]
+    return [*check["command"], *check["args"]]
+
+
+def run_on_share(command: list[str], share: Path, mount: str) -> subprocess.CompletedProcess:
+    """Run `command` against `share` as the pod would with the share mounted at `mount`: the paths
+    in its arguments and in the share's files point into `share` instead."""
+    for file in share.rglob("*"):
+        if file.is_file():
+            file.write_text(file.read_text().replace(f'"{mount}/', f'"{share}/'))
+    rebased = [a.replace(f"={mount}/", f"={share}/") for a in command]
+    return subprocess.run([sys.executable, *rebased[1:]], capture_output=True, text=True, timeout=60)
+
+
+def test_the_pods_engine_check_passes_the_pages_example(share, pod):
+    done = run_on_share(planned_check(STACK, SERVICE, VERSION), share, pod.share_mount)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("case", sorted(POD_CHECKED))
+def test_the_pods_engine_check_stops_a_repository_that_would_not_run_as_planned(case, share, pod):
+    file, old, new, _ = BROKEN[case]
+    _edit(share / file, old, new)
+    done = run_on_share(planned_check(STACK, SERVICE, VERSION), share, pod.share_mount)
+    assert done.returncode == 1 and POD_CHECKED[case] in done.stderr, done.stderr
+    assert all(line.startswith(f"inference-platform:services[{SERVICE}].versions[{VERSION}].llm: ")
+               for line in done.stderr.splitlines()), done.stderr
