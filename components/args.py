@@ -1023,6 +1023,8 @@ class TrainingRuntimeSettingsArgs(TypedDict):
     """Size of the ReadWriteMany claim a job's Trainer initializers download an S3 dataset or model into (one per job, deleted with it); the cluster's default StorageClass must offer ReadWriteMany. Default: `100Gi`."""
     data_loader: NotRequired[DataLoaderArgs]
     """A CPU replicated job `data-loader` beside the GPU `node` job, on CPU nodes (the system group)."""
+    max_restarts: NotRequired[int]
+    """Restarts of a job's JobSet after a failure (a rank's crash, a failed initializer), every pod again, before the job fails for good; a node pod disrupted by the scheduler's preemption for serving or a node's drain restarts it without counting (docs/training.md: When a job is preempted). Default: `3`."""
 
 
 class CachePathArgs(TypedDict):
@@ -1109,7 +1111,7 @@ class TrainingSettingsArgs(TypedDict):
     teams: NotRequired[list[TrainingTeamArgs]]
     """Teams that train on the GPU groups: their namespaces, Kueue queues and guaranteed GPUs."""
     runtimes: NotRequired[list[TrainingRuntimeSettingsArgs]]
-    """ClusterTrainingRuntimes, one per kind (default: the four kinds with default settings). Default: `[TrainingRuntimeSettings(kind='torch-ddp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='torch-fsdp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='torch-fsdp-tp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None), TrainingRuntimeSettings(kind='lightning', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None)]`."""
+    """ClusterTrainingRuntimes, one per kind (default: the four kinds with default settings). Default: `[TrainingRuntimeSettings(kind='torch-ddp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None, max_restarts=3), TrainingRuntimeSettings(kind='torch-fsdp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None, max_restarts=3), TrainingRuntimeSettings(kind='torch-fsdp-tp', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None, max_restarts=3), TrainingRuntimeSettings(kind='lightning', shm_size='8Gi', run_as_user=1000, initializer_volume='100Gi', data_loader=None, max_restarts=3)]`."""
     jobs: NotRequired[list[TrainJobSettingsArgs]]
     """TrainJobs, each of a team, on a runtime and a GPU group."""
     networks: NotRequired[dict[str, GroupNetworkArgs]]

@@ -51,6 +51,19 @@ TRAINING_PRIORITY = -8
 WORKLOAD_PRIORITIES = {"training": 100, "training-urgent": 1000}
 
 
+# Kueue 0.19.2 turns waitForPodsReady on whatever the configuration says (apis/config/v1beta2/defaults.go
+# SetDefaults_Configuration; only the DisableWaitForPodsReady gate turns it off); written out, with its
+# defaults, so what it does is seen here. An admitted job whose pods are not all ready within `timeout`,
+# or not ready again within `recoveryTimeout` after one failed (a JobSet restarting after a preemption,
+# its pods waiting for a GPU node), is evicted: its pods deleted, its quota free for others, and
+# requeued after a backoff of about 60 s x 2^(n-1), at most an hour. No backoffLimitCount: it is
+# requeued for ever, never deactivated.
+WAIT_FOR_PODS_READY = {
+    "timeout": "30m", "recoveryTimeout": "30m", "blockAdmission": False,
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+}
+
+
 def manager_config() -> dict[str, Any]:
     """Kueue's Configuration: the chart's default (kueue 0.19.2 values.yaml
     managerConfig.controllerManagerConfigYaml), with the training integrations only and quota on
@@ -72,6 +85,7 @@ def manager_config() -> dict[str, Any]:
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": list(INTEGRATIONS)},
         "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+        "waitForPodsReady": WAIT_FOR_PODS_READY,
     }
 
 

@@ -16,6 +16,19 @@ Read in kubeflow/trainer v2.3.0:
 - pkg/runtime/framework/plugins/jobset/jobset.go Validate: a job with an initializer needs the
   runtime's replicated job and container of that name with a volumeMount `initializer`.
 - pkg/initializers/utils/utils.py: the initializers write to /workspace/dataset and /workspace/model.
+- pkg/runtime/core/trainingruntime.go newRuntimeInfo and plugins/jobset/jobset.go Build: the JobSet's
+  spec is the runtime's `template.spec` as written (merged with the job's runtimePatches), so its
+  `failurePolicy` and the Jobs' `backoffLimit` and `podFailurePolicy` reach the JobSet unchanged.
+
+How a job comes back (docs/training.md: When a job is preempted), read in jobset v0.12.0
+api/jobset/v1alpha2/jobset_types.go (FailurePolicy) and pkg/controllers/failure_policy.go
+executeFailurePolicy: without a failurePolicy the first failed Job fails the JobSet, so the TrainJob
+(plugins/jobset/jobset.go Status), for good. So a runtime restarts the whole JobSet on a failed Job:
+a node pod the scheduler preempted for serving, or a drained node's, carries the DisruptionTarget
+condition and fails its Job by the podFailurePolicy (reason PodFailurePolicy), a restart that does
+not count; any other failure is one of `maxRestarts`. torchrun's ranks cannot take back one lost
+pod (a static rendezvous), so one failed pod fails the node Job at once (backoffLimit 0) and every
+pod starts again, its code resuming from the job's checkpoint directory.
 """
 
 from __future__ import annotations
@@ -36,6 +49,10 @@ INITIALIZER_VOLUME = "initializer"
 SHM_VOLUME = "dshm"
 TMP_VOLUME = "tmp"
 COMPONENT = "training"
+# The pod condition the scheduler's preemption, an eviction and a node's taint-based deletion set
+# (k8s.io/api core/v1 DisruptionTarget); the Job failure reason its podFailurePolicy rule gives.
+DISRUPTION_TARGET = "DisruptionTarget"
+POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
 
 
 def variant_name(kind: str, initializers: tuple[str, ...] = (), publish: bool = False) -> str:
@@ -67,21 +84,32 @@ def node_job(r: TrainingRuntimeSettings, initializers: tuple[str, ...]) -> dict[
                             "readOnlyRootFilesystem": False},
         "volumeMounts": mounts,
     }
+    pod = {
+        "metadata": {"labels": pod_labels(r.kind, NODE)},
+        "spec": {
+            # A podFailurePolicy needs restartPolicy Never (JobSet's webhook defaults OnFailure).
+            "restartPolicy": "Never",
+            "containers": [container],
+            # /dev/shm as memory, sized: the container runtime's default is 64 MiB.
+            "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": r.shm_size}},
+                        {"name": TMP_VOLUME, "emptyDir": {}}],
+            "securityContext": {"runAsNonRoot": True, "fsGroup": r.run_as_user,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "automountServiceAccountToken": False,
+        }}
     job: dict[str, Any] = {
         "name": NODE,
         "template": {
             "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
-            "spec": {"template": {
-                "metadata": {"labels": pod_labels(r.kind, NODE)},
-                "spec": {
-                    "containers": [container],
-                    # /dev/shm as memory, sized: the container runtime's default is 64 MiB.
-                    "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": r.shm_size}},
-                                {"name": TMP_VOLUME, "emptyDir": {}}],
-                    "securityContext": {"runAsNonRoot": True, "fsGroup": r.run_as_user,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "automountServiceAccountToken": False,
-                }}},
+            "spec": {
+                # One failed rank ends the run (torchrun cannot take one pod back): the JobSet restarts
+                # it whole. A disrupted pod fails the Job by this rule, with a reason the JobSet's
+                # failurePolicy does not count.
+                "backoffLimit": 0,
+                "podFailurePolicy": {"rules": [{"action": "FailJob", "onPodConditions": [
+                    {"type": DISRUPTION_TARGET, "status": "True"}]}]},
+                "template": pod,
+            },
         },
     }
     if initializers:
@@ -129,6 +157,19 @@ def data_loader_job(r: TrainingRuntimeSettings, system_node_selector: dict[str, 
             "template": {"spec": {"template": {"metadata": {"labels": pod_labels(r.kind, DATA_LOADER)}, "spec": pod}}}}
 
 
+def failure_policy(r: TrainingRuntimeSettings, publish_step: str | None = None) -> dict[str, Any]:
+    """The JobSet's failurePolicy (jobset v0.12.0: rules in order, the first that matches acts; none:
+    RestartJobSet): a failed publish step fails the job (training again would not mend it); a node
+    Job failed by its podFailurePolicy, i.e. a disrupted pod, restarts the JobSet without counting;
+    any other failure restarts it within `maxRestarts`, then fails it. BlockingRecreate: every old
+    pod is gone before the new ones start, so no new rank meets an old one's rendezvous."""
+    rules = [{"name": "publishFailed", "action": "FailJobSet", "targetReplicatedJobs": [publish_step]}] if publish_step else []
+    rules += [{"name": "nodeDisrupted", "action": "RestartJobSetAndIgnoreMaxRestarts",
+               "onJobFailureReasons": [POD_FAILURE_POLICY_REASON], "targetReplicatedJobs": [NODE]},
+              {"name": "failed", "action": "RestartJobSet"}]
+    return {"maxRestarts": r.max_restarts, "restartStrategy": "BlockingRecreate", "rules": rules}
+
+
 def runtime_spec(r: TrainingRuntimeSettings, initializers: tuple[str, ...] = (),
                  system_node_selector: dict[str, str] | None = None, initializer_size: str = "100Gi",
                  priority_class: str | None = None, publish_step: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -143,7 +184,7 @@ def runtime_spec(r: TrainingRuntimeSettings, initializers: tuple[str, ...] = (),
         jobs.append(data_loader_job(r, system_node_selector or {}))
     if publish_step is not None:
         jobs.append(publish_step)
-    template: dict[str, Any] = {"replicatedJobs": jobs}
+    template: dict[str, Any] = {"replicatedJobs": jobs, "failurePolicy": failure_policy(r, publish_step and publish_step["name"])}
     if initializers:
         # jobset 0.12.0 volumeClaimPolicies: one claim per JobSet, shared by the initializers
         # (which write) and every node pod (on as many nodes: ReadWriteMany), deleted with it.
