@@ -376,7 +376,7 @@ def command_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
 
 
 def job_placement_problems(job: TrainJobSettings, groups: dict[str, NodeGroup]) -> list[tuple[KeyPath, str]]:
-    """The job's GPU group exists and has GPUs, its share exists there, one node pod fits one node."""
+    """The job's GPU group exists and has GPUs whole or as MIG slices, and the job names a slice where the group's are by profile."""
     group = groups.get(job.gpu.group)
     if group is None or group.gpu is None:
         gpu_names = ", ".join(sorted(g for g, ng in groups.items() if ng.gpu is not None)) or "none"
@@ -390,18 +390,11 @@ def job_placement_problems(job: TrainJobSettings, groups: dict[str, NodeGroup]) 
         found.append((("gpu", "migProfile"), f"group {group.name!r} has MIG strategy mixed: name the slice's profile"))
     if not mixed and job.gpu.mig_profile is not None:
         found.append((("gpu", "migProfile"), f"group {group.name!r} advertises no MIG slices by profile (MIG strategy mixed only)"))
-    if sharing.mode == "none" and job.gpu.count > group.gpu.per_node:
-        found.append((("gpu", "count"), f"{job.gpu.count} GPUs per node pod, but a node of {group.name!r} has {group.gpu.per_node}"))
     if job.processes_per_node is not None and job.processes_per_node > job.gpu.count:
         found.append((("processesPerNode",), f"{job.processes_per_node} processes but {job.gpu.count} GPUs per node pod; "
                                              "allowed: at most one process per GPU"))
-    if sharing.mode == "none" and job.gpu.count <= group.gpu.per_node:
-        # Node pods of whole GPUs: as many per node as its GPUs hold (MIG slices: the capacity proof's).
-        per_node = group.gpu.per_node // job.gpu.count
-        needed = -(-job.nodes // per_node)
-        if needed > group.max_nodes:
-            found.append((("nodes",), f"{job.nodes} node pods of {job.gpu.count} GPUs need {needed} nodes of "
-                                      f"{group.name!r} ({per_node} per node), which has at most {group.max_nodes}"))
+    # The slice existing, a pod's units on one node and the pods on maxNodes: training/capacity.py
+    # job_shape_problems, with the group's MIG layout checked.
     return found
 
 
@@ -440,8 +433,14 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
         at: KeyPath = ("jobs", i)
         if training.team(job.team) is None:
             found.append((at + ("team",), f"no team {job.team!r}; teams: {teams}"))
-        if training.runtime(job.runtime) is None:
+        runtime = training.runtime(job.runtime)
+        if runtime is None:
             found.append((at + ("runtime",), f"no runtime of kind {job.runtime!r}; runtimes: {kinds}"))
+        elif grammar.quantity(job.memory) <= grammar.quantity(runtime.shm_size):
+            # The runtime's /dev/shm is a memory-backed emptyDir, counted against the pod's memory limit.
+            found.append((at + ("memory",), f"{job.memory} is no more than the {runtime.shm_size} /dev/shm of runtime "
+                                            f"{job.runtime} (training.runtimes[].shmSize), which the pod's memory limit "
+                                            f"counts, so nothing is left for the processes; allowed: more than {runtime.shm_size}"))
         if job.suspend:
             found.append((at + ("suspend",), SUSPEND_REFUSED))
         found += [(at + path, why) for path, why in job_placement_problems(job, groups)]

@@ -271,7 +271,7 @@ def _quota_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
             group = groups[q.group]
             if q.mig_profile is not None and q.mig_profile not in mig_mix(group):
                 problems.append((path + ("migProfile",), f"group {group.name!r} has no {q.mig_profile} slices; its MIG "
-                                 f"mix per GPU: {', '.join(f'{n} x {p}' for p, n in mig_mix(group).items())}"))
+                                 f"mix per GPU: {_mix(group)}"))
             if (q.group, q.mig_profile) in seen:
                 problems.append((path, f"a second quota on group {q.group!r}"
                                  + (f" slice {q.mig_profile}" if q.mig_profile else "") + "; allowed: one per group and slice"))
@@ -298,15 +298,88 @@ def _refusal(settings: Settings, p: GroupProof) -> tuple[KeyPath, str]:
                   f"{p.group}, or raise cluster.nodeGroups[{p.index}].maxNodes to {nodes}")
 
 
+def _mix(group) -> str:
+    return ", ".join(f"{n} x {p}" for p, n in mig_mix(group).items())
+
+
+def job_shape_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
+    """Jobs whose node pods no node, or no count of the group's nodes, can ever hold: a MIG slice the
+    group does not have, more units per pod than one node offers, more pods than maxNodes hold."""
+    groups = {g.name: g for g in settings.cluster.node_groups}
+    problems: list[tuple[KeyPath, str]] = []
+    for ji, job in enumerate(settings.training.jobs):
+        at: KeyPath = ("training", "jobs", ji)
+        group = groups.get(job.gpu.group)
+        if group is None or group.gpu is None:
+            continue  # the job's own checks refuse it
+        if job.gpu.mig_profile is not None and job.gpu.mig_profile not in mig_mix(group):
+            problems.append((at + ("gpu", "migProfile"), f"group {group.name!r} has no {job.gpu.mig_profile} slices; "
+                             f"its MIG mix per GPU: {_mix(group)}; allowed: one of its slices"))
+            continue
+        resource = resource_name(group, job.gpu.mig_profile)
+        per_node = slots_per_node(group).get(resource, 0)
+        if job.gpu.count > per_node:
+            problems.append((at + ("gpu", "count"), f"a node pod asks for {job.gpu.count} x {resource}, but one node of "
+                             f"group {group.name!r} offers {per_node}; allowed: count 1-{per_node}"))
+            continue
+        pods_per_node = per_node // job.gpu.count
+        needed = -(-job.nodes // pods_per_node)
+        if needed > group.max_nodes:
+            problems.append((at + ("nodes",), f"{job.nodes} node pods of {job.gpu.count} x {resource} need {needed} nodes "
+                             f"of {group.name!r} ({pods_per_node} per node), which has at most {group.max_nodes}; "
+                             f"allowed: at most {pods_per_node * group.max_nodes} node pods"))
+    return problems
+
+
+def queue_admits(settings: Settings, team: str, p: GroupProof) -> int:
+    """The most units of `p`'s resource the team's ClusterQueue can ever be given at once: its
+    guarantee and what it may borrow (training/kueue.py team_quota: borrowingLimit, default all
+    training may use beyond the guarantee), and no more than the cohort holds to lend (the
+    unguaranteed rest and the other teams' lendingLimit)."""
+    own = dict(p.guaranteed).get(team, 0)
+    group = settings.node_group(p.group)
+
+    def quota(name: str):
+        t = settings.training.team(name)
+        return next((q for q in t.quotas if q.group == p.group and resource_name(group, q.mig_profile) == p.resource), None)
+
+    mine = quota(team)
+    borrow = mine.borrowing_limit if mine is not None and mine.borrowing_limit is not None else max(p.capacity - p.peak - own, 0)
+    lent = sum(q.lending_limit if q.lending_limit is not None else units
+               for name, units in p.guaranteed if name != team and (q := quota(name)) is not None)
+    return min(own + borrow, own + max(p.rest, 0) + lent)
+
+
+def job_queue_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
+    """Jobs larger than their team's queue can ever admit: Kueue admits a job's pods together
+    (one Workload, all-or-nothing), so such a job stays pending for good."""
+    proofs = {(p.group, p.resource): p for p in group_proofs(settings)}
+    problems: list[tuple[KeyPath, str]] = []
+    for ji, job in enumerate(settings.training.jobs):
+        group = settings.node_group(job.gpu.group)
+        p = proofs.get((group.name, resource_name(group, job.gpu.mig_profile)))
+        if p is None or settings.training.team(job.team) is None:
+            continue
+        units, admits = job.nodes * job.gpu.count, queue_admits(settings, job.team, p)
+        if units > admits:
+            problems.append((("training", "jobs", ji, "nodes"), (
+                f"the job needs {units} x {p.resource} at once ({job.nodes} node pods x {job.gpu.count}; Kueue admits a "
+                f"job's pods together), but team {job.team!r}'s queue can never hold more than {admits} there (its "
+                f"guarantee, what it may borrow, and what the cohort has to lend), so it would wait for good; allowed: "
+                f"at most {admits // job.gpu.count} node pods, or raise the team's quota or borrowingLimit on {p.group}")))
+    return problems
+
+
 def training_capacity_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
-    """The teams' quotas, then the serving-first proof of every GPU group (nothing without `training`)."""
+    """The teams' quotas, the jobs' pods against their groups, the serving-first proof of every GPU
+    group, the jobs against their teams' queues, then in whole pods (nothing without `training`)."""
     if settings.training is None:
         return []
-    problems = _quota_problems(settings)
+    problems = _quota_problems(settings) or job_shape_problems(settings)
     if problems:
         return problems
     refused = [_refusal(settings, p) for p in group_proofs(settings) if not p.fits]
-    return refused or [_shape_refusal(p) for p in shape_proofs(settings) if not p.fits]
+    return refused or job_queue_problems(settings) or [_shape_refusal(p) for p in shape_proofs(settings) if not p.fits]
 
 
 def proof_report(settings: Settings) -> list[str]:

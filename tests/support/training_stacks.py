@@ -19,7 +19,7 @@ DDP = {"name": "ddp", "team": "vision", "runtime": "torch-ddp", "image": IMAGE, 
        "nodes": 2, "gpu": {"group": "gpu", "count": 4},
        "dataset": {"cache": "fileShare", "path": "data/imagenet"}, "checkpoint": {"cache": "fileShare", "path": "ckpt/ddp"}}
 FSDP_TP = {"name": "llm", "team": "vision", "runtime": "torch-fsdp-tp", "image": IMAGE,
-           "command": ["torchrun", "train_llm.py"], "nodes": 4, "gpu": {"group": "gpu", "count": 4},
+           "command": ["torchrun", "train_llm.py"], "nodes": 2, "gpu": {"group": "gpu", "count": 4},
            "tensorParallelDegree": 2, "hybridShardDegree": 4, "activeDeadlineSeconds": 86400}
 
 

@@ -66,12 +66,12 @@ def _drop(index: int, key: str):
 
 
 def test_a_hybrid_shard_degree_must_divide_the_data_parallel_ranks():
-    # 4 nodes x 4 processes / TP 2 = 8 data-parallel ranks: 3 does not divide them.
+    # 2 nodes x 4 processes / TP 2 = 4 data-parallel ranks: 3 does not divide them.
     found = problems(job(1, hybridShardDegree=3))
     assert list(found) == [f"{JOB.format('llm')}.hybridShardDegree"]
-    assert "data-parallel size 8" in found[f"{JOB.format('llm')}.hybridShardDegree"]
+    assert "data-parallel size 4" in found[f"{JOB.format('llm')}.hybridShardDegree"]
     fsdp = problems(_fsdp_with(hybrid=5))
-    assert "does not divide the world size 16" in fsdp[f"{JOB.format('llm')}.hybridShardDegree"]
+    assert "does not divide the world size 8" in fsdp[f"{JOB.format('llm')}.hybridShardDegree"]
 
 
 def _fsdp_with(hybrid: int):
@@ -114,8 +114,9 @@ def test_the_groups_network_and_the_jobs_env_may_not_both_set_an_nccl_variable()
 
 
 def test_node_pods_of_part_of_a_node_share_nodes_before_the_group_runs_out():
-    # 4 GPUs per node, 2 per pod: 8 pods fit the group's 4 nodes, 9 do not.
-    assert parse_settings(training_config(jobs=[{**_ddp(), "nodes": 8, "gpu": {"group": "gpu", "count": 2}}]), "P.yaml")
+    # 4 GPUs per node, 2 per pod: 8 pods fit the group's 4 nodes, 9 do not (8 would be beyond the
+    # queue, which holds 12 beside serving's peak, so 6: 3 nodes).
+    assert parse_settings(training_config(jobs=[{**_ddp(), "nodes": 6, "gpu": {"group": "gpu", "count": 2}}]), "P.yaml")
     found = problems(job(0, nodes=9, gpu={"group": "gpu", "count": 2}))
     assert "need 5 nodes of 'gpu' (2 per node), which has at most 4" in found[f"{JOB.format('ddp')}.nodes"]
 
