@@ -64,6 +64,19 @@ def publish_version(job) -> str:
     return job.publish_to.version or job.name
 
 
+def workflow_name(job) -> str:
+    """The Workflow a publishing job creates: one per job and version (at most 40 + 1 + 20 characters).
+    The pipeline records it as the new version's provenance.workflow."""
+    return f"{job.name}-{publish_version(job)}"
+
+
+def made_by(job, version) -> bool:
+    """Whether `version` is the one the job's own pipeline run proposed: the pipeline's patch records
+    the Workflow (the job's) and the ONNX file (the job's) in its provenance."""
+    p = version.provenance
+    return p is not None and p.workflow == workflow_name(job) and p.onnx == onnx_path(job)
+
+
 def onnx_path(job) -> str:
     """The pipeline's `onnx` argument: the job's ONNX file on the file share."""
     return f"{job.checkpoint.path.strip('/')}/{job.publish_to.onnx}"
@@ -121,7 +134,8 @@ def pipeline_refs(settings) -> dict[str, PipelineRef]:
 
 def publish_section_problems(settings) -> list[tuple[KeyPath, str]]:
     """The stack's publishing jobs: the service exists and has a pipeline, the new version is not
-    one of its versions, and `publish_problems` against its pipelines (paths from the root)."""
+    one of its versions unless the job's own run made it, and `publish_problems` against its
+    pipelines (paths from the root)."""
     if settings.training is None:
         return []
     services = {svc.name: svc for svc in settings.services}
@@ -137,8 +151,11 @@ def publish_section_problems(settings) -> list[tuple[KeyPath, str]]:
         elif svc.pipeline is None:
             found.append((at + ("service",), f"service {svc.name!r} has no pipeline; allowed: a service with "
                                               "services[].pipeline (and modelPipeline.enabled)"))
-        elif publish_version(job) in {v.name for v in svc.versions}:
-            found.append((at + ("version",), f"{svc.name!r} already has a version {publish_version(job)!r}; "
-                                              "allowed: a new version name"))
+        elif (made := next((v for v in svc.versions if v.name == publish_version(job)), None)) and not made_by(job, made):
+            # The version the job's own run added (its pipeline's patch) is the flow's end, not a clash.
+            found.append((at + ("version",), f"{svc.name!r} already has a version {publish_version(job)!r} that this "
+                                              f"job's pipeline run did not make (its provenance does not name the "
+                                              f"Workflow {workflow_name(job)!r} and the file {onnx_path(job)!r}); allowed: "
+                                              "a new version name, or the version this job's run added"))
     return found + [(("training", *path), why)
                     for path, why in publish_problems(settings.training, pipeline_refs(settings), report_unknown=False)]

@@ -36,7 +36,7 @@ import pulumi_kubernetes as k8s
 from inference_platform.core import versions
 from inference_platform.core.common import COMPONENT_KEY, PART_OF, restricted_security_context, standard_labels
 from inference_platform.settings.training import TrainingTeam, TrainJobSettings
-from inference_platform.settings.training_publish import PipelineRef, onnx_path, publish_version
+from inference_platform.settings.training_publish import PipelineRef, onnx_path, publish_version, workflow_name
 from inference_platform.training.runtimes import COMPONENT, NODE, ROLE_LABEL, pod_labels
 from inference_platform.tuning.pipeline import PIPELINE_LABEL
 
@@ -83,11 +83,6 @@ def publish_job(kind: str, system_node_selector: dict[str, str]) -> dict[str, An
                 "automountServiceAccountToken": True,
             }}}},
     }
-
-
-def workflow_name(job: TrainJobSettings) -> str:
-    """The Workflow a job creates: one per job and version (at most 40 + 1 + 20 characters)."""
-    return f"{job.name}-{publish_version(job)}"
 
 
 def workflow(job: TrainJobSettings, team: TrainingTeam, ref: PipelineRef) -> dict[str, Any]:
