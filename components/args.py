@@ -1088,6 +1088,8 @@ class TrainJobSettingsArgs(TypedDict):
     """Where the job writes its checkpoints (PLATFORM_CHECKPOINT_DIR): a directory of the file share's claim (cache `fileShare` only: the node pods mount it read-write)."""
     active_deadline_seconds: NotRequired[int]
     """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
+    restart_on_edit: NotRequired[bool]
+    """Accept, in a production stack, edits that kill this job while it runs: one that replaces its TrainJob (its own keys, its group's `networks`, selector and taints, its claim) or one of its runtime's containers, which makes Kueue evict it; the job starts again, from its last checkpoint if its code reads one. Without it `platformctl diff` refuses such an edit of a production stack (docs/training.md: Edits that restart a job); other stacks get a note. Default: `false`."""
     suspend: NotRequired[bool]
     """Refused when true: under Kueue it holds nothing (Kueue lifts `suspend` from every job it admits) and setting it on a running job deletes its pods, which restart from the beginning once Kueue lifts it. To hold a job, leave it out of `training.jobs` until it should run (docs/training.md: Holding a job). Kept so that `false` parses. Default: `false`."""
     publish_to: NotRequired[PublishToArgs]
@@ -1463,5 +1465,7 @@ class TrainingArgs(TypedDict):
     """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders and publish steps select (the system group). Empty: any node that admits them."""
     secrets: NotRequired[dict[str, str]]
     """Secret. The values the jobs' `secretEnv` names (the stack's `trainingSecrets`), by name."""
+    production: NotRequired[bool]
+    """A production stack: its TrainJobs say that `platformctl diff` refuses an edit that would kill them while they run, unless the job's `restartOnEdit` accepts it. Default: `false`."""
     pipelines: NotRequired[dict[str, PipelineRefArgs]]
     """Per service a job publishes to (`publishTo.service`), its model pipeline: namespace, WorkflowTemplate and the weight cache it reads the ONNX file from."""

@@ -175,7 +175,7 @@ def training_inputs(s: Settings, weights: dict[str, WeightsRef]) -> TrainingInpu
     return _given(TrainingInputs, training=s.training, gpu_groups=s.gpu_groups, weights=weights,
                   create_namespaces=False, install_trainer=False, priority_class=TRAINING_PRIORITY_CLASS,
                   system_node_selector=s.cluster.system_selector, pipelines=published_pipelines(s),
-                  secrets=s.training_secrets)
+                  secrets=s.training_secrets, production=s.production)
 
 
 def published_pipelines(s: Settings) -> dict[str, PipelineRef]:

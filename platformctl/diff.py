@@ -28,7 +28,8 @@ delete and a create, as in the engine. Replacement follows the providers' rules
 Deleting a resource the old plan marks `protect`, or replacing one both plans protect, is an
 error (the engine refuses it); so is replacing or deleting a `retainOnDelete` one (the old
 object stays in the cloud, no longer managed), and an update the API server refuses
-(replacement.APISERVER_IMMUTABLE). Everything is keyed in dicts and walked once: linear in resources.
+(replacement.APISERVER_IMMUTABLE), and an edit that kills a TrainJob whose stack refuses it
+(running_jobs.py). Everything is keyed in dicts and walked once: linear in resources.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from .plan_model import SECRET
 from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset, value_at
 from .replaced_deletes import replaced_delete_notes
+from .running_jobs import running_job_findings
 from .replacement import (
     KUBERNETES_PROVIDER,
     PROVIDERS,
@@ -532,6 +534,9 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         notes.append("note: secret inputs not compared: the two plans' digests were made with different keys "
                      f"(set {KEY_ENV} alike where both are rendered)")
     notes += replaced_delete_notes(changes, rb)
+    killed, restarted = running_job_findings(changes, ra, rb)
+    errors += killed
+    notes += restarted
     notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
         c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
     notes += [n for c in changes for n in [node_group_delete_note(c.key, c.action, ra.get(c.key, {}))] if n]

@@ -41,6 +41,8 @@ class TrainingInputs(Model):
     """Node labels Trainer's and JobSet's controllers and the runtimes' data loaders and publish steps select (the system group). Empty: any node that admits them."""
     secrets: dict[str, SecretStr] = {}
     """Secret. The values the jobs' `secretEnv` names (the stack's `trainingSecrets`), by name."""
+    production: bool = False
+    """A production stack: its TrainJobs say that `platformctl diff` refuses an edit that would kill them while they run, unless the job's `restartOnEdit` accepts it."""
     pipelines: dict[ShortName, PipelineRef] = {}
     """Per service a job publishes to (`publishTo.service`), its model pipeline: namespace, WorkflowTemplate and the weight cache it reads the ONNX file from."""
 

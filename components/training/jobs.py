@@ -49,6 +49,10 @@ PATCH_MANAGER = "inference-platform/node-contract"
 IMMUTABLE_PATHS = ["spec.runtimeRef", "spec.trainer", "spec.initializer", "spec.activeDeadlineSeconds",
                    "spec.runtimePatches"]
 CACHE_VOLUME = "weights"
+# An edit that kills a running job (a replacement, or a runtime edit Kueue evicts it for):
+# refused in a production stack unless the job's restartOnEdit accepts it.
+RESTART_ANNOTATION = "inference-platform/restart-on-edit"
+RESTART_REFUSED, RESTART_ACCEPTED = "refused", "accepted"
 
 
 def _mounts(job: TrainJobSettings) -> list[dict[str, Any]]:
@@ -96,6 +100,12 @@ def trainer_env(job: TrainJobSettings, network: Optional[GroupNetwork]) -> list[
 
 def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]:
     return standard_labels(job.name, **{COMPONENT_KEY: COMPONENT, QUEUE_LABEL: team.name})
+
+
+def trainjob_annotations(job: TrainJobSettings, production: bool) -> dict[str, str]:
+    """Whether an edit may kill the running job: read by `platformctl diff` from the plan, as the
+    engine reads `protect` from the program (platformctl/running_jobs.py)."""
+    return {RESTART_ANNOTATION: RESTART_REFUSED if production and not job.restart_on_edit else RESTART_ACCEPTED}
 
 
 def runtime_of(job: TrainJobSettings) -> str:

@@ -17,6 +17,7 @@ from inference_platform.training.jobs import (
     IMMUTABLE_PATHS,
     runtime_of,
     secret_env_name,
+    trainjob_annotations,
     trainjob_labels,
     trainjob_spec,
 )
@@ -94,7 +95,8 @@ class Training(pulumi.ComponentResource):
                                        resource_opts(self, depends_on=in_namespace)))
             trainjob = k8s.apiextensions.CustomResource(
                 f"{name}-job-{team.name}-{job.name}", api_version=API_VERSION, kind="TrainJob",
-                metadata={"name": job.name, "namespace": team.namespace, "labels": trainjob_labels(job, team)},
+                metadata={"name": job.name, "namespace": team.namespace, "labels": trainjob_labels(job, team),
+                          "annotations": trainjob_annotations(job, a.production)},
                 spec=trainjob_spec(job, groups[job.gpu.group], a.training.networks.get(job.gpu.group),
                                    a.weights.get(team.namespace, WeightsRef())),
                 # pulumi-kubernetes applies a custom resource without waiting on it (platformctl/awaits.py):
