@@ -128,3 +128,28 @@ def test_promtool_unit_tests(promtool, tmp_path):
     tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": named}))
     result = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _failed_panel_expr() -> str:
+    from tests.support.dashboards import dashboards, panels, substitute
+
+    (panel,) = [p for p in panels(dashboards()["training"]) if p["title"] == "Failed for good"]
+    (target,) = panel["targets"]
+    return substitute(target["expr"].replace("$__range", "1h"))
+
+
+def test_the_dashboards_failed_panel_counts_first_failures_as_jobset_exports_them(promtool, tmp_path):
+    """Over the last hour at minute 90: fsdp's series appeared at minute 60 at 1 (its first failure),
+    llm's appeared at minute 70 and rose to 2, ddp failed before the hour and again in it, old
+    failed only before it."""
+    series = {**jobset_failed("fsdp", "_x60 1x40"), **jobset_failed("llm", "_x70 1x5 2x25"),
+              **jobset_failed("ddp", "1x50 2x50"), **jobset_failed("old", "1x100")}
+    expected = {"fsdp": 1, "llm": 2, "ddp": 1, "old": 0}
+    test = {"interval": "1m", "input_series": [{"series": s, "values": v} for s, v in series.items()],
+            "promql_expr_test": [{"expr": f"round({_failed_panel_expr()})", "eval_time": "90m", "exp_samples": [
+                {"labels": f'{{exported_namespace="{NS}",jobset_name="{name}"}}', "value": n} for name, n in expected.items()]}]}
+    rules = write_rules(tmp_path / "rules.yml", [training_group()])
+    tests = tmp_path / "tests.yml"
+    tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [test]}))
+    result = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -119,7 +119,7 @@ def metric_names(expr: str) -> set[str]:
     s = re.sub(r"\[[^\]]*\]", " ", s)
     s = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", s)
     names = set()
-    for m in re.finditer(r"(?<![\w.])([A-Za-z_:][A-Za-z0-9_:]*)\s*(\()?", s):
+    for m in re.finditer(r"(?<![\w.$])([A-Za-z_:][A-Za-z0-9_:]*)\s*(\()?", s):
         name, call = m.group(1), m.group(2)
         if not call and name not in _KEYWORDS and not re.fullmatch(r"(?i)inf|nan", name):
             names.add(name)
