@@ -10,9 +10,13 @@ from typing import Literal, Optional
 from pydantic import Field, model_validator
 
 from inference_platform.settings.base import Model, Number, RelativePath
+from inference_platform.settings.errors import KeyPath
 
 # Bytes per weight or KV-cache element of each data type (int4 packs two weights in a byte).
 DTYPE_BYTES: dict[str, float] = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+# Bytes per weight as loaded: int4 checkpoints (AWQ, GPTQ) also hold a 16-bit scale and a 4-bit
+# zero point per group of 128 weights.
+WEIGHT_BYTES: dict[str, float] = {**DTYPE_BYTES, "int4": 0.5 + (2 + 0.5) / 128}
 WeightDtype = Literal["float32", "bfloat16", "float16", "fp8", "int8", "int4"]
 KvCacheDtype = Literal["auto", "float32", "bfloat16", "float16", "fp8"]
 
@@ -90,6 +94,33 @@ class Llm(Model):
         # Quantised weights keep a 16-bit KV cache unless told otherwise (vLLM kv_cache_dtype "auto"
         # takes the model's activation type, which is 16-bit for int4/int8/fp8 checkpoints).
         return max(DTYPE_BYTES[self.dtype], 2)
+
+
+# The KV-cache types vLLM 0.6.3.post1 (Triton 25.01's vLLM backend) starts with: vllm/config.py
+# CacheConfig._verify_cache_dtype takes "auto" and the fp8 forms, anything else is "Unknown kv
+# cache dtype". The backend passes model.json to AsyncEngineArgs as it is, so no argument parser
+# stands between; the fp8 forms take one byte alike.
+VLLM_KV_CACHE_DTYPES = ("auto", "fp8")
+
+
+def llm_setting_problems(llm: Llm) -> list[tuple[KeyPath, str]]:
+    """What an LLM version asks of its engine that the engine cannot honour (paths relative to `llm`)."""
+    problems: list[tuple[KeyPath, str]] = []
+    if llm.engine == "vllm" and llm.kv_cache_dtype not in VLLM_KV_CACHE_DTYPES:
+        problems.append((("kvCacheDtype",), f"is {llm.kv_cache_dtype}, which vLLM 0.6.3 (the vLLM backend of Triton "
+                         "25.01) refuses at start (Unknown kv cache dtype); allowed with engine vllm: "
+                         f"{', '.join(VLLM_KV_CACHE_DTYPES)} (auto is the weights' type)"))
+    if llm.engine == "vllm" and "kv_cache_use_target" in llm.autoscaling.model_fields_set:
+        problems.append((("autoscaling", "kvCacheUseTarget"), "the vLLM backend exports no KV-cache gauge at the pinned "
+                         "release, so no HPA metric follows this target; allowed: kvCacheUseTarget with engine "
+                         "tensorrtllm only (leave it out for vllm)"))
+    kv_heads, tp = llm.architecture.kv_heads, llm.tensor_parallel_size
+    if kv_heads % tp and tp % kv_heads:
+        divisors = [d for d in range(1, min(kv_heads, 16) + 1) if kv_heads % d == 0]
+        problems.append((("tensorParallelSize",), f"is {tp}, which does not split the model's {kv_heads} KV heads "
+                         "evenly over the GPUs, nor replicates them evenly (vLLM refuses it at start); allowed: a "
+                         f"divisor of architecture.kvHeads ({', '.join(map(str, divisors))}) or a multiple of it"))
+    return problems
 
 
 class LlmRouting(Model):

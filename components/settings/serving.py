@@ -28,7 +28,7 @@ from inference_platform.settings.base import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.llm import ITL_BOUNDS_MS, TTFT_BOUNDS_MS, Llm, LlmObjectives, LlmRouting
+from inference_platform.settings.llm import ITL_BOUNDS_MS, TTFT_BOUNDS_MS, Llm, LlmObjectives, LlmRouting, llm_setting_problems
 from inference_platform.settings.triton_flags import EXIT_TIMEOUT_FLAG, FlagValue, _flag_values_as_text, triton_flag_problem
 from inference_platform.settings.tuning import (
     TRITON_IMAGE,
@@ -380,6 +380,8 @@ def service_problems(svc: Service, groups: Mapping[str, NodeGroup]) -> list[tupl
         problems += tuning_share_problems(v, groups, vpath + ("tuning",), v.tuning)
         problems += [(vpath + path, why) for path, why in engine_image_problems(v)]
         problems += [(vpath + path, why) for path, why in openai_frontend_problems(v)]
+        if v.llm is not None:
+            problems += [(vpath + ("llm", *path), why) for path, why in llm_setting_problems(v.llm)]
         problems += [(vpath + path, why) for path, why in vllm_repository_problems(v)]
         if v.tuning is not None:
             problems += [(vpath + ("tuning", *path), why) for path, why in llm_tuning_problems(
@@ -462,6 +464,40 @@ def objective_problems(svc: Service) -> list[tuple[KeyPath, str]]:
             elif value not in bounds[engine]:
                 problems.append((("llmObjectives", key), f"{value:g} ms is not a bound of {engine}'s {what} histogram, "
                                  f"so no series counts the requests within it; allowed: {', '.join(f'{b:g}' for b in bounds[engine])}"))
+    if o.time_to_first_token_ms is not None:
+        problems += first_response_histogram_problems(svc)
+    return problems
+
+
+# Triton core's first-response histogram (the time to first token of TensorRT-LLM) is off unless
+# the server is started with this setting (triton-inference-server/core r25.01
+# src/metric_model_reporter.cc: latency_histograms_enabled_ only on histogram_latencies=true;
+# server docs/user_guide/metrics.md "Histograms").
+FIRST_RESPONSE_HISTOGRAM_SETTING = "histogram_latencies=true"
+
+
+def _histogram_latencies_on(version: Version) -> bool:
+    settings = version.server_args.get("metrics-config", [])
+    return FIRST_RESPONSE_HISTOGRAM_SETTING in ([settings] if isinstance(settings, str) else settings)
+
+
+def first_response_histogram_problems(svc: Service) -> list[tuple[KeyPath, str]]:
+    """A TensorRT-LLM version of a service with a time-to-first-token objective must export
+    Triton's first-response histogram: behind the OpenAI frontend it cannot (main.py r25.01
+    starts Triton with no metrics setting), and tritonserver needs the setting in serverArgs."""
+    problems: list[tuple[KeyPath, str]] = []
+    for vi, v in enumerate(svc.versions):
+        if v.llm is None or v.llm.engine != "tensorrtllm":
+            continue
+        if v.serves_openai:
+            problems.append((("llmObjectives", "timeToFirstTokenMs"), f"version {v.name} runs TensorRT-LLM behind the "
+                             "OpenAI frontend, which starts Triton without its first-response histogram, so no series "
+                             "measures the objective; allowed: the objective on services whose TensorRT-LLM versions "
+                             "run tritonserver (no llm.openai), or on vLLM versions"))
+        elif not _histogram_latencies_on(v):
+            problems.append((("versions", vi, "serverArgs", "metrics-config"), "a time-to-first-token objective on "
+                             "TensorRT-LLM is measured by Triton's first-response histogram, which is off by default; "
+                             f"allowed: metrics-config: [{FIRST_RESPONSE_HISTOGRAM_SETTING}] in the version's serverArgs"))
     return problems
 
 

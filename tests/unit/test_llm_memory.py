@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inference_platform.serving.llm_memory import GB, GIB, fit, token_budget
+from inference_platform.serving.llm_memory import GB, GIB, fit, llm_memory_report, token_budget
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.llm import Llm
 from inference_platform.settings.loader import parse_settings
@@ -69,16 +69,16 @@ shares = st.sampled_from([10 * GB, 20 * GB, 24 * GB, 40 * GB, 48 * GB, 80 * GB, 
 
 @settings(max_examples=200, deadline=None)
 @given(arch=models, context=st.integers(16, 262_144), sequences=st.integers(1, 512), share=shares,
-       tp=st.sampled_from([1, 2, 4, 8]))
-def test_the_token_budget_is_the_exact_boundary_of_what_fits(arch, context, sequences, share, tp):
-    f = fit(llm(arch, context, sequences, tensorParallelSize=tp), share)
+       tp=st.sampled_from([1, 2, 4, 8]), engine=st.sampled_from(["vllm", "tensorrtllm"]))
+def test_the_token_budget_is_the_exact_boundary_of_what_fits(arch, context, sequences, share, tp, engine):
+    f = fit(llm(arch, context, sequences, tensorParallelSize=tp, engine=engine), share)
     budget = token_budget(f)
-    at = fit(llm(arch, 16, 1, tensorParallelSize=tp), share)
+    at = fit(llm(arch, 16, 1, tensorParallelSize=tp, engine=engine), share)
     # A configuration fits exactly when its tokens (context x sequences) are within the budget.
     assert f.fits == (context * sequences <= budget)
     if budget:
-        assert at.weights + at.overhead + budget * at.kv_per_token <= at.usable
-    assert at.weights + at.overhead + (budget + 1) * at.kv_per_token > at.usable
+        assert budget * at.kv_per_token <= at.kv_room
+    assert (budget + 1) * at.kv_per_token > at.kv_room
 
 
 @settings(max_examples=100, deadline=None)
@@ -148,3 +148,54 @@ def test_llm_backend_and_llm_engine_must_agree():
     raw = stack()
     raw["services"][0]["versions"][0]["llmBackend"] = "tensorrtllm"
     assert "llmBackend tensorrtllm differs from llm.engine vllm" in refused(raw)
+
+
+# --------------------------------------------------------------------------- what each engine reserves
+
+
+def test_with_fewer_kv_heads_than_gpus_each_gpu_holds_a_whole_replicated_head():
+    two_heads = {**LLAMA3_70B, "kvHeads": 2}
+    f = fit(llm(two_heads, tensorParallelSize=8), 80 * GB)
+    # vLLM max(1, 2 // 8) and TensorRT-LLM ceil(2 / 8) heads per GPU: one, not a quarter.
+    assert f.kv_per_token == 2 * 80 * 1 * 128 * 2
+    assert fit(llm(LLAMA3_70B, tensorParallelSize=4), 80 * GB).kv_per_token == 2 * 80 * 2 * 128 * 2
+
+
+def test_tensorrt_llm_takes_its_fraction_of_the_memory_left_after_the_weights():
+    # Llama 3 70B in fp8 on one H100: 70.6 GB of weights leave 7.3 GB, 0.9 of it for the KV cache.
+    f = fit(llm(LLAMA3_70B, 4096, 4, dtype="fp8", engine="tensorrtllm"), 80 * GB)
+    assert f.kv_room == pytest.approx(0.9 * (80e9 - 70.6e9 - 2 * GIB))
+    assert f.fits  # 5.4 GB of KV cache
+    # vLLM's 0.9 is of the whole GPU, weights included: the same model does not fit there.
+    assert not fit(llm(LLAMA3_70B, 4096, 4, dtype="fp8"), 80 * GB).fits
+
+
+def test_int4_weights_count_their_group_scales_and_zero_points():
+    f = fit(llm(dtype="int4"), 80 * GB)
+    assert f.weights == pytest.approx(8.03e9 * (0.5 + 2.5 / 128))
+
+
+TIME_SLICED_H100 = {"model": "H100-80GB", "sharing": {"mode": "time-slicing", "replicas": 2}}
+
+
+def test_vllm_on_a_shared_gpu_takes_at_most_its_part_of_the_whole_device():
+    line = refused(stack(TIME_SLICED_H100, maxConcurrentSequences=8))
+    assert "services[svc].versions[v1].llm.memoryUtilization: is 0.9 on H100-80GB shared 2 ways (time-slicing): " in line
+    assert "vLLM's gpu_memory_utilization is a fraction of the whole GPU" in line and "allowed: at most 0.5" in line
+    settings_ = parse_settings(stack(TIME_SLICED_H100, maxConcurrentSequences=8, memoryUtilization=0.45), STACK_FILE)
+    (report,) = llm_memory_report(settings_)
+    assert "usable 33.5 GiB (0.45 of the whole GPU of H100-80GB shared 2 ways (time-slicing)): fits" in report
+
+
+def test_tensorrt_llm_on_a_shared_gpu_is_held_to_its_share_whichever_replica_loads_first():
+    raw = stack(TIME_SLICED_H100, engine="tensorrtllm", maxConcurrentSequences=8)
+    raw["services"][0]["versions"][0]["image"] = "nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3"
+    # Loaded first it sees 80 GB free: 16.1 GB weights + 2 GiB + f x (80 - 18.2) GB <= 40 GB.
+    most = (40e9 - 8.03e9 * 2 - 2 * GIB) / (80e9 - 8.03e9 * 2 - 2 * GIB)
+    line = refused(raw)
+    assert "llm.memoryUtilization: is 0.9 on H100-80GB shared 2 ways (time-slicing): TensorRT-LLM's " in line
+    assert f"allowed: at most {int(most * 1000) / 1000:g}" in line
+    raw["services"][0]["versions"][0]["llm"] |= {"memoryUtilization": 0.35, "maxConcurrentSequences": 4}
+    (report,) = llm_memory_report(parse_settings(raw, STACK_FILE))
+    # Loaded last it finds its share's 40 GB, less its weights and overhead, free: 20.3 GiB.
+    assert "leave 20.3 GiB of H100-80GB shared 2 ways (time-slicing) per GPU" in report and report.endswith(": fits")
