@@ -1219,6 +1219,10 @@ class GroupEstimateArgs(TypedDict):
     """Stages when the replica needs a new node (no spare slot left)."""
     spare: list[StageArgs]
     """Stages when the replica preempts a placeholder."""
+    first_up: NotRequired[list[StageArgs]]
+    """Stages on the group's first `up` when it starts with fewer nodes than its services need at their fewest replicas: the first node must advertise its GPUs before the autoscaler adds the rest, each then on the new-node path. Empty: the new-node path."""
+    start: NotRequired[str]
+    """How the group starts on its first `up`: the nodes its driver creates, against what its services need."""
 
 
 class GpuOperatorArgs(TypedDict):
@@ -1245,6 +1249,8 @@ class ColdStartArgs(TypedDict):
     """The GPU node groups."""
     services: NotRequired[list[ServiceArgs]]
     """The services placed on those groups: their images are pre-pulled, and a spare slot is sized like the first version on its group."""
+    pull_after_driver: NotRequired[bool]
+    """Pre-pull only on nodes whose GPU driver works: nodes GPU feature discovery has labelled, which a GPU operator (the platform's or the Magnum driver's) runs once the driver and toolkit are ready. Off: on every node of the group at once, which on a new node delays the driver's images behind the Triton images (the kubelet pulls one image at a time); leave it off where no GPU operator labels the nodes. Default: `false`."""
 
 
 class MeshArgs(TypedDict):

@@ -75,7 +75,10 @@ def gpu_operator_inputs(s: Settings, estimates: list[GroupEstimate]) -> GpuOpera
 
 
 def cold_start_inputs(s: Settings) -> ColdStartInputs:
-    return ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.workloads)
+    # GPU feature discovery labels a node once its driver works wherever a GPU operator runs: the
+    # platform's, or the one magnum-capi-helm installs, which the platform's settings stand for.
+    return ColdStartInputs(cold_start=s.cold_start, gpu_groups=s.gpu_groups, services=s.workloads,
+                           pull_after_driver=s.gpu_operator.enabled)
 
 
 def mesh_inputs(s: Settings) -> MeshInputs:

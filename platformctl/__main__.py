@@ -35,10 +35,11 @@ from .engine import (
 )
 from .errors import UsageError
 from .gpu_report import gpu_report, plan_warnings
-from .invariants import PlanInvariantError, check_plan
+from .invariants import PlanInvariantError, check_plan, plan_resources
 from .plan import MARKER, plan_dir_replaceable, tree, write_plan
 from .plan_marker import CHANGED_FLAG, checked_stack_file, recorded_stack_file
 from .stack_names import RULE, InvalidStackName, check_stack_name, known_stacks, shown
+from .timeline import format_timelines, timelines
 
 # The venv `make plan` builds, which the README's set-up leaves behind: user-facing commands run from it.
 PLAN_PYTHON = ".venv-plan/bin/python"
@@ -95,6 +96,8 @@ def cmd_plan(args) -> int:
     print(tree(plan))
     print(gpu_report(settings))
     print(engine_report)
+    if settings.gpu_groups:
+        print(format_timelines(timelines(plan_resources(plan), settings)))
     print(f"wrote {out / 'resources.json'} and {out / 'manifests'}")
     warnings = plan_warnings(settings)
     if args.strict and warnings:

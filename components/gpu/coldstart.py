@@ -1,5 +1,5 @@
 """Fast scale-out on GPU groups: spare capacity held by low-priority placeholder pods,
-and Triton images pre-pulled on GPU nodes while the GPU operator installs drivers.
+and Triton images pre-pulled on GPU nodes once their driver works, ahead of any replica.
 
 A new Triton replica preempts a placeholder and starts at once; the evicted
 placeholder turns pending, and the cluster autoscaler adds a node for it.
@@ -96,9 +96,18 @@ def placeholder_pod(services: Sequence[Service], group: NodeGroup) -> dict[str, 
     }
 
 
-def prepull_pod(services: Sequence[Service], group: NodeGroup) -> dict[str, Any]:
+# Set by GPU feature discovery from NVML (NVIDIA/k8s-device-plugin v0.20.0 internal/lm/nvml.go:134,
+# the GPU operator v26.7.0's gfd image), whose pod waits for the toolkit, itself after the driver
+# (gpu-operator assets/gpu-feature-discovery/0500_daemonset.yaml toolkit-validation): present only on a
+# node whose driver works. The operator's nvidia.com/gpu.present and gpu.deploy.* labels come before the
+# driver (controllers/state_manager.go gpuStateLabels), so they would not hold the pull back.
+DRIVER_READY_LABEL = "nvidia.com/cuda.driver-version.major"
+
+
+def prepull_pod(services: Sequence[Service], group: NodeGroup, after_driver: bool = False) -> dict[str, Any]:
     """Pod spec that pulls each Triton image of the group (as init containers that exit
-    at once) and then idles; it asks for no GPU, so it runs while drivers install."""
+    at once) and then idles; it asks for no GPU. `after_driver`: only on nodes whose driver works,
+    so on a new node the driver's images are pulled first (the kubelet pulls one at a time)."""
     sched = gpu_scheduling(group)
     small = {"requests": TINY, "limits": TINY}
     pulls = [
@@ -106,8 +115,11 @@ def prepull_pod(services: Sequence[Service], group: NodeGroup) -> dict[str, Any]
          "resources": small, "securityContext": RESTRICTED_CONTAINER}
         for i, image in enumerate(group_images(services, group))
     ]
+    driver_ready = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": DRIVER_READY_LABEL, "operator": "Exists"}]}]}}}} if after_driver else {}
     return {
         "nodeSelector": sched.node_selector,
+        **driver_ready,
         "tolerations": sched.tolerations,
         "automountServiceAccountToken": False,
         "initContainers": pulls,
@@ -174,7 +186,7 @@ class ColdStart(pulumi.ComponentResource):
                     metadata={"namespace": NAMESPACE, "labels": labels,
                               "annotations": {**SKIP_AWAIT, **hardening.skip_annotations(hardening.PREPULL)}},
                     spec={"selector": {"matchLabels": labels},
-                          "template": _pod_template(labels, prepull_pod(services, group))},
+                          "template": _pod_template(labels, prepull_pod(services, group, a.pull_after_driver))},
                     opts=in_namespace,
                 )
         self.register_outputs({

@@ -41,3 +41,5 @@ class ColdStartInputs(Model):
     """The GPU node groups."""
     services: list[Service] = []
     """The services placed on those groups: their images are pre-pulled, and a spare slot is sized like the first version on its group."""
+    pull_after_driver: bool = False
+    """Pre-pull only on nodes whose GPU driver works: nodes GPU feature discovery has labelled, which a GPU operator (the platform's or the Magnum driver's) runs once the driver and toolkit are ready. Off: on every node of the group at once, which on a new node delays the driver's images behind the Triton images (the kubelet pulls one image at a time); leave it off where no GPU operator labels the nodes."""

@@ -106,7 +106,7 @@ class NodeGroup(Model):
     max_nodes: int = Field(default=1, ge=1, le=1000)
     """Most nodes the cluster autoscaler may create."""
     initial_nodes: Optional[int] = Field(default=None, ge=0, le=1000)
-    """Nodes at creation (default: minNodes)."""
+    """Nodes at creation on Heat (default: minNodes). The Cluster API drivers start an autoscaled group at minNodes whatever this says (Cluster API defaults its MachineDeployment's replicas to the minimum)."""
     labels: Labels = {}
     """Extra Kubernetes node labels, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), neither the platform's labels nor the selector's."""
     taints: list[Taint] = []

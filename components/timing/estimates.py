@@ -16,6 +16,7 @@ from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings, StageSeconds
 from inference_platform.settings.serving import Service
 from inference_platform.settings.stack import Settings
+from inference_platform.timing.first_up import nodes_needed, start_nodes
 
 
 class Stage(Model):
@@ -40,6 +41,10 @@ class GroupEstimate(Model):
     """Stages when the replica needs a new node (no spare slot left)."""
     spare: list[Stage]
     """Stages when the replica preempts a placeholder."""
+    first_up: list[Stage] = []
+    """Stages on the group's first `up` when it starts with fewer nodes than its services need at their fewest replicas: the first node must advertise its GPUs before the autoscaler adds the rest, each then on the new-node path. Empty: the new-node path."""
+    start: str = ""
+    """How the group starts on its first `up`: the nodes its driver creates, against what its services need."""
 
     @property
     def without_spare_seconds(self) -> int:
@@ -48,6 +53,14 @@ class GroupEstimate(Model):
     @property
     def with_spare_seconds(self) -> int:
         return sum(s.seconds for s in self.spare)
+
+    @property
+    def first_up_path(self) -> list[Stage]:
+        return self.first_up or self.new_node
+
+    @property
+    def first_up_seconds(self) -> int:
+        return sum(s.seconds for s in self.first_up_path)
 
 
 def _driver_stage(stage_seconds: StageSeconds, driver_mode: str) -> Stage:
@@ -115,10 +128,31 @@ def gpu_node_ready_seconds(settings: Settings) -> int:
     return st.node_boot + st.driver_install + (st.driver_compile if driver == "compiled" else 0)
 
 
+GPU_READY_STAGE = "first node GPU-ready"
+
+
+def _with_first_up(settings: Settings, group: NodeGroup, estimate: GroupEstimate) -> GroupEstimate:
+    """The estimate with the group's first `up`: when it starts with fewer nodes than its services need,
+    the autoscaler adds the rest only after the first node has booted and installed its driver."""
+    have, why = start_nodes(settings, group)
+    need = nodes_needed(settings, group)
+    start = f"starts with {have} node{'s' if have != 1 else ''} ({why}); its services need {need} at their fewest replicas"
+    if need <= have:
+        return estimate.model_copy(update={"start": start})
+    ready = [s for s in estimate.new_node if s.name in ("node boot", "driver install")]
+    more = need - have
+    gate = Stage(name=GPU_READY_STAGE, seconds=sum(s.seconds for s in ready),
+                 note=f"{' + '.join(f'{s.name} {s.seconds}s' for s in ready)}: the autoscaler adds the other "
+                      f"{more} node{'s' if more != 1 else ''} only once a node of the group advertises its GPUs")
+    return estimate.model_copy(update={"start": start, "first_up": [gate, *estimate.new_node]})
+
+
 def stack_estimates(settings: Settings) -> list[GroupEstimate]:
-    """The estimate of a whole stack: every GPU group, with every service placed on it."""
-    return cold_start_estimate(settings.gpu_groups, settings.workloads, settings.cold_start,
-                               settings.gpu_operator.driver.mode)
+    """The estimate of a whole stack: every GPU group, with every service placed on it, and its first `up`."""
+    groups = {g.name: g for g in settings.gpu_groups}
+    return [_with_first_up(settings, groups[e.group], e)
+            for e in cold_start_estimate(settings.gpu_groups, settings.workloads, settings.cold_start,
+                                         settings.gpu_operator.driver.mode)]
 
 
 def format_estimate(estimates: list[GroupEstimate]) -> str:

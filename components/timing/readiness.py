@@ -100,18 +100,21 @@ def rollout_budget(estimate: GroupEstimate, replicas: int, termination_grace_sec
     """A Deployment of `replicas` GPU replicas.
 
     Create: the replicas start together; each may need a new node (the autoscaler adds
-    them at once), so one new-node cold start. Update: the first surge replica may need a
-    new node; each later one starts on the GPU its predecessor's old pod frees, after that
-    pod's termination grace, with the node up and the image pre-pulled (the spare-slot path).
+    them at once), so one new-node cold start, after the group's first node has advertised its
+    GPUs where the group starts too small for its services (the first `up`, first_up.py). Update:
+    the first surge replica may need a new node; each later one starts on the GPU its
+    predecessor's old pod frees, after that pod's termination grace, with the node up and the
+    image pre-pulled (the spare-slot path).
     """
     if replicas <= 0:
         return Budget(0, 0, "no replicas")
     first = estimate.without_spare_seconds
+    create = estimate.first_up_seconds
     later = termination_grace_seconds + estimate.with_spare_seconds
-    basis = f"new node {first}s"
+    basis = f"new node {first}s" if create == first else f"first up {create}s ({create - first}s until a GPU node is ready), new node {first}s"
     if replicas > 1:
         basis += f", then {replicas - 1} x (drain {termination_grace_seconds}s + {estimate.with_spare_seconds}s on the freed GPU)"
-    return Budget(first, first + (replicas - 1) * later, basis)
+    return Budget(create, first + (replicas - 1) * later, basis)
 
 
 def triton_rollout_budget(settings: Settings, service: Service, version: Version, termination_grace_seconds: int) -> Budget:

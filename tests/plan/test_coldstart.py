@@ -7,11 +7,11 @@ import copy
 import pytest
 
 from inference_platform.core import versions
-from inference_platform.gpu.coldstart import PRIORITY_CLASS
+from inference_platform.gpu.coldstart import DRIVER_READY_LABEL, PRIORITY_CLASS
 from inference_platform.settings.loader import parse_settings
 from inference_platform.timing.estimates import stack_estimates
 from platformctl.plan import manifest
-from tests.conftest import base_config, render_raw, stack_plan
+from tests.conftest import as_magnum, base_config, on_heat, render_raw, stack_plan
 from tests.plan.test_plan import run_ctl
 from tests.support import conformance
 
@@ -178,3 +178,71 @@ def test_plan_prints_estimate_and_warnings(stack, expected, tmp_path):
     assert "estimate from configured stage times" in result.stdout
     assert expected in result.stdout
     assert "spare slot: 420s" in result.stdout
+
+
+# --------------------------------------------------------------------------- the first `up`
+
+
+def three_replicas(min_nodes: int, initial_nodes: int | None = None) -> dict:
+    """A Magnum stack whose one GPU version runs at least 3 replicas, one whole GPU each, on a group of 1-GPU nodes."""
+    raw = as_magnum(base_config())
+    group = raw["cluster"]["nodeGroups"][1]
+    group |= {"flavor": "g1.a100.1", "minNodes": min_nodes, "maxNodes": 4}
+    if initial_nodes is not None:
+        group["initialNodes"] = initial_nodes
+    raw["services"][0]["autoscaling"] = {"minReplicas": 3, "maxReplicas": 4}
+    return raw
+
+
+def first_up(raw: dict):
+    e, _, _ = estimate(raw)
+    return e, [(s.name, s.seconds) for s in e.first_up_path]
+
+
+def test_a_group_that_starts_too_small_waits_for_a_gpu_node_before_it_grows():
+    e, path = first_up(three_replicas(min_nodes=1))
+    # 1 node for 3 replicas: the autoscaler adds 2 only once the first has booted and installed its driver.
+    new_node = [(s.name, s.seconds) for s in e.new_node]
+    assert path == [("first node GPU-ready", 120 + 180), *new_node]
+    assert e.first_up_seconds == 300 + e.without_spare_seconds
+    assert "starts with 1 node" in e.start and "need 3" in e.start
+    roomy, path = first_up(three_replicas(min_nodes=3))
+    assert path == new_node and roomy.first_up_seconds == roomy.without_spare_seconds
+
+
+def test_the_first_up_lengthens_only_the_create_wait():
+    def timeouts(raw):
+        return render_raw(raw).get(DEPLOYMENT, "svc-v1").custom_timeouts
+
+    small, roomy = timeouts(three_replicas(min_nodes=1)), timeouts(three_replicas(min_nodes=3))
+    assert small["update"] == roomy["update"]
+    assert int(small["create"].rstrip("m")) > int(roomy["create"].rstrip("m"))
+
+
+@pytest.mark.parametrize("driver,starts_with", [
+    ({"clusterApiDriver": "magnum-cluster-api"}, 1),
+    ({"clusterApiDriver": "magnum-capi-helm"}, 1),
+    ("heat", 3),
+])
+def test_cluster_api_starts_an_autoscaled_group_at_min_nodes_and_heat_at_initial_nodes(driver, starts_with):
+    raw = three_replicas(min_nodes=1, initial_nodes=3)
+    if driver == "heat":
+        on_heat(raw)
+    else:
+        raw["cluster"]["magnum"] = driver
+    e, path = first_up(raw)
+    assert f"starts with {starts_with} node" in e.start
+    # Heat creates the 3 nodes the replicas need; on Cluster API the group grows from 1 behind the gate.
+    assert (path[0][0] == "first node GPU-ready") == (starts_with < 3)
+    if starts_with == 1:
+        assert "initialNodes 3 is not used" in e.start
+
+
+def test_prepull_waits_for_a_working_driver_where_a_gpu_operator_labels_the_nodes():
+    def affinity(raw):
+        return pod(render_raw(raw).get(DAEMONSET, "test-dev-coldstart-prepull-gpu")).get("affinity")
+
+    terms = affinity(two_images())["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": DRIVER_READY_LABEL, "operator": "Exists"}]}]
+    # Without a GPU operator nothing sets the label: the pre-pull runs on every node of the group.
+    assert affinity(two_images() | {"gpuOperator": {"enabled": False}}) is None
