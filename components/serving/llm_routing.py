@@ -28,14 +28,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from inference_platform.core import versions
+from inference_platform.core import controller_names, versions
 from inference_platform.core.common import from_namespace, helm_release, resource_opts
 from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration
 from inference_platform.mesh.security import ingress_source
 from inference_platform.serving.openai_frontend import METRICS_PATH, OPENAI_FRONTEND_PORT
 from inference_platform.settings.serving import Service, Version, deployment_name
 
-GATEWAY_CLASS = "istio"
+GATEWAY_CLASS = controller_names.ISTIO_GATEWAY_CLASS
 # gateway-api v1.5.1 standard: the groups of the kinds the routing declares and refers to.
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 INFERENCE_GROUP = "inference.networking.k8s.io"
@@ -62,14 +62,14 @@ def pool_name(service: Service, version: Version) -> str:
 def endpoint_picker_name(service: Service, version: Version) -> str:
     """charts/router/templates/_helpers.tpl llm-d-router.name: `<release>-epp` (the release is at
     most 40 characters: serving.llm_routing_problems)."""
-    return f"{pool_name(service, version)}-epp"
+    return controller_names.endpoint_picker_name(pool_name(service, version))
 
 
 def metrics_reader_secret_name(service: Service, version: Version) -> str:
     """The token Secret of the picker's ServiceMonitor, one per release: routerlib's default
     (charts/router/values.yaml monitoring.prometheus.auth.secretName) is one name for every
     release, and Helm refuses the second release's copy of it in the same namespace."""
-    return f"{endpoint_picker_name(service, version)}-metrics-reader"
+    return controller_names.metrics_reader_secret_name(pool_name(service, version))
 
 
 def endpoint_picker_pods(service: Service, version: Version) -> dict[str, str]:
@@ -85,11 +85,7 @@ def gateway_workload(service: Service) -> str:
     """The Deployment and ServiceAccount istiod deploys for the Gateway, `<gateway>-<class>`
     (istio 1.30.3 deploymentcontroller.go DeploymentName, ServiceAccount; gateway_utils.go
     GetDefaultName): the `source_workload` of the requests the gateway sends."""
-    return f"{gateway_name(service)}-{GATEWAY_CLASS}"
-
-
-# istio 1.30.3 pilot/pkg/config/kube/gateway/inferencepool_collection.go: hashSize, maxServiceNameLength.
-SHADOW_HASH_SIZE, SHADOW_NAME_LIMIT = 8, 63
+    return controller_names.istio_gateway_workload(gateway_name(service), GATEWAY_CLASS)
 
 
 def inference_pool_service_name(service: Service, version: Version) -> str:
@@ -97,9 +93,7 @@ def inference_pool_service_name(service: Service, version: Version) -> str:
     requests to, `<pool>-ip-<first 8 hex digits of sha256(pool)>`, the pool's name cut to keep it
     within 63 characters (inferencepool_collection.go InferencePoolServiceName, generateHash;
     conversion.go buildDestination): the `destination_service` of the gateway's requests."""
-    pool = pool_name(service, version)
-    suffix = "-ip-" + hashlib.sha256(pool.encode()).hexdigest()[:SHADOW_HASH_SIZE]
-    return pool[:SHADOW_NAME_LIMIT - len(suffix)] + suffix
+    return controller_names.inference_pool_service_name(pool_name(service, version))
 
 
 def gateway_pods(service: Service) -> dict[str, str]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from platformctl.objects import release_object_clashes
+from inference_platform.core import controller_names
+from platformctl.objects import document_key, release_object_clashes, router_releases
 from platformctl.uninstall import uninstalls_that_never_end
 from tests.conftest import STACKS, stack_plan
 from tests.support import helm
@@ -52,3 +53,24 @@ def test_an_aggregated_role_beside_the_roles_it_gathers_is_named_until_patched()
     assert uninstalls_that_never_end(Plan("s", [patch(retained=True)], {}), rendered) == []
     [line] = uninstalls_that_never_end(Plan("s", [patch(retained=False)], {}), rendered)
     assert "is deleted before the release" in line
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_model_of_each_router_release_is_what_helm_installs(stack, reference):
+    # The plan tier knows these objects only from the model (core/controller_names.py).
+    plan = stack_plan(stack)
+    installed = helm.installed_by_release(plan)
+    for namespace, release in router_releases(plan):
+        assert sorted(controller_names.router_release_objects(namespace, release)) == sorted(
+            document_key(doc) for doc in installed[f"{namespace}/{release}"])
+
+
+def test_an_object_a_controller_makes_beside_a_rendered_one_is_named():
+    from platformctl.plan_model import Plan
+
+    pool = {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool", "metadata": {"name": "p", "namespace": "ns"}}
+    shadow = {"apiVersion": "v1", "kind": "Service",
+              "metadata": {"name": controller_names.inference_pool_service_name("p"), "namespace": "ns"}}
+    assert release_object_clashes(Plan("s", [], {}), {"ns/a": [pool, shadow]}) == [
+        f"Service ns/{shadow['metadata']['name']} is rendered by Helm release ns/a and istiod for InferencePool ns/p"]
+    assert release_object_clashes(Plan("s", [], {}), {"ns/a": [pool]}) == []
