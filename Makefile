@@ -85,8 +85,9 @@ real-tools:
 	@command -v ip >/dev/null || { apt-get update && apt-get install -y --no-install-recommends iproute2; }
 	tests/real/tools/build.sh all
 
+# --strict: a plan with a `warning:` line (capacity, credentials in clear) fails, as in CI.
 plan: plan-venv
-	$(PLAN_PY) -m platformctl plan $(STACK)
+	$(PLAN_PY) -m platformctl plan $(STACK) --strict
 	$(PLAN_PY) -m platformctl policy $(STACK) --plan build/$(STACK)
 
 # Test tiers (tests/<tier>/): unit (pure functions), plan (the mock runtime), conformance (schemas,

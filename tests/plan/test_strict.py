@@ -7,19 +7,40 @@ import pytest
 
 from platformctl import policy
 from platformctl.__main__ import main
+from platformctl.engine import stack_settings
+from platformctl.gpu_report import plan_warnings
+from tests.conftest import ROOT, STACKS
+
+
+def demo_dev_with_warnings(tmp_path) -> str:
+    """demo-dev with resnet at 4 replicas per version (more than gpu-a100 offers beside its tuning
+    and pipeline runs) and its Basic credentials over plain HTTP without the opt-in."""
+    text = (ROOT / "stacks" / "Pulumi.demo-dev.yaml").read_text()
+    edited = text.replace("        maxReplicas: 3\n", "        maxReplicas: 4\n", 1).replace(
+        "    allowPlainHttpCredentials: true\n", "    allowPlainHttpCredentials: false\n", 1)
+    assert edited.count("maxReplicas: 4") == 1 and "allowPlainHttpCredentials: false" in edited
+    path = tmp_path / "Pulumi.demo-dev.yaml"
+    path.write_text(edited)
+    return str(path)
 
 
 def test_a_capacity_warning_exits_1_with_strict_and_the_plan_is_still_written(tmp_path, capsys):
-    # demo-dev's gpu-a100 group cannot hold every version at max replicas: a warning.
-    assert main(["plan", "demo-dev", "--out", str(tmp_path / "plan")]) == 0
+    stack_file = demo_dev_with_warnings(tmp_path)
+    assert main(["plan", "demo-dev", "--stack-file", stack_file, "--out", str(tmp_path / "plan")]) == 0
     assert "warning: GPU group gpu-a100: " in capsys.readouterr().out
-    assert main(["plan", "demo-dev", "--strict", "--out", str(tmp_path / "strict")]) == 1
+    assert main(["plan", "demo-dev", "--stack-file", stack_file, "--strict", "--out", str(tmp_path / "strict")]) == 1
     captured = capsys.readouterr()
     assert "warning: GPU group gpu-a100: " in captured.out
     # And resnet's Basic credentials over plain HTTP (no mesh.tls, no mesh.allowPlainHttpCredentials).
     assert "warning: services[resnet].auth.mode: basic without mesh.tls: " in captured.out
     assert captured.err.splitlines() == ["--strict: the plan has 2 warnings (the `warning:` lines above); exit 1"]
     assert (tmp_path / "strict" / "resources.json").is_file()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_example_stack_plans_without_a_warning(stack):
+    # `make plan` and the CI example plan them with --strict: a warning would fail both.
+    assert plan_warnings(stack_settings(stack)) == []
 
 
 def test_a_plan_without_warnings_passes_strict(tmp_path, capsys):
