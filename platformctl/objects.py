@@ -10,6 +10,7 @@ shared with a controller's pods gives both one identity.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from inference_platform.core import controller_names, versions
@@ -136,3 +137,77 @@ def release_object_clashes(plan: Plan, rendered: Mapping[str, Sequence[Mapping[s
     resources = {r.name for r in plan.resources}
     return [f"{describe(key)} is rendered by {' and '.join(names)}" for key, names in owners.items()
             if len(names) > 1 and not all(n in resources for n in names)]
+
+
+# Istio's SPIFFE principal of a ServiceAccount (trust domain cluster.local, the mesh's default).
+_PRINCIPAL = re.compile(r"^cluster\.local/ns/([^/*]+)/sa/([^/*]+)$")
+_POD_SPEC = {"Deployment": ("spec", "template", "spec"), "StatefulSet": ("spec", "template", "spec"),
+             "DaemonSet": ("spec", "template", "spec"), "ReplicaSet": ("spec", "template", "spec"),
+             "Job": ("spec", "template", "spec"), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+             "Pod": ("spec",)}
+
+
+def _principals(value: Any) -> Iterable[str]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if k in ("principals", "notPrincipals") and isinstance(v, list):
+                yield from (p for p in v if isinstance(p, str))
+            else:
+                yield from _principals(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _principals(v)
+
+
+def _service_account(doc: Mapping[str, Any]) -> Optional[tuple[str, str]]:
+    path = _POD_SPEC.get(str(doc.get("kind")))
+    spec: Any = doc
+    for step in path or ():
+        spec = (spec or {}).get(step) if isinstance(spec, Mapping) else None
+    if path is None or not isinstance(spec, Mapping):
+        return None
+    return str(doc["metadata"].get("namespace") or ""), str(spec.get("serviceAccountName") or "default")
+
+
+def admitted_identity_problems(plan: Plan, rendered: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """Every ServiceAccount an AuthorizationPolicy admits by its principal must be made by one maker
+    only (a Pulumi resource, one Helm release, or a controller: made_at_up), and every workload
+    running under it made by that maker: else another workload holds the identity the policy means.
+    `rendered` as release_object_clashes has it; the workloads controllers deploy count (istiod's
+    gateway Deployment runs as its own ServiceAccount)."""
+    makers: dict[ObjectKey, list[str]] = {}
+    sources: list[tuple[str, Mapping[str, Any]]] = []
+    for r in plan.resources:
+        if object_key(r) is not None:
+            sources.append(("the stack's resources", manifest(r)))
+    for release, docs in rendered.items():
+        sources += [(f"Helm release {release}", doc) for doc in docs]
+    for maker, doc in sources:
+        key = document_key(doc)
+        if key[1] == "ServiceAccount":
+            makers.setdefault(key, []).append(maker)
+    made = made_at_up([doc for _, doc in sources])
+    for key, maker in made:
+        if key[1] == "ServiceAccount":
+            makers.setdefault(key, []).append(maker)
+    # istiod's Deployment runs as the ServiceAccount it makes beside it (kube-gateway.yaml).
+    runners = [(maker, _service_account(doc)) for maker, doc in sources]
+    runners += [(maker, (key[2], key[3])) for key, maker in made if key[1] == "Deployment"]
+    admitted = {}
+    for _, doc in sources:
+        if document_key(doc)[:2] == ("security.istio.io", "AuthorizationPolicy"):
+            for principal in _principals(doc.get("spec") or {}):
+                match = _PRINCIPAL.match(principal)
+                if match:
+                    admitted.setdefault(match.groups(), describe(document_key(doc)))
+    problems = []
+    for (namespace, account), policy in sorted(admitted.items()):
+        owners = sorted(set(makers.get(("", "ServiceAccount", namespace, account), [])))
+        what = f"ServiceAccount {namespace}/{account}, admitted by {policy},"
+        if len(owners) != 1:
+            problems.append(f"{what} is made by {' and '.join(owners) if owners else 'nothing the plan knows'}")
+            continue
+        strangers = sorted({maker for maker, runs in runners if runs == (namespace, account) and maker != owners[0]})
+        if strangers:
+            problems.append(f"{what} made by {owners[0]}, is also the identity of workloads of {' and '.join(strangers)}")
+    return problems

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from inference_platform.core import controller_names
-from platformctl.objects import document_key, release_object_clashes, router_releases
+from platformctl.objects import admitted_identity_problems, document_key, release_object_clashes, router_releases
 from platformctl.uninstall import uninstalls_that_never_end
 from tests.conftest import STACKS, stack_plan
 from tests.support import helm
@@ -74,3 +74,25 @@ def test_an_object_a_controller_makes_beside_a_rendered_one_is_named():
     assert release_object_clashes(Plan("s", [], {}), {"ns/a": [pool, shadow]}) == [
         f"Service ns/{shadow['metadata']['name']} is rendered by Helm release ns/a and istiod for InferencePool ns/p"]
     assert release_object_clashes(Plan("s", [], {}), {"ns/a": [pool]}) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_identity_a_policy_admits_belongs_to_the_workloads_of_one_maker(stack, reference):
+    plan = stack_plan(stack)
+    assert admitted_identity_problems(plan, helm.installed_by_release(plan)) == []
+
+
+def test_a_workload_running_under_the_gateways_identity_is_named(reference):
+    # What a service named `llm-chat-istio` in `llm-chat` would do: its pods under istiod's gateway ServiceAccount.
+    import dataclasses
+
+    plan = stack_plan("acme-prod")
+    embed = next(r for r in plan.resources if r.type.endswith(":Deployment") and r.inputs["metadata"].get("name") == "embed-v1")
+    template = embed.inputs["spec"]["template"]
+    stranger = dataclasses.replace(embed, urn=embed.urn + "-stranger", inputs={**embed.inputs, "metadata": {
+        **embed.inputs["metadata"], "name": "stranger", "namespace": "llm-chat"}, "spec": {**embed.inputs["spec"], "template": {
+            **template, "spec": {**template["spec"], "serviceAccountName": "llm-chat-istio"}}}})
+    with_stranger = dataclasses.replace(plan, resources=[*plan.resources, stranger])
+    assert admitted_identity_problems(with_stranger, helm.installed_by_release(plan)) == [
+        "ServiceAccount llm-chat/llm-chat-istio, admitted by AuthorizationPolicy.security.istio.io llm-chat/llm-chat, made "
+        "by istiod for Gateway llm-chat/llm-chat, is also the identity of workloads of the stack's resources"]
