@@ -7,7 +7,9 @@ from typing import Optional
 
 from pydantic import Field, SecretStr
 
+from inference_platform.gpu.profiles import default_worker_group_problems
 from inference_platform.settings.base import Model
+from inference_platform.settings.checks import cluster_node_group_problems, gpu_quota_problems
 from inference_platform.settings.cluster import ClusterSettings, cluster_problems
 from inference_platform.settings.errors import KeyPath
 
@@ -28,4 +30,6 @@ class ClusterInputs(Model):
     """Seconds a move of the Magnum cluster to a new template may take (every node replaced in turn; timing/readiness.py cluster_upgrade_budget): the update wait, with headroom. None: the provider's (30 minutes)."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
-        return cluster_problems(self.cluster)
+        """The stack file's checks of the cluster section, for the component used alone."""
+        return (cluster_problems(self.cluster) + cluster_node_group_problems(self.cluster) + gpu_quota_problems(self.cluster)
+                + default_worker_group_problems(self.cluster))

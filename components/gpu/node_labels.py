@@ -21,6 +21,7 @@ from inference_platform.core.node_contract import (
 )
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.gpu import GpuOperatorSettings
 from inference_platform.settings.stack import Settings
 
 
@@ -100,10 +101,15 @@ def _nfd_key_problem(key: str) -> Optional[str]:
 
 
 def contract_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
-    """What keeps NFD from giving the groups' nodes their labels and taints."""
-    groups = settings.cluster.node_groups
-    magnum = settings.cluster.magnum_labeller
-    if not settings.gpu_operator.enabled:
+    return node_contract_problems(settings.cluster.node_groups, settings.cluster.magnum_labeller, settings.gpu_operator)
+
+
+def node_contract_problems(groups: list[NodeGroup], magnum: Optional[str],
+                           gpu_operator: GpuOperatorSettings) -> list[tuple[KeyPath, str]]:
+    """What keeps NFD from giving the groups' nodes their labels and taints (`magnum`: the
+    Magnum driver that labels the nodes, None on an existing cluster). The stack and GpuOperator
+    used alone both run it."""
+    if not gpu_operator.enabled:
         needy = [g.name for g in groups if g.is_gpu or g.labels or g.taints]
         if magnum is None or not needy:
             return []
@@ -151,16 +157,22 @@ CLUSTER_GPU_OPERATOR_RELEASE = "nvidia-gpu-operator"
 
 
 def cluster_operator_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
-    """What the GPU operator and NFD a magnum-capi-helm cluster runs already cannot do for the groups."""
-    if settings.cluster.magnum_labeller != "magnum-capi-helm" or not settings.gpu_operator.enabled:
+    return cluster_gpu_operator_problems(settings.cluster.node_groups, settings.cluster.magnum_labeller, settings.gpu_operator)
+
+
+def cluster_gpu_operator_problems(groups: list[NodeGroup], magnum: Optional[str],
+                                  gpu_operator: GpuOperatorSettings) -> list[tuple[KeyPath, str]]:
+    """What the GPU operator and NFD a magnum-capi-helm cluster runs already cannot do for the
+    groups (the stack and GpuOperator used alone)."""
+    if magnum != "magnum-capi-helm" or not gpu_operator.enabled:
         return []
     why = "magnum-capi-helm clusters run their own GPU operator (capi-helm-charts addon), whose values the platform cannot set"
     problems: list[tuple[KeyPath, str]] = []
     for key in ("driver", "dcgm_exporter"):
-        if key in settings.gpu_operator.model_fields_set:
+        if key in gpu_operator.model_fields_set:
             name = "dcgmExporter" if key == "dcgm_exporter" else key
             problems.append((("gpuOperator", name), f"{why}; remove the key (the chart installs the driver and the DCGM exporter)"))
-    for i, g in enumerate(settings.cluster.node_groups):
+    for i, g in enumerate(groups):
         base: KeyPath = ("cluster", "nodeGroups", i)
         if g.taints:
             # NFD's chart default master.enableTaints is false, and the addon does not set it.

@@ -14,7 +14,8 @@ from typing import Iterator, Optional, Sequence
 
 from inference_platform.core import versions
 from inference_platform.gpu.node_labels import node_taints
-from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.cluster import ClusterSettings, NodeGroup
+from inference_platform.settings.gpu import GpuOperatorSettings
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import GpuRequest, Resources, Service, Version
 from inference_platform.settings.stack import Settings
@@ -335,20 +336,31 @@ def _mig_problems(i: int, group: NodeGroup) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def default_worker_group_problems(cluster: ClusterSettings) -> list[tuple[KeyPath, str]]:
+    """The default worker group runs the platform's own pods and never shrinks below one node
+    (the stack and Cluster used alone)."""
+    first = cluster.node_groups[0]
+    if cluster.mode != "magnum" or not first.is_gpu:
+        return []
+    return [(_group_path(0, "gpu"), f"group {first.name!r} is the Magnum cluster's default worker group, "
+             "which runs the platform's own pods and keeps at least one node; list a CPU group first")]
+
+
+def driver_branch_problems(gpu_operator: GpuOperatorSettings) -> list[tuple[KeyPath, str]]:
+    """Compiled drivers build the pinned driver only (the stack and GpuOperator used alone)."""
+    driver = gpu_operator.driver
+    if driver.mode != "compiled" or versions.GPU_DRIVER_VERSION.split(".")[0] == driver.branch:
+        return []
+    return [(("gpuOperator", "driver", "branch"), f"compiled drivers build the pinned driver "
+             f"{versions.GPU_DRIVER_VERSION}; set branch {versions.GPU_DRIVER_VERSION.split('.')[0]}, "
+             "or use mode precompiled for another branch")]
+
+
 def check_gpu_settings(settings: Settings) -> list[tuple[KeyPath, str]]:
     """GPU checks: MIG layouts fit the GPU, versions ask for slices their group has,
     one MIG strategy per cluster, and minimum replicas fit the groups."""
-    problems: list[tuple[KeyPath, str]] = []
     groups = settings.cluster.node_groups
-    if settings.cluster.mode == "magnum" and groups[0].is_gpu:
-        # The default worker group runs the platform's own pods and never shrinks below one node.
-        problems.append((_group_path(0, "gpu"), f"group {groups[0].name!r} is the Magnum cluster's default worker group, "
-                         "which runs the platform's own pods and keeps at least one node; list a CPU group first"))
-    driver = settings.gpu_operator.driver
-    if driver.mode == "compiled" and versions.GPU_DRIVER_VERSION.split(".")[0] != driver.branch:
-        problems.append((("gpuOperator", "driver", "branch"), f"compiled drivers build the pinned driver "
-                         f"{versions.GPU_DRIVER_VERSION}; set branch {versions.GPU_DRIVER_VERSION.split('.')[0]}, "
-                         "or use mode precompiled for another branch"))
+    problems = default_worker_group_problems(settings.cluster) + driver_branch_problems(settings.gpu_operator)
     strategies: dict[str, str] = {}
     for i, g in enumerate(groups):
         if g.gpu is None or g.gpu.sharing.mode != "mig":

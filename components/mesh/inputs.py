@@ -7,7 +7,7 @@ from typing import Optional
 from pydantic import Field
 
 from inference_platform.settings.base import Host, Labels, Model
-from inference_platform.settings.checks import ANONYMOUS_KIALI
+from inference_platform.settings.checks import ANONYMOUS_KIALI, plain_http_credentials_opt_in_problems, ui_gateway_problems
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.mesh import MeshSettings
 from inference_platform.settings.ui import UiSettings
@@ -37,7 +37,11 @@ class MeshInputs(Model):
     """Node labels the pods of istiod, the ingress gateway, Jaeger and Kiali select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
-        """What the stack file's cross checks refuse, for the component used alone."""
+        """What the stack file's cross checks refuse of the mesh, its UI hosts and the hosts it
+        serves, for the component used alone."""
+        found: list[tuple[KeyPath, str]] = []
         if self.production and self.mesh.kiali_auth == "anonymous":
-            return [(("mesh", "kiali_auth"), ANONYMOUS_KIALI)]
-        return []
+            found.append((("mesh", "kiali_auth"), ANONYMOUS_KIALI))
+        found += plain_http_credentials_opt_in_problems(self.mesh, self.production)
+        return found + ui_gateway_problems(self.ui, self.mesh, self.production,
+                                           {host: f"hosts[{i}]" for i, host in enumerate(self.hosts)})

@@ -7,13 +7,14 @@ from typing import Any, Optional
 from pydantic import SecretStr
 
 from inference_platform.settings.base import Labels, Model
+from inference_platform.settings.checks import alert_routing_problems, grafana_secret_problems
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.graphs import Graph
 from inference_platform.settings.observability import ObservabilitySettings
 from inference_platform.settings.serving import Service
 from inference_platform.settings.ui import UiSettings
-from inference_platform.settings.weights import S3Cache
+from inference_platform.settings.weights import S3Cache, loki_bucket_problems
 from inference_platform.timing.estimates import GroupEstimate
 
 
@@ -62,17 +63,19 @@ class ObservabilityInputs(Model):
     """Node labels the pods of Prometheus, Alertmanager, the Prometheus operator, kube-state-metrics, Grafana, prometheus-adapter and Loki (not the per-node exporters and Alloy, which run on every node) select, so that they stay off GPU nodes: the platform's system group (on Magnum the cluster's first, CPU group). Empty: any node that admits them."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
-        """What the configured parts need (the stack file's cross checks ensure it), for the component used alone."""
+        """What the stack file's cross checks refuse of the configured parts, for the component used alone."""
         needed: list[tuple[str, Any, str]] = []
         if self.observability.loki_storage == "s3":
             loki = "observability.loki_storage 's3' needs"
             needed += [("weights_s3", self.weights_s3, f"{loki} the S3 cache holding Loki's bucket"),
                        ("s3_access_key_id", self.s3_access_key_id, f"{loki} the S3 cache's access key"),
                        ("s3_secret_access_key", self.s3_secret_access_key, f"{loki} the S3 cache's secret key")]
-        if self.ui.grafana is not None and self.ui.grafana.auth == "oidc":
-            needed.append(("grafana_oidc_client_secret", self.grafana_oidc_client_secret,
-                           "ui.grafana.auth 'oidc' needs Grafana's OIDC client secret"))
         problems: list[tuple[KeyPath, str]] = [((key,), why) for key, value, why in needed if value is None]
+        if self.observability.loki_storage == "s3" and self.weights_s3 is not None:
+            problems += [(("weights_s3", "bucket"), why) for why in loki_bucket_problems(self.weights_s3)]
+        problems += grafana_secret_problems(self.ui, self.grafana_oidc_client_secret is not None,
+                                            "grafana_oidc_client_secret", "Grafana's OIDC client secret")
+        problems += alert_routing_problems(self.observability.alerting, self.alert_receiver_secrets)
         problems += [(("alert_receiver_secrets", r.name), f"receiver {r.name!r} needs its {r.kind} credential")
                      for r in self.observability.alerting.receivers if r.name not in self.alert_receiver_secrets]
         return problems

@@ -10,8 +10,10 @@ from pydantic import AfterValidator, Field, field_validator
 from inference_platform.core.endpoints import ISTIO_NAMESPACE
 from inference_platform.core.input_types import NameInput, namespaced_ref
 from inference_platform.mesh.ref import MeshRef
+from inference_platform.serving.llm_memory import service_llm_memory_problems
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
 from inference_platform.settings.base import DnsLabel, Model, TritonModelName
+from inference_platform.settings.checks import reserved_namespace_problems
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.graphs import Graph, graph_problems
@@ -74,6 +76,8 @@ class TritonServiceInputs(Model):
         """The stack file's checks of one service, with the same messages, and that `weights`
         names what each version's cache needs."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
+        found += [(("service", *path), why) for path, why in reserved_namespace_problems(self.service)]
+        found += [(("service", *path), why) for path, why in service_llm_memory_problems(self.service, self.gpu_groups)]
         # The stack's llm_basic_auth_problems on this component's mesh: the Basic Auth filter and
         # policy go into mesh.ingress_namespace, which reaches an LLM service's own Gateway only
         # when it is Istio's root namespace (istio-system, Istio's default meshConfig.rootNamespace).
@@ -100,7 +104,8 @@ class InferenceGraphInputs(Model):
     """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
-        """The stack file's checks of one graph, and that `weights` names what each step's cache needs."""
+        """The stack file's checks of one graph and its namespace, and that `weights` names what each step's cache needs."""
         found = [(("graph", *path), why) for path, why in graph_problems(self.graph, {g.name: g for g in self.gpu_groups})]
+        found += [(("graph", *path), why) for path, why in reserved_namespace_problems(self.graph)]
         return found + missing_weights(self.weights, ((("graph", "steps", si), step.model_repository)
                                                       for si, step in enumerate(self.graph.steps)))

@@ -5,17 +5,20 @@ namespaces, caches, OS, UIs, alerting, tuning). Plain functions of `Settings`, r
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Iterable, Optional, Union
 
-from inference_platform.core import chart_source, driver_support, grammar
+from inference_platform.core import chart_source, driver_support
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
 from inference_platform.core.node_contract import capi_helm_sanitized
 from inference_platform.settings.base import NAMESPACE
-from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, NodeGroup, cluster_problems
+from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, ClusterSettings, NodeGroup, cluster_problems
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
-from inference_platform.settings.graphs import ensemble_repository_overlaps, graph_problems
+from inference_platform.settings.graphs import Graph, ensemble_repository_overlaps, graph_problems
 from inference_platform.settings.identity import production_problems
+from inference_platform.settings.mesh import MeshSettings
+from inference_platform.settings.observability import AlertingSettings
 from inference_platform.settings.serving import (
+    Service,
     deployment_name,
     llm_basic_auth_reach_problems,
     pipeline_problems,
@@ -23,7 +26,14 @@ from inference_platform.settings.serving import (
 )
 from inference_platform.settings.stack import Settings
 from inference_platform.settings.tuning import unknown_preset_problems
-from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, loki_bucket_name, needs_access_cidrs, upload_prefix_overlaps
+from inference_platform.settings.ui import UiSettings
+from inference_platform.settings.weights import (
+    MANILA_NEEDS_CIDRS,
+    adopted_bucket_problems,
+    loki_bucket_problems,
+    needs_access_cidrs,
+    upload_prefix_overlaps,
+)
 
 _TEMPLATE_OS: KeyPath = ("cluster", "magnum", "template", "os")
 
@@ -85,29 +95,45 @@ def _node_os_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """UI hosts: served by the platform's gateway, with TLS (or plain HTTP opted into outside
     production), on hosts no service or graph serves; the OIDC client secret where Grafana needs it."""
-    problems: list[tuple[KeyPath, str]] = []
-    ui = s.ui
-    oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
-    if oidc and s.grafana_oidc_client_secret is None:
-        problems.append((("grafanaOidcClientSecret",), f"ui.grafana.auth 'oidc' needs the secret {NAMESPACE}:grafanaOidcClientSecret; "
-                         + how_to_set_secret("grafanaOidcClientSecret")))
-    if not oidc and s.grafana_oidc_client_secret is not None:
-        problems.append((("grafanaOidcClientSecret",), "applies to ui.grafana.auth 'oidc' only; remove the key"))
-    if s.production and ui.allow_plain_http:
-        problems.append((("ui", "allowPlainHttp"), "plain HTTP UIs are not allowed in a production stack; allowed: false (set mesh.tls)"))
+    problems = grafana_secret_problems(s.ui, s.grafana_oidc_client_secret is not None, "grafanaOidcClientSecret",
+                                       f"the secret {NAMESPACE}:grafanaOidcClientSecret; " + how_to_set_secret("grafanaOidcClientSecret"))
     # Every route's hosts: a UI host that a service or a graph also serves would be routed twice.
     route_hosts = {h: f"{kind}[{i}]" for kind, items in (("graphs", s.graphs), ("services", s.services))
                    for i, item in enumerate(items) for h in item.hosts}
+    absent = {} if s.observability.enabled else {"grafana": "Grafana is not installed (observability.enabled: false); remove ui.grafana"}
+    return problems + ui_gateway_problems(s.ui, s.mesh, s.production, route_hosts, absent)
+
+
+def grafana_secret_problems(ui: UiSettings, given: bool, key: str, needed: str) -> list[tuple[KeyPath, str]]:
+    """Grafana's OIDC client secret, at `key`, given exactly where `ui.grafana.auth` is oidc (the
+    stack and Observability used alone); `needed`: what to give."""
+    oidc = ui.grafana is not None and ui.grafana.auth == "oidc"
+    if oidc and not given:
+        return [((key,), f"ui.grafana.auth 'oidc' needs {needed}")]
+    if not oidc and given:
+        return [((key,), "applies to ui.grafana.auth 'oidc' only; remove the key")]
+    return []
+
+
+def ui_gateway_problems(ui: UiSettings, mesh: MeshSettings, production: bool, route_hosts: dict[str, str],
+                        absent: Optional[dict[str, str]] = None) -> list[tuple[KeyPath, str]]:
+    """What the gateway serving the UI hosts needs: the platform's mesh, TLS (or plain HTTP opted
+    into outside production), hosts of their own (`route_hosts`: the hosts of the routes beside
+    them -> who serves each); `absent`: UIs the stack does not install -> why. The stack and Mesh
+    used alone both run it."""
+    problems: list[tuple[KeyPath, str]] = []
+    if production and ui.allow_plain_http:
+        problems.append((("ui", "allowPlainHttp"), "plain HTTP UIs are not allowed in a production stack; allowed: false (set mesh.tls)"))
     seen: dict[str, str] = {}
     for name, host in ui.hosts.items():
         path: KeyPath = ("ui", name, "host")
-        if not s.mesh.enabled:
+        if not mesh.enabled:
             problems.append((path, "a UI host needs the platform's ingress gateway; allowed with mesh.enabled: true only"))
-        elif name == "grafana" and not s.observability.enabled:
-            problems.append((path, "Grafana is not installed (observability.enabled: false); remove ui.grafana"))
-        elif not s.mesh.tls.enabled and (s.production or not ui.allow_plain_http):
+        elif name in (absent or {}):
+            problems.append((path, absent[name]))
+        elif not mesh.tls.enabled and (production or not ui.allow_plain_http):
             problems.append((path, "a UI login needs HTTPS: set mesh.tls.enabled and mesh.tls.secretName"
-                             + ("" if s.production else ", or ui.allowPlainHttp: true (non-production stacks only)")))
+                             + ("" if production else ", or ui.allowPlainHttp: true (non-production stacks only)")))
         if host in route_hosts:
             problems.append((path, f"host {host!r} is already served by {route_hosts[host]}; "
                              "allowed: a host no service or graph serves"))
@@ -121,14 +147,19 @@ ANONYMOUS_KIALI = "anonymous Kiali is not allowed in a production stack; allowed
 
 
 def node_group_problems(s: Settings) -> list[tuple[KeyPath, str]]:
-    """Node group names unique and not Magnum's own roles; extra Magnum groups have a flavor."""
+    return cluster_node_group_problems(s.cluster)
+
+
+def cluster_node_group_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
+    """Node group names unique and not Magnum's own roles; extra Magnum groups have a flavor.
+    The stack and Cluster used alone both run it."""
     problems: list[tuple[KeyPath, str]] = []
     seen: set[str] = set()
     # magnum-capi-helm names the chart's node group, and labels its nodes, with the sanitized
     # name (magnum_capi_helm/driver.py _process_node_groups at 1.4.0): `gpu--a` is `gpu-a` there.
     sanitized: dict[str, str] = {}
-    capi_helm = s.cluster.magnum_labeller == "magnum-capi-helm"
-    for i, g in enumerate(s.cluster.node_groups):
+    capi_helm = c.magnum_labeller == "magnum-capi-helm"
+    for i, g in enumerate(c.node_groups):
         if g.name in seen:
             problems.append((("cluster", "nodeGroups", i, "name"), f"duplicate node group name {g.name!r}; names must be unique"))
         elif capi_helm and capi_helm_sanitized(g.name) in sanitized:
@@ -137,11 +168,11 @@ def node_group_problems(s: Settings) -> list[tuple[KeyPath, str]]:
                              f"{sanitized[capi_helm_sanitized(g.name)]!r} (it makes each run of '-' one); names must differ after that"))
         seen.add(g.name)
         sanitized.setdefault(capi_helm_sanitized(g.name), g.name)
-        if s.cluster.mode == "magnum" and i > 0 and g.name in MAGNUM_RESERVED_ROLES:
+        if c.mode == "magnum" and i > 0 and g.name in MAGNUM_RESERVED_ROLES:
             problems.append((("cluster", "nodeGroups", i, "name"),
                              f"{g.name!r} is a role Magnum gives its own node groups; the platform's autoscaler "
                              f"discovers extra groups by role, so choose another name (not {', '.join(sorted(MAGNUM_RESERVED_ROLES))})"))
-        if s.cluster.mode == "magnum" and i > 0 and g.flavor is None:
+        if c.mode == "magnum" and i > 0 and g.flavor is None:
             problems.append((("cluster", "nodeGroups", i, "flavor"),
                              f"Magnum node group {g.name!r} needs a flavor (only the first group defaults to the template's)"))
     return problems
@@ -159,11 +190,17 @@ def capacity_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     for group, _ in s.cold_start.spare_slots.items():
         if group not in groups or not groups[group].is_gpu:
             problems.append((("coldStart", "spareSlots", group), f"no GPU node group named {group!r}; GPU groups: {', '.join(gpu_names) or 'none'}"))
-    if s.cluster.gpu_quota is not None:
-        total = sum(g.max_nodes * g.gpu.per_node for g in s.gpu_groups)
-        if total > s.cluster.gpu_quota:
-            problems.append((("cluster", "gpuQuota"), f"GPU node groups can grow to {total} GPUs, over the quota of {s.cluster.gpu_quota}; lower maxNodes or raise gpuQuota"))
-    return problems
+    return problems + gpu_quota_problems(s.cluster)
+
+
+def gpu_quota_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
+    """The GPU groups' reach within the quota (the stack and Cluster used alone)."""
+    if c.gpu_quota is None:
+        return []
+    total = sum(g.max_nodes * g.gpu.per_node for g in c.node_groups if g.is_gpu)
+    if total <= c.gpu_quota:
+        return []
+    return [(("cluster", "gpuQuota"), f"GPU node groups can grow to {total} GPUs, over the quota of {c.gpu_quota}; lower maxNodes or raise gpuQuota")]
 
 
 def platform_part_problems(s: Settings) -> list[tuple[KeyPath, str]]:
@@ -174,16 +211,10 @@ def platform_part_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is None:
         problems.append((("observability", "lokiStorage"), "lokiStorage 's3' needs weightCaches.s3 (its endpoint and credentials)"))
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is not None:
-        logs_bucket = loki_bucket_name(s.weight_caches.s3.bucket)
-        try:
-            grammar.bucket_name(logs_bucket)
-        except ValueError as err:
-            problems.append((("weightCaches", "s3", "bucket"), f"Loki's bucket derived from it: {err}"))
+        problems += [(("weightCaches", "s3", "bucket"), why) for why in loki_bucket_problems(s.weight_caches.s3)]
     if s.cluster.mode == "existing" and needs_access_cidrs(s.weight_caches, None):
         problems.append((("weightCaches", "fileShare", "accessCidrs"), MANILA_NEEDS_CIDRS))
-    if s.weight_caches.s3 is not None and s.weight_caches.s3.adopt and s.weight_caches.s3.force_destroy:
-        problems.append((("weightCaches", "s3", "forceDestroy"), "forceDestroy: true is not allowed with adopt: true "
-                         "(an adopted bucket held data before this stack and is never emptied); allowed: forceDestroy: false"))
+    problems += adopted_bucket_problems(s.weight_caches)
     if s.weight_caches.s3 is not None:
         for key, value in (("s3AccessKeyId", s.s3_access_key_id), ("s3SecretAccessKey", s.s3_secret_access_key)):
             if value is None:
@@ -212,11 +243,7 @@ def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
             if host in hosts and hosts[host] != where:
                 problems.append((base + ("hosts", hi), f"host {host!r} is already served by {hosts[host]}"))
             hosts.setdefault(host, where)
-        if item.k8s_namespace in PLATFORM_NAMESPACES or item.k8s_namespace == "default" or item.k8s_namespace.startswith("kube-"):
-            key = "namespace" if item.namespace else "name"
-            problems.append((base + (key,), f"namespace {item.k8s_namespace!r} is reserved; not allowed: default, kube-*, "
-                             f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
-                             + ("" if item.namespace else " (set namespace to place it elsewhere)")))
+        problems += [(base + path, why) for path, why in reserved_namespace_problems(item)]
         if item.auth.mode == "none" and s.production:
             problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
         if kind == "services":
@@ -232,11 +259,34 @@ def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def reserved_namespace_problems(item: Union[Service, Graph]) -> list[tuple[KeyPath, str]]:
+    """A service or graph keeps out of Kubernetes' and the platform's namespaces (paths relative
+    to it: the stack and TritonService or InferenceGraph used alone)."""
+    namespace = item.k8s_namespace
+    if namespace not in PLATFORM_NAMESPACES and namespace != "default" and not namespace.startswith("kube-"):
+        return []
+    key = "namespace" if item.namespace else "name"
+    return [((key,), f"namespace {namespace!r} is reserved; not allowed: default, kube-*, "
+             f"{', '.join(sorted(PLATFORM_NAMESPACES - {'kube-system'}))}"
+             + ("" if item.namespace else " (set namespace to place it elsewhere)"))]
+
+
 def alerting_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """Receiver names unique, every routed name a receiver, every receiver with its secret and no other secrets."""
+    a = s.observability.alerting
+    problems: list[tuple[KeyPath, str]] = [
+        (("observability", "alerting", "receivers", i), f"receiver {r.name!r} needs its {r.kind} credential in the secret "
+         f"{NAMESPACE}:alertReceiverSecrets.{r.name}; {how_to_set_secret('alertReceiverSecrets', r.name)}")
+        for i, r in enumerate(a.receivers) if r.name not in s.alert_receiver_secrets]
+    return alert_routing_problems(a, s.alert_receiver_secrets) + problems
+
+
+def alert_routing_problems(a: AlertingSettings, secrets: Iterable[str]) -> list[tuple[KeyPath, str]]:
+    """Receiver names unique and not `null`, every routed name a receiver, no secret without one
+    (`secrets`: the names alertReceiverSecrets holds). The stack and Observability used alone
+    both run it; each says in its own words where a missing secret goes."""
     problems: list[tuple[KeyPath, str]] = []
     base: KeyPath = ("observability", "alerting")
-    a = s.observability.alerting
     seen: set[str] = set()
     for i, r in enumerate(a.receivers):
         if r.name in seen:
@@ -244,14 +294,11 @@ def alerting_problems(s: Settings) -> list[tuple[KeyPath, str]]:
         seen.add(r.name)
         if r.name == "null":
             problems.append((base + ("receivers", i, "name"), "'null' is Alertmanager's receiver that drops alerts; pick another name"))
-        if r.name not in s.alert_receiver_secrets:
-            problems.append((base + ("receivers", i), f"receiver {r.name!r} needs its {r.kind} credential in the secret "
-                             f"{NAMESPACE}:alertReceiverSecrets.{r.name}; {how_to_set_secret('alertReceiverSecrets', r.name)}"))
     for severity in ("critical", "warning"):
         for i, name in enumerate(getattr(a, severity)):
             if name not in seen:
                 problems.append((base + (severity, i), f"no receiver named {name!r}; receivers: {', '.join(sorted(seen)) or 'none'}"))
-    for name in sorted(set(s.alert_receiver_secrets) - seen):
+    for name in sorted(set(secrets) - seen):
         problems.append((("alertReceiverSecrets", name), f"no receiver named {name!r} under observability.alerting.receivers; "
                          f"receivers: {', '.join(sorted(seen)) or 'none'}"))
     return problems
@@ -302,13 +349,20 @@ def credentials_in_clear_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     says so; with TLS on, port 80 redirects to HTTPS (mesh/mesh.py gateway servers)."""
     if not s.production:
         return []
-    opted = ([(("mesh", "allowPlainHttpCredentials"), "credentials over plain HTTP are not allowed in a production "
-               "stack; allowed: false (set mesh.tls)")] if s.mesh.allow_plain_http_credentials else [])
+    opted = plain_http_credentials_opt_in_problems(s.mesh, s.production)
     if s.mesh.tls.enabled:
         return opted
     return opted + [((section, i, "auth", "mode"), f"{mode}: without mesh.tls every request would send {SENT_CREDENTIAL[mode]} "
              "over plain HTTP, not allowed in a production stack; allowed: mesh.tls.enabled with mesh.tls.secretName")
             for section, i, _, mode in _credentialed(s)]
+
+
+def plain_http_credentials_opt_in_problems(mesh: MeshSettings, production: bool) -> list[tuple[KeyPath, str]]:
+    """`mesh.allowPlainHttpCredentials` is refused in production (the stack and Mesh used alone)."""
+    if not (production and mesh.allow_plain_http_credentials):
+        return []
+    return [(("mesh", "allowPlainHttpCredentials"), "credentials over plain HTTP are not allowed in a production "
+             "stack; allowed: false (set mesh.tls)")]
 
 
 def credentials_in_clear_warnings(s: Settings) -> list[str]:

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 from inference_platform.gpu.node_labels import cluster_operator_problems, contract_problems
 from inference_platform.gpu.profiles import check_gpu_settings
 from inference_platform.serving.llm_memory import llm_memory_problems
-from inference_platform.serving.model_config import broken_repository_configs
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.checks import CROSS_CHECKS, deployment_name_clashes, llm_basic_auth_problems
 from inference_platform.settings.errors import MISSING, ConfigError, KeyPath, how_to_set_secret, pydantic_problems
@@ -26,7 +25,7 @@ from inference_platform.settings.stack import SECRET_KEYS, Settings, secure_valu
 from inference_platform.settings.training import training_section_problems
 from inference_platform.training.capacity import training_capacity_problems
 from inference_platform.tuning.perf_inputs import tuned_shape_problems
-from inference_platform.tuning.presets import upload_preset_problems
+from inference_platform.tuning.presets import upload_config_problems as upload_configs
 
 
 def parse_settings(raw: dict[str, Any], stack_file: str, secret_keys: frozenset[str] = frozenset(),
@@ -96,16 +95,9 @@ def settings_from_config(config: dict[str, Any], secret_keys: Iterable[str], sta
 
 
 def upload_config_problems(settings: Settings) -> list[tuple[KeyPath, str]]:
-    """Weight uploads whose model repository holds a config.pbtxt Triton would refuse, or that
-    name a tuning preset that cannot apply to one of its models: refused before anything is
-    uploaded (the upload itself checks the configs again when it runs)."""
+    """The configs and presets of the weight uploads (tuning/presets.py upload_config_problems)."""
     s3 = settings.weight_caches.s3
-    if s3 is None:
-        return []
-    broken = [(("weightCaches", "s3", "uploads", i, "source"), f"{problem}; fix it before it is uploaded")
-              for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
-    # Presets apply to the configs, so they are checked once every config parses.
-    return broken or [(("weightCaches", *path), why) for path, why in upload_preset_problems(s3, settings.tuning_presets)]
+    return [] if s3 is None else [(("weightCaches", *path), why) for path, why in upload_configs(s3, settings.tuning_presets)]
 
 
 Check = Callable[[Settings], list[tuple[KeyPath, str]]]

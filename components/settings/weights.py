@@ -109,6 +109,24 @@ def loki_bucket_name(bucket: str) -> str:
     return f"{bucket}-logs"
 
 
+def loki_bucket_problems(s3: S3Cache) -> list[str]:
+    """Loki's bucket, named after the weight bucket, must be a bucket name too (the stack and
+    Observability used alone)."""
+    try:
+        grammar.bucket_name(loki_bucket_name(s3.bucket))
+    except ValueError as err:
+        return [f"Loki's bucket derived from it: {err}"]
+    return []
+
+
+def adopted_bucket_problems(caches: WeightCacheSettings) -> list[tuple[tuple, str]]:
+    """An adopted bucket is never force-destroyed (the stack and WeightCaches used alone)."""
+    if caches.s3 is None or not (caches.s3.adopt and caches.s3.force_destroy):
+        return []
+    return [(("weightCaches", "s3", "forceDestroy"), "forceDestroy: true is not allowed with adopt: true "
+             "(an adopted bucket held data before this stack and is never emptied); allowed: forceDestroy: false")]
+
+
 MANILA_NEEDS_CIDRS = ("weightCaches.fileShare (manila) needs accessCidrs: the cluster is not created by this stack, "
                       "so its subnet is unknown")
 

@@ -67,4 +67,7 @@ class TrainingInputs(Model):
                 if missing:
                     found.append((("training", "jobs", i, what, "cache"),
                                   f"cache {place.cache!r} needs weights[{team.namespace!r}].{', '.join(missing)}"))
+        used = {name for job in self.training.jobs for name in job.secret_env.values()}
+        found += [(("secrets", name), "no job's secretEnv names it; allowed: a secret some training.jobs[].secretEnv names")
+                  for name in sorted(set(self.secrets) - used)]
         return found

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from google.protobuf import text_format
 
-from inference_platform.serving.model_config import CONFIG_FILE, model_config_pb2, parse_model_config
+from inference_platform.serving.model_config import CONFIG_FILE, broken_repository_configs, model_config_pb2, parse_model_config
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.tuning import BUILTIN_PRESETS, BatchingPreset, unknown_preset_problems
 from inference_platform.settings.weights import S3Cache
@@ -123,3 +123,14 @@ def upload_preset_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPre
             except ValueError as err:
                 problems.append((path, str(err)))
     return problems
+
+
+def upload_config_problems(s3: S3Cache, tuning_presets: Mapping[str, BatchingPreset]) -> list[tuple[KeyPath, str]]:
+    """Weight uploads whose model repository holds a config.pbtxt Triton would refuse, or that
+    name a tuning preset that cannot apply to one of its models (paths from `weightCaches`):
+    refused before anything is uploaded, by the stack and WeightCaches used alone (the upload
+    itself checks the configs again when it runs)."""
+    broken = [(("s3", "uploads", i, "source"), f"{problem}; fix it before it is uploaded")
+              for i, upload in enumerate(s3.uploads) for problem in broken_repository_configs(upload.source)]
+    # Presets apply to the configs, so they are checked once every config parses.
+    return broken or upload_preset_problems(s3, tuning_presets)

@@ -12,9 +12,15 @@ from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import ModelRepository
 from inference_platform.settings.tuning import BatchingPreset, PresetName
-from inference_platform.settings.weights import MANILA_NEEDS_CIDRS, WeightCacheSettings, needs_access_cidrs
+from inference_platform.settings.weights import (
+    MANILA_NEEDS_CIDRS,
+    WeightCacheSettings,
+    adopted_bucket_problems,
+    needs_access_cidrs,
+    upload_prefix_overlaps,
+)
 from inference_platform.timing.estimates import GroupEstimate
-from inference_platform.tuning.presets import upload_preset_problems
+from inference_platform.tuning.presets import upload_config_problems
 
 
 class WeightCachesInputs(Model):
@@ -56,8 +62,8 @@ class WeightCachesInputs(Model):
                                                ("s3_secret_access_key", self.s3_secret_access_key, "secret key"))
                       if value is None]
             found += [(("weight_caches", *path), why)
-                      for path, why in upload_preset_problems(self.weight_caches.s3, self.tuning_presets)]
-        return found
+                      for path, why in upload_config_problems(self.weight_caches.s3, self.tuning_presets)]
+        return found + adopted_bucket_problems(self.weight_caches) + upload_prefix_overlaps(self.weight_caches)
 
 
 class WeightsRef(Model):
