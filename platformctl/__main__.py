@@ -265,7 +265,8 @@ def cmd_bench(args) -> int:
     return bench(args.sizes)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and flag of platformctl (the CI example's commands are checked against it)."""
     from .init import CACHES, CLUSTER_MODES
 
     parser = argparse.ArgumentParser(prog="platformctl")
@@ -344,7 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])
     b.set_defaults(func=cmd_bench)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         if getattr(args, "stack", None) is not None:
             check_stack_name(args.stack)
