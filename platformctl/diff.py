@@ -44,11 +44,11 @@ from . import aliases
 from .autonaming import keep_old_names
 from .day2_hints import ignored_change_hint, node_bound_note, node_group_delete_note, replacement_hint
 from .errors import UsageError
+from .plan_facts import magnum_driver
 from .plan_model import SECRET
 from .propertypath import Path as PropPath
 from .propertypath import format_path, is_prefix, leaf_changes, parse, reset, value_at
 from .replaced_deletes import replaced_delete_notes
-from .running_jobs import running_job_findings
 from .replacement import (
     KUBERNETES_PROVIDER,
     PROVIDERS,
@@ -59,7 +59,9 @@ from .replacement import (
     refused_update,
     rules_for,
 )
+from .running_jobs import running_job_findings
 from .secret_digests import KEY_ENV
+from .template_edits import template_edit_findings
 
 COMPARED = ("inputs", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges",
             "replaceOnChanges")
@@ -540,6 +542,9 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
         c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
     notes += [n for c in changes for n in [node_group_delete_note(c.key, c.action, ra.get(c.key, {}))] if n]
+    dropped, deferred = template_edit_findings(changes, ra, rb, magnum_driver(b))
+    errors += dropped
+    notes += deferred
     return {
         "added": sorted(set(rb) - set(ra)),
         "removed": sorted(set(ra) - set(rb)),

@@ -37,6 +37,7 @@ from .autonaming import bridged_name, kubernetes_name
 from .errors import UsageError
 from .kube_provider import active_cluster_digest, pinned_provider_environment
 from .objects import DuplicateObjectError, check_unique_objects
+from .plan_facts import plan_facts
 from .plan_model import SECRET, UNKNOWN, Plan, Resource
 from .secret_digests import digest_key, key_id, secret_digests
 from .stack_keys import stack_keys
@@ -553,14 +554,18 @@ def render_config(stack: str, config: dict[str, Any], secret_keys: list[str] = (
     def program():
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
 
-    return _run(stack, encoded, list(secret_keys), program, shown=shown)
+    plan = _run(stack, encoded, list(secret_keys), program, shown=shown)
+    plan.facts = plan_facts(settings_from_config(config, list(secret_keys), shown or stack, stack))
+    return plan
 
 
 def render_settings(settings, stack: str = "test") -> Plan:
     """Build the platform straight from a Settings object (no stack file)."""
     from inference_platform.platform import InferencePlatform
 
-    return render_function(lambda: InferencePlatform(f"{settings.customer}-{settings.environment}", settings), stack)
+    plan = render_function(lambda: InferencePlatform(f"{settings.customer}-{settings.environment}", settings), stack)
+    plan.facts = plan_facts(settings)
+    return plan
 
 
 def render_function(program: Callable[[], None], stack: str = "test") -> Plan:

@@ -90,6 +90,8 @@ class Plan:
     outputs: dict[str, Any]
     secret_digest_key: str = ""
     """Id of the key the resources' secretDigests were made with (secret_digests.key_id)."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What the stack's settings say that no resource shows (plan_facts.py): the Magnum driver."""
 
     def of_type(self, type_token: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_token]
@@ -108,4 +110,5 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         out = {"stack": self.stack, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
-        return out | ({"secretDigestKey": self.secret_digest_key} if self.secret_digest_key else {})
+        return (out | ({"secretDigestKey": self.secret_digest_key} if self.secret_digest_key else {})
+                | ({"facts": self.facts} if self.facts else {}))

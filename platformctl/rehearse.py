@@ -243,7 +243,9 @@ def format_rehearsal(r: Rehearsal) -> str:
             lines.append("  refused by the settings; nothing applied:")
         elif step.refused_by == "Pulumi":
             lines.append(f"  {summary(step.diff)}")
-            lines.append("  refused by Pulumi at preview; nothing applied:")
+            # The diff's errors: what Pulumi's preview refuses (protected resources) and what the
+            # plan's checks refuse before it (an edit the cloud would drop or a running job lose).
+            lines.append("  refused at preview (`platformctl diff` errors); nothing applied:")
         elif step.refused_by == "Magnum":
             lines.append(f"  {summary(step.diff)}")
             lines.append("  refused by Magnum during `pulumi up`; the rehearsal applies nothing of it:")
