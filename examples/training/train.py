@@ -9,6 +9,11 @@ it trains the same model on the same data in one process: the reference a distri
 Every strategy trains on the same global batch per step: each data-parallel rank takes its slice, the
 loss is a mean over the slice, and DDP and FSDP average gradients over the data-parallel ranks, so the
 update equals that of the mean loss over the whole batch. Rank 0 writes the final parameters as JSON.
+
+With a checkpoint directory (PLATFORM_CHECKPOINT_DIR, the job's `checkpoint` on the file share) every
+rank saves the model after each step (torch.distributed.checkpoint, each rank its shards) and, when
+it starts, loads the newest complete checkpoint there and goes on from the step after it: a run the
+JobSet restarts after a lost node ends with the parameters of a run that was never interrupted.
 """
 
 from __future__ import annotations
@@ -50,14 +55,56 @@ def degree(name: str, world: int, default: int) -> int:
     return value
 
 
-def train(model: nn.Module, dp_rank: int, dp_size: int) -> None:
-    """SGD on this data-parallel rank's slice of every global batch."""
+class Checkpoints:
+    """A checkpoint per step in `root` (`step-<n>`, written by every rank together), the newest
+    complete one (with the `.metadata` the coordinator writes last) loaded at start. Plain SGD keeps
+    no optimizer state, so the model and the step are the whole state."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def restore(self, model: nn.Module) -> int:
+        """Load the newest complete checkpoint into the model; the steps it holds (0: none)."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+        done = [int(name.removeprefix("step-")) for name in os.listdir(self.root) if name.startswith("step-")
+                and os.path.exists(os.path.join(self.root, name, ".metadata"))] if os.path.isdir(self.root) else []
+        found = [max(done, default=0)]
+        dist.broadcast_object_list(found, src=0)  # every rank resumes from the step rank 0 found
+        if found[0]:
+            state = get_model_state_dict(model)
+            dcp.load(state, checkpoint_id=self._path(found[0]))
+            set_model_state_dict(model, state)
+        return found[0]
+
+    def save(self, model: nn.Module, step: int) -> None:
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+        dcp.save(get_model_state_dict(model), checkpoint_id=self._path(step))
+        if int(os.environ.get("TRAIN_EXIT_AFTER_STEP", 0)) == step:
+            os._exit(137)  # as a node killed after this checkpoint would
+
+    def _path(self, step: int) -> str:
+        return os.path.join(self.root, f"step-{step:05d}")
+
+
+def train(model: nn.Module, dp_rank: int, dp_size: int, checkpoints: Checkpoints | None = None) -> int:
+    """SGD on this data-parallel rank's slice of every global batch, from the step after the newest
+    checkpoint; the step it started from."""
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     size = GLOBAL_BATCH // dp_size
-    for x, y in global_batches():
+    start = checkpoints.restore(model) if checkpoints else 0
+    for step, (x, y) in enumerate(global_batches(), 1):
+        if step <= start:
+            continue
         optimizer.zero_grad()
         F.mse_loss(model(x[dp_rank * size:(dp_rank + 1) * size]), y[dp_rank * size:(dp_rank + 1) * size]).backward()
         optimizer.step()
+        if checkpoints:
+            checkpoints.save(model, step)
+    return start
 
 
 def full_parameters(model: nn.Module) -> dict[str, list[float]]:
@@ -66,15 +113,18 @@ def full_parameters(model: nn.Module) -> dict[str, list[float]]:
             for name, p in model.named_parameters()}
 
 
-def ddp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
+Run = tuple[nn.Module, list[int], int]  # the model, the mesh's shape, the step the run started from
+
+
+def ddp(world: int, rank: int, checkpoints: Checkpoints | None) -> Run:
     from torch.nn.parallel import DistributedDataParallel
 
     model = DistributedDataParallel(make_model())
-    train(model, rank, world)
-    return model.module, [world]
+    start = train(model, rank, world, checkpoints)
+    return model.module, [world], start
 
 
-def fsdp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
+def fsdp(world: int, rank: int, checkpoints: Checkpoints | None) -> Run:
     """FSDP2; hybrid shard over a (replicate, shard) mesh when PLATFORM_SHARD_DEGREE is set."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -85,11 +135,11 @@ def fsdp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
     for layer in (model[0], model[2]):
         fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    train(model, rank, world)  # every rank is a data-parallel rank: replicas and shards alike
-    return model, list(mesh.shape)
+    start = train(model, rank, world, checkpoints)  # every rank is a data-parallel rank: replicas and shards alike
+    return model, list(mesh.shape), start
 
 
-def fsdp_tp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
+def fsdp_tp(world: int, rank: int, checkpoints: Checkpoints | None) -> Run:
     """Tensor parallel inside groups of PLATFORM_TP_DEGREE ranks, FSDP2 across them (a dp x tp mesh)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -103,8 +153,8 @@ def fsdp_tp(world: int, rank: int) -> tuple[nn.Module, list[int]]:
     # The first layer split by output features, the second by input features: one all-reduce per forward.
     parallelize_module(model, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
     fully_shard(model, mesh=mesh["dp"])
-    train(model, mesh.get_local_rank("dp"), world // tp)  # the ranks of a tp group see the same samples
-    return model, list(mesh.shape)
+    start = train(model, mesh.get_local_rank("dp"), world // tp, checkpoints)  # a tp group's ranks see the same samples
+    return model, list(mesh.shape), start
 
 
 STRATEGIES = {"torch-ddp": ddp, "torch-fsdp": fsdp, "torch-fsdp-tp": fsdp_tp}
@@ -124,8 +174,10 @@ def main() -> None:
         raise SystemExit(f"PLATFORM_TRAIN_STRATEGY={strategy!r}: this program runs {', '.join(STRATEGIES)}")
     dist.init_process_group("gloo")
     world, rank = dist.get_world_size(), dist.get_rank()
-    model, mesh = STRATEGIES[strategy](world, rank)
-    report = {"strategy": strategy, "world_size": world, "mesh": mesh, "params": full_parameters(model)}
+    directory = os.environ.get("PLATFORM_CHECKPOINT_DIR")
+    model, mesh, start = STRATEGIES[strategy](world, rank, Checkpoints(directory) if directory else None)
+    report = {"strategy": strategy, "world_size": world, "mesh": mesh, "resumed_after": start,
+              "params": full_parameters(model)}
     if rank == 0:
         write_report(out, report)
     end_worker()
