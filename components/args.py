@@ -237,7 +237,7 @@ class MeshSettingsArgs(TypedDict):
     enabled: NotRequired[bool]
     """Install Istio (base, istiod, ingress gateway). Default: `true`."""
     gateway_annotations: NotRequired[dict[str, str]]
-    """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
+    """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings), and of each LLM service's Gateway's (at most 8 then, none under `gateway.networking.k8s.io/`: the Gateway passes them as `spec.infrastructure.annotations`)."""
     tls: NotRequired[GatewayTlsArgs]
     """TLS of the customer Gateway."""
     allow_plain_http_credentials: NotRequired[bool]
@@ -1405,6 +1405,8 @@ class TritonServiceArgs(TypedDict):
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
     gateway_tls_secret: NotRequired[str]
     """`<namespace>/<name>` of the TLS Secret an LLM service's Gateway serves HTTPS with (the platform's: the ingress gateway's, `mesh.tls.secretName`); none serves HTTP."""
+    gateway_annotations: NotRequired[dict[str, str]]
+    """Annotations of the LoadBalancer Service istiod deploys for an LLM service's Gateway (the platform's: `mesh.gatewayAnnotations`), given as the Gateway's `spec.infrastructure.annotations`: at most 8, none under `gateway.networking.k8s.io/`."""
     model_configs: NotRequired[dict[str, str]]
     """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 

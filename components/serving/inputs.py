@@ -15,8 +15,10 @@ from inference_platform.serving.model_config import ModelConfigError, parse_mode
 from inference_platform.settings.base import DnsLabel, Model, TritonModelName
 from inference_platform.settings.checks import reserved_namespace_problems
 from inference_platform.settings.cluster import NodeGroup
+from inference_platform.settings.controller_clashes import controller_name_problems
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.graphs import Graph, graph_problems
+from inference_platform.settings.mesh import llm_gateway_annotation_problems
 from inference_platform.settings.serving import Service, llm_basic_auth_reach_problems, service_problems
 from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.weights.inputs import WeightsRef, missing_weights
@@ -57,6 +59,8 @@ class TritonServiceInputs(Model):
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
     gateway_tls_secret: Optional[Annotated[str, AfterValidator(namespaced_ref)]] = None
     """`<namespace>/<name>` of the TLS Secret an LLM service's Gateway serves HTTPS with (the platform's: the ingress gateway's, `mesh.tls.secretName`); none serves HTTP."""
+    gateway_annotations: dict[str, str] = {}
+    """Annotations of the LoadBalancer Service istiod deploys for an LLM service's Gateway (the platform's: `mesh.gatewayAnnotations`), given as the Gateway's `spec.infrastructure.annotations`: at most 8, none under `gateway.networking.k8s.io/`."""
     model_configs: dict[TritonModelName, ModelConfigText] = {}
     """config.pbtxt text per model name, served beside the model repository: every version gets them as a second model repository (a graph's ensemble, for example). Each must parse as Triton's ModelConfig; its `name`, if set, is the key. A name here must not also be a model in a version's repository: Triton refuses a model that two repositories hold."""
 
@@ -78,6 +82,10 @@ class TritonServiceInputs(Model):
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
         found += [(("service", *path), why) for path, why in reserved_namespace_problems(self.service)]
         found += [(("service", *path), why) for path, why in service_llm_memory_problems(self.service, self.gpu_groups)]
+        # The objects istiod and the router releases make for this service (settings/controller_clashes.py).
+        found += [(("service", *path[2:]), why) for path, why in controller_name_problems([self.service])]
+        if self.service.llm_routed:
+            found += llm_gateway_annotation_problems(self.gateway_annotations, ("gateway_annotations",))
         # The stack's llm_basic_auth_problems on this component's mesh: the Basic Auth filter and
         # policy go into mesh.ingress_namespace, which reaches an LLM service's own Gateway only
         # when it is Istio's root namespace (istio-system, Istio's default meshConfig.rootNamespace).

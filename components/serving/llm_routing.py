@@ -240,9 +240,14 @@ def gateway_parameters_name(service: Service, data: dict[str, str]) -> str:
     return f"{gateway_name(service)}-gateway-{digest[:10]}"
 
 
-def gateway_spec(service: Service, parameters: str, tls_secret: Optional[tuple[str, str]]) -> dict:
+def gateway_spec(service: Service, parameters: str, tls_secret: Optional[tuple[str, str]],
+                 annotations: Mapping[str, str] = {}) -> dict:
     """Listeners for the service's hosts only, routes from its own namespace only; HTTPS with
-    the ingress gateway's certificate (`tls_secret`: namespace, name) where the mesh has TLS."""
+    the ingress gateway's certificate (`tls_secret`: namespace, name) where the mesh has TLS.
+    `annotations` go onto the objects istiod deploys, its LoadBalancer Service among them (the
+    mesh's gateway annotations, e.g. keeping the floating IP): `infrastructure.annotations`, which
+    istio 1.30.3 deploymentcontroller.go extractInfrastructureMetadata (:520-540) puts in place of
+    a copy of the Gateway's own and kube-gateway.yaml writes on each object's metadata."""
     listeners = []
     for i, host in enumerate(service.hosts):
         allowed = {"namespaces": {"from": "Same"}}
@@ -253,8 +258,9 @@ def gateway_spec(service: Service, parameters: str, tls_secret: Optional[tuple[s
         listeners.append({"name": f"https-{i}", "hostname": host, "port": 443, "protocol": "HTTPS", "allowedRoutes": allowed,
                           "tls": {"mode": "Terminate",
                                   "certificateRefs": [{"group": "", "kind": "Secret", "name": name, "namespace": namespace}]}})
-    return {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners,
-            "infrastructure": {"parametersRef": {"group": "", "kind": "ConfigMap", "name": parameters}}}
+    infrastructure = {"parametersRef": {"group": "", "kind": "ConfigMap", "name": parameters},
+                      **({"annotations": dict(annotations)} if annotations else {})}
+    return {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners, "infrastructure": infrastructure}
 
 
 def certificate_grant_spec(service: Service, secret_name: str) -> dict:
@@ -353,11 +359,13 @@ def pod_network_rules(service: Service) -> list[dict]:
 
 def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, labels: dict[str, str],
                         monitoring_namespace: str, tls_secret: Optional[str],
-                        deployments: Mapping[str, pulumi.Resource], checked_by: Sequence[pulumi.Resource] = ()) -> None:
+                        deployments: Mapping[str, pulumi.Resource], checked_by: Sequence[pulumi.Resource] = (),
+                        gateway_annotations: Mapping[str, str] = {}) -> None:
     """An LLM service's routing, as children of its TritonService `parent`: per version the
     router release and its picker's NetworkPolicy; the Gateway with its parameters (and the
-    grant to its certificate, `tls_secret` as `<namespace>/<name>`), the HTTPRoute, and with jwt
-    auth the Gateway's token check. `deployments`: the versions' Deployments, by version name."""
+    grant to its certificate, `tls_secret` as `<namespace>/<name>`, and `gateway_annotations` for
+    what istiod deploys), the HTTPRoute, and with jwt auth the Gateway's token check.
+    `deployments`: the versions' Deployments, by version name."""
     ns = service.k8s_namespace
 
     def meta(object_name: str, namespace: str = ns) -> dict:
@@ -387,7 +395,7 @@ def declare_llm_routing(parent: pulumi.Resource, name: str, service: Service, la
     # workload's `app` they would fall under the pods' NetworkPolicy, mesh policies and Service.
     gateway_meta = {**meta(gateway_name(service)), "labels": gateway_labels(labels)}
     gateway = custom("gateway", f"{GATEWAY_GROUP}/v1", "Gateway", gateway_meta,
-                     gateway_spec(service, parameters.metadata["name"], certificate))
+                     gateway_spec(service, parameters.metadata["name"], certificate, gateway_annotations))
     # The route's backends are the releases' pools: created after them, it never names a missing pool.
     # With Basic Auth, after the filter and policy that check the credential it admits (`checked_by`).
     # And after the rollout of every version it gives weight: a picker whose pool has no Ready pod

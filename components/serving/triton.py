@@ -523,7 +523,7 @@ class TritonService(pulumi.ComponentResource):
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
         if service.llm_routed:
             declare_llm_routing(self, name, service, labels, a.mesh.monitoring_namespace, a.gateway_tls_secret,
-                                deployments, checked_by)
+                                deployments, checked_by, a.gateway_annotations)
         else:
             custom("virtualservice", "networking.istio.io/v1", "VirtualService",
                    virtual_service_spec(service, a.mesh.gateway), depends_on=checked_by)

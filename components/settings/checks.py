@@ -11,11 +11,12 @@ from inference_platform.core import chart_source, driver_support
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
 from inference_platform.core.node_contract import capi_helm_sanitized
 from inference_platform.settings.base import NAMESPACE
+from inference_platform.settings.controller_clashes import stack_controller_name_problems
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, ClusterSettings, NodeGroup, cluster_problems
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
 from inference_platform.settings.graphs import Graph, ensemble_repository_overlaps, graph_problems
 from inference_platform.settings.identity import production_problems
-from inference_platform.settings.mesh import MeshSettings
+from inference_platform.settings.mesh import MeshSettings, llm_gateway_annotation_problems
 from inference_platform.settings.observability import AlertingSettings
 from inference_platform.settings.serving import (
     Service,
@@ -419,6 +420,13 @@ def derived_name_clashes(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def llm_gateway_annotations_problems(s: Settings) -> list[tuple[KeyPath, str]]:
+    """mesh.gatewayAnnotations as the Gateway of each LLM service passes them on."""
+    if not any(svc.llm_routed for svc in s.services):
+        return []
+    return llm_gateway_annotation_problems(s.mesh.gateway_annotations, ("mesh", "gatewayAnnotations"))
+
+
 def graph_repository_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """Graph step repositories that an ensemble's Triton would load as models."""
     return ensemble_repository_overlaps(s.graphs)
@@ -434,7 +442,8 @@ def chart_directory_override_problems(s: Settings) -> list[tuple[KeyPath, str]]:
 # What one part of the settings says about another, in the order the problems are reported.
 CROSS_CHECKS = (
     production_problems, node_group_problems, cluster_settings_problems, _node_os_problems, capacity_problems, platform_part_problems,
-    _ui_problems, credentials_in_clear_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes, upload_prefix_problems,
+    _ui_problems, credentials_in_clear_problems, alerting_problems, tuning_problems, served_problems, derived_name_clashes,
+    stack_controller_name_problems, llm_gateway_annotations_problems, upload_prefix_problems,
     graph_repository_problems, chart_directory_override_problems,
 )
 

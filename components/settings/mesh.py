@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from inference_platform.core import grammar
 from inference_platform.settings.base import HttpsUrl, Model, Number, Quantity, Subdomain, Text, _checked, _mode_settings
+from inference_platform.settings.errors import KeyPath
 
 
 class GatewayTls(Model):
@@ -37,7 +38,7 @@ class MeshSettings(Model):
     """Install Istio (base, istiod, ingress gateway)."""
     gateway_annotations: dict[Annotated[str, _checked(grammar.qualified_key, "annotation key")],
                               Annotated[str, AfterValidator(grammar.annotation_value)]] = {}
-    """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings)."""
+    """Annotations of the ingress gateway's LoadBalancer Service (e.g. Octavia settings), and of each LLM service's Gateway's (at most 8 then, none under `gateway.networking.k8s.io/`: the Gateway passes them as `spec.infrastructure.annotations`)."""
     tls: GatewayTls = GatewayTls()
     """TLS of the customer Gateway."""
     allow_plain_http_credentials: bool = False
@@ -58,3 +59,23 @@ class MeshSettings(Model):
         _mode_settings("kialiAuth", self.kiali_auth, "openid", "kialiOpenid", self.kiali_openid,
                        "kialiOpenid.issuerUri and kialiOpenid.clientId")
         return self
+
+
+# gateway-api v1.5.1 standard Gateway CRD: spec.infrastructure.annotations maxProperties.
+GATEWAY_INFRASTRUCTURE_ANNOTATIONS_MAX = 8
+# istio 1.30.3 deploymentcontroller.go translateInfraMeta: keys it leaves off the objects it deploys.
+GATEWAY_API_PREFIX = "gateway.networking.k8s.io/"
+
+
+def llm_gateway_annotation_problems(annotations: dict[str, str], key: KeyPath) -> list[tuple[KeyPath, str]]:
+    """The gateway annotations as an LLM service's Gateway carries them (`infrastructure.annotations`
+    for what istiod deploys): what the Gateway API's schema and Istio take. The stack (with an LLM
+    service) and TritonService used alone both run it."""
+    problems: list[tuple[KeyPath, str]] = []
+    if len(annotations) > GATEWAY_INFRASTRUCTURE_ANNOTATIONS_MAX:
+        problems.append((key, f"{len(annotations)} annotations, but an LLM service's Gateway passes them to its "
+                         f"LoadBalancer Service as spec.infrastructure.annotations, which takes at most "
+                         f"{GATEWAY_INFRASTRUCTURE_ANNOTATIONS_MAX}; allowed: at most {GATEWAY_INFRASTRUCTURE_ANNOTATIONS_MAX}"))
+    problems += [((*key, k), f"istiod leaves annotations under {GATEWAY_API_PREFIX} off the objects it deploys for an LLM "
+                  f"service's Gateway; allowed: a key under another prefix") for k in annotations if k.startswith(GATEWAY_API_PREFIX)]
+    return problems

@@ -11,11 +11,13 @@ import shutil
 import pytest
 import yaml
 
+from inference_platform.core import controller_names
 from inference_platform.settings import loader
 from inference_platform.settings.checks import CROSS_CHECKS, derived_name_clashes
+from inference_platform.settings.controller_clashes import stack_controller_name_problems
 from platformctl.__main__ import main
 from platformctl.engine import render_stack, stack_settings
-from platformctl.objects import DuplicateObjectError, check_unique_objects
+from platformctl.objects import DuplicateObjectError, check_unique_objects, made_at_up
 from platformctl.plan_model import Plan
 from platformctl.stack_keys import stack_keys
 from tests.conftest import ROOT
@@ -77,3 +79,55 @@ def test_a_pipelines_objects_are_traced_to_the_service_whose_pipeline_made_them(
     with pytest.raises(DuplicateObjectError) as caught:
         check_unique_objects(Plan(plan.stack, [*plan.resources, twin], plan.outputs), where)
     assert "ServiceAccount resnet/resnet-pipeline is declared by inference-platform:services[0].pipeline" in str(caught.value)
+
+
+def _acme_with_service(tmp_path, name: str, namespace: str):
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.acme-prod.yaml").read_text())
+    embed = next(s for s in doc["config"][SERVICES] if s["name"] == "embed")
+    doc["config"][SERVICES].append(dict(embed, name=name, namespace=namespace, hosts=[f"{name}.acme.example.com"]))
+    stack_file = tmp_path / "Pulumi.acme-prod.yaml"
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return stack_file
+
+
+def _without_controller_name_check(monkeypatch):
+    assert stack_controller_name_problems in CROSS_CHECKS
+    stages = tuple(tuple(c for c in stage if c is not stack_controller_name_problems) for stage in loader.STACK_CHECKS)
+    monkeypatch.setattr(loader, "STACK_CHECKS", stages)
+
+
+@pytest.mark.parametrize("name, maker", [
+    ("llm-chat-istio", "ServiceAccount llm-chat/llm-chat-istio is declared by inference-platform:services[2] "
+                       "(llm-chat-istio-sa) and istiod for Gateway llm-chat/llm-chat (made at `up` time)"),
+    ("llm-chat-v7-epp", "ServiceAccount llm-chat/llm-chat-v7-epp is declared by inference-platform:services[2] "
+                        "(llm-chat-v7-epp-sa) and Helm release llm-chat/llm-chat-v7 (made at `up` time)"),
+])
+def test_an_object_named_like_one_a_controller_makes_at_up_time_fails_the_plan(tmp_path, monkeypatch, name, maker):
+    # Without the settings' check, the rendered plan still refuses the clash, naming the stack key and the maker.
+    _without_controller_name_check(monkeypatch)
+    code, lines = _plan_stack(_acme_with_service(tmp_path, name, "llm-chat"), tmp_path / "out")
+    assert code == 2 and len(lines) == 1, lines
+    assert maker in lines[0], lines[0]
+
+
+def _plan_stack(stack_file, out) -> tuple[int, list[str]]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["plan", "acme-prod", "--stack-file", str(stack_file), "--out", str(out)])
+    return code, err.getvalue().splitlines()
+
+
+def test_what_istiod_makes_follows_the_gateways_class_and_overlays_and_each_inference_pool():
+    gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "g", "namespace": "ns"},
+               "spec": {"gatewayClassName": "istio", "infrastructure": {"parametersRef": {"name": "p"}}}}
+    overlays = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p", "namespace": "ns"},
+                "data": {"deployment": "{}", "podDisruptionBudget": "{}"}}
+    pool = {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool", "metadata": {"name": "a-v1", "namespace": "ns"}}
+    made = {key for key, _ in made_at_up([gateway, overlays, pool])}
+    assert {k[1] for k in made if k[3] == "g-istio"} == {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget"}
+    assert ("", "Service", "ns", controller_names.inference_pool_service_name("a-v1")) in made
+    # Without the overlay istiod makes no disruption budget; another class is another controller's.
+    assert "PodDisruptionBudget" not in {k[1] for k, _ in made_at_up([gateway])}
+    other = {**gateway, "spec": {"gatewayClassName": "other"}}
+    assert made_at_up([other]) == []
