@@ -1336,6 +1336,10 @@ class WeightCachesArgs(TypedDict):
     """The caches (the stack file's `weightCaches`)."""
     file_share_namespaces: NotRequired[list[str]]
     """Namespaces whose services read the file share: each gets a claim on it."""
+    read_only_namespaces: NotRequired[list[str]]
+    """Namespaces of `file_share_namespaces` whose claim is read-only at its PersistentVolume (`nfs.readOnly`), whatever a pod asks: the training teams', so nothing there writes the share through it (serving's model repositories included)."""
+    writable_directories: NotRequired[dict[str, dict[str, str]]]
+    """Per namespace, read-write claims of single directories of the file share (claim name -> path in the share): a training job's checkpoint directory. Its PersistentVolume is rooted at the directory, which must exist on the share and be writable by the UID that writes it (NFS volumes take no fsGroup)."""
     s3_namespaces: NotRequired[list[str]]
     """Namespaces whose services read the S3 bucket: each gets the credentials Secret (and the bucket mount's claim)."""
     namespace_names: NotRequired[dict[str, pulumi.Input[str]]]

@@ -46,7 +46,7 @@ from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_se
 from inference_platform.timing.readiness import cluster_upgrade_budget
 from inference_platform.training.capacity import group_proofs
 from inference_platform.training.install import install_trainer
-from inference_platform.training.inputs import TrainingInputs, cache_namespaces
+from inference_platform.training.inputs import TrainingInputs, cache_namespaces, checkpoint_directories
 from inference_platform.training.kueue import TEAM_QUEUE_PREFIX, TRAINING_PRIORITY_CLASS, KueueResources, kueue_resources
 from inference_platform.training.training import Training, team_namespace
 from inference_platform.tuning.inputs import ModelPipelineInputs
@@ -130,6 +130,9 @@ def weight_caches_inputs(s: Settings, subnet_cidr, estimates: list[GroupEstimate
         WeightCachesInputs,
         weight_caches=s.weight_caches, production=s.production,
         file_share_namespaces=using("fileShare"),
+        # Team namespaces read the share; they write only their jobs' checkpoint directories.
+        read_only_namespaces=sorted({t.namespace for t in s.training.teams}) if s.training else [],
+        writable_directories=checkpoint_directories(s.training) if s.training else {},
         s3_namespaces=using("s3"),
         s3_access_key_id=s.s3_access_key_id, s3_secret_access_key=s.s3_secret_access_key,
         node_groups=s.cluster.node_groups, subnet_cidr=subnet_cidr, cold_start=estimates,

@@ -18,14 +18,12 @@ otherwise. The offline plan cannot see whether a job runs, so every job counts a
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
-from inference_platform.settings.training import WORKSPACE
-from inference_platform.training.jobs import RESTART_ANNOTATION, RESTART_REFUSED
+from inference_platform.training.jobs import CHECKPOINT_ANNOTATION, RESTART_ANNOTATION, RESTART_REFUSED
 
 TRAINJOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
-CHECKPOINT_MOUNT = f"{WORKSPACE}/checkpoint"
 
 
 def _meta(resource: dict[str, Any]) -> dict[str, Any]:
@@ -36,20 +34,8 @@ def _runtime_ref(job: dict[str, Any]) -> str:
     return (((job.get("inputs") or {}).get("spec") or {}).get("runtimeRef") or {}).get("name", "")
 
 
-def _mounts(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        if "mountPath" in value:
-            yield value
-        for v in value.values():
-            yield from _mounts(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _mounts(v)
-
-
 def _comes_back(job: dict[str, Any]) -> str:
-    spec = (job.get("inputs") or {}).get("spec") or {}
-    place = next((m.get("subPath") for m in _mounts(spec.get("runtimePatches")) if m["mountPath"] == CHECKPOINT_MOUNT), None)
+    place = (_meta(job).get("annotations") or {}).get(CHECKPOINT_ANNOTATION)
     if place is None:
         return "it starts again from zero (it has no checkpoint)"
     return f"it starts again from its last checkpoint in {place} on the file share, if its code loads it, else from zero"

@@ -12,6 +12,7 @@ Trainer's own rules, read in kubeflow/trainer v2.3.0, are refused here before ap
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 from typing import Annotated, Literal, Optional
@@ -271,6 +272,43 @@ class TrainingSettings(Model):
         return next((t for t in self.teams if t.name == name), None)
 
 
+def checkpoint_claim(job: TrainJobSettings) -> str:
+    """The claim of a job's checkpoint directory in its team's namespace, rooted at that directory
+    (weights/caches.py): named after the path too, so a new path is a new claim and the job, whose
+    runtimePatches name it, is replaced rather than its claim deleted under its pods."""
+    digest = hashlib.sha256(job.checkpoint.path.strip("/").encode()).hexdigest()[:8]
+    return f"{job.name}-checkpoint-{digest}"
+
+
+def _inside(a: str, b: str) -> bool:
+    """Whether share path `a` is `b` or below it, or above it (one contains the other)."""
+    a, b = posixpath.normpath(a.strip("/")), posixpath.normpath(b.strip("/"))
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def checkpoint_path_problems(settings) -> list[tuple[KeyPath, str]]:
+    """Checkpoint directories are the only place teams write the share: each is apart from every
+    other job's and from every model repository serving reads or a pipeline publishes into."""
+    training = settings.training
+    found: list[tuple[KeyPath, str]] = []
+    serving = [(f"services[{svc.name}].versions[{v.name}].modelRepository.path", v.model_repository.path)
+               for svc in settings.services for v in svc.versions if v.model_repository.cache == "fileShare"]
+    serving += [(f"services[{svc.name}].pipeline.repositoryPrefix", svc.pipeline.repository_prefix)
+                for svc in settings.services if svc.pipeline is not None]
+    jobs = [(i, j) for i, j in enumerate(training.jobs) if j.checkpoint is not None and j.checkpoint.cache == "fileShare"]
+    for n, (i, job) in enumerate(jobs):
+        at: KeyPath = ("training", "jobs", i, "checkpoint", "path")
+        path = job.checkpoint.path
+        clash = next((f"job {other.name!r}'s checkpoint directory {other.checkpoint.path!r}" for _, other in jobs[:n]
+                      if _inside(path, other.checkpoint.path)), None)
+        clash = clash or next((f"{key} {where!r}" for key, where in serving if _inside(path, where)), None)
+        if clash:
+            found.append((at, f"{path!r} overlaps {clash}: a job writes its checkpoint directory, so it may not hold "
+                              "or lie inside another job's or a model repository; allowed: a directory of its own, "
+                              "apart from every other checkpoint directory and model repository"))
+    return found
+
+
 def runtime_name(kind: str) -> str:
     """The ClusterTrainingRuntime of a kind."""
     return f"ip-{kind}"
@@ -476,7 +514,8 @@ def training_section_problems(settings) -> list[tuple[KeyPath, str]]:
     serving = frozenset(w.k8s_namespace for w in settings.workloads)
     return [(("training", *path), why)
             for path, why in training_problems(training, settings.cluster.node_groups, serving, caches)
-            ] + publish_section_problems(settings) + secret_env_problems(training, settings.training_secrets)
+            ] + publish_section_problems(settings) + secret_env_problems(training, settings.training_secrets) + (
+                checkpoint_path_problems(settings))
 
 
 def secret_env_problems(training: TrainingSettings, secrets) -> list[tuple[KeyPath, str]]:

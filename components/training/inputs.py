@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from inference_platform.settings.base import DnsLabel, Labels, Model, ShortName
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.training import WORKSPACE_KEYS, TrainingSettings, training_problems
+from inference_platform.settings.training import WORKSPACE_KEYS, TrainingSettings, checkpoint_claim, training_problems
 from inference_platform.settings.training_publish import PipelineRef, publish_problems
 from inference_platform.weights.inputs import WeightsRef
 
@@ -20,6 +20,16 @@ def cache_namespaces(training: TrainingSettings, cache: str) -> list[str]:
     teams = {t.name: t.namespace for t in training.teams}
     return sorted({teams[j.team] for j in training.jobs if j.team in teams
                    for place in (getattr(j, k) for k in WORKSPACE_KEYS) if place is not None and place.cache == cache})
+
+
+def checkpoint_directories(training: TrainingSettings) -> dict[str, dict[str, str]]:
+    """Per team namespace, its jobs' checkpoint claims and directories in the file share."""
+    teams = {t.name: t.namespace for t in training.teams}
+    out: dict[str, dict[str, str]] = {}
+    for job in training.jobs:
+        if job.team in teams and job.checkpoint is not None and job.checkpoint.cache == "fileShare":
+            out.setdefault(teams[job.team], {})[checkpoint_claim(job)] = job.checkpoint.path.strip("/")
+    return out
 
 
 class TrainingInputs(Model):

@@ -35,6 +35,7 @@ from inference_platform.settings.training import (
     GroupNetwork,
     TrainingTeam,
     TrainJobSettings,
+    checkpoint_claim,
 )
 from inference_platform.training.publish import publish_patch
 from inference_platform.training.runtimes import COMPONENT, NODE, WORKSPACE, variant_name
@@ -53,19 +54,26 @@ CACHE_VOLUME = "weights"
 # refused in a production stack unless the job's restartOnEdit accepts it.
 RESTART_ANNOTATION = "inference-platform/restart-on-edit"
 RESTART_REFUSED, RESTART_ACCEPTED = "refused", "accepted"
+# The checkpoint directory in the file share the job resumes from (its claim is rooted there).
+CHECKPOINT_ANNOTATION = "inference-platform/checkpoint-directory"
 
 
 def _mounts(job: TrainJobSettings) -> list[dict[str, Any]]:
-    """The file share's claim in the node container: the code, datasets and models read-only where
-    they are read, the checkpoint directory read-write."""
+    """The file share in the node container: the code, datasets and models read-only from the
+    namespace's claim, the checkpoint directory read-write from its own."""
     # One volume per mount, all of the same claim: a runtime patch's volumeMounts is a list-map keyed by
     # name (the Trainer CRD refuses two entries of one name, "duplicate entries for key").
     mounts = [{"name": f"{CACHE_VOLUME}-{what}", "mountPath": f"{WORKSPACE}/{what}", "subPath": place.path, "readOnly": True}
               for what in ("code", "dataset", "model") if (place := getattr(job, what)) is not None and place.cache == "fileShare"]
     if job.checkpoint is not None:
-        mounts.append({"name": f"{CACHE_VOLUME}-checkpoint", "mountPath": f"{WORKSPACE}/checkpoint",
-                       "subPath": job.checkpoint.path})
+        # Its own claim, rooted at the directory (weights/caches.py): the namespace's claim of the
+        # share is read-only, and no subPath lets the kubelet create the directory as root.
+        mounts.append({"name": f"{CACHE_VOLUME}-checkpoint", "mountPath": f"{WORKSPACE}/checkpoint"})
     return mounts
+
+
+def _claim_of(job: TrainJobSettings, volume: str, weights: WeightsRef) -> str:
+    return checkpoint_claim(job) if volume == f"{CACHE_VOLUME}-checkpoint" else weights.claim_name
 
 
 def _s3_env(weights: WeightsRef) -> list[dict[str, Any]]:
@@ -105,7 +113,10 @@ def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]
 def trainjob_annotations(job: TrainJobSettings, production: bool) -> dict[str, str]:
     """Whether an edit may kill the running job: read by `platformctl diff` from the plan, as the
     engine reads `protect` from the program (platformctl/running_jobs.py)."""
-    return {RESTART_ANNOTATION: RESTART_REFUSED if production and not job.restart_on_edit else RESTART_ACCEPTED}
+    out = {RESTART_ANNOTATION: RESTART_REFUSED if production and not job.restart_on_edit else RESTART_ACCEPTED}
+    if job.checkpoint is not None:
+        out[CHECKPOINT_ANNOTATION] = job.checkpoint.path.strip("/")
+    return out
 
 
 def runtime_of(job: TrainJobSettings) -> str:
@@ -121,7 +132,8 @@ def trainjob_spec(job: TrainJobSettings, group: NodeGroup, network: Optional[Gro
     pod: dict[str, Any] = {"nodeSelector": gpu.node_selector, "tolerations": gpu.tolerations}
     mounts = _mounts(job)
     if mounts:
-        pod["volumes"] = [{"name": m["name"], "persistentVolumeClaim": {"claimName": weights.claim_name}} for m in mounts]
+        pod["volumes"] = [{"name": m["name"], "persistentVolumeClaim": {"claimName": _claim_of(job, m["name"], weights)}}
+                          for m in mounts]
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",

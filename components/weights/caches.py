@@ -134,10 +134,18 @@ class WeightCaches(pulumi.ComponentResource):
         # csi-s3 claims for readers other than Triton (empty unless weightCaches.s3.mount.enabled).
         self.s3_mount_claims: dict[str, pulumi.Resource] = {}
         self.nfs_server = self.nfs_path = self.bucket = None
+        # Per namespace, its claims of single directories of the share (a training job's checkpoints).
+        self._directory_claims: dict[str, list[pulumi.Resource]] = {}
         if caches.file_share is not None:
             self.nfs_server, self.nfs_path = self._file_share(caches.file_share, a.subnet_cidr)
             for ns in a.file_share_namespaces:
-                self._claims[ns] = self._claim(ns, caches.file_share, self.nfs_server, self.nfs_path)
+                self._claims[ns] = self._claim(ns, caches.file_share, self.nfs_server, self.nfs_path,
+                                               read_only=ns in a.read_only_namespaces)
+            for ns, directories in a.writable_directories.items():
+                self._directory_claims[ns] = [
+                    self._claim(ns, caches.file_share, self.nfs_server, pulumi.Output.concat(self.nfs_path, "/", directory),
+                                claim=claim, read_only=False)
+                    for claim, directory in directories.items()]
         if caches.s3 is not None:
             credentials = (pulumi.Output.secret(a.s3_access_key_id.get_secret_value()),
                            pulumi.Output.secret(a.s3_secret_access_key.get_secret_value()))
@@ -160,6 +168,7 @@ class WeightCaches(pulumi.ComponentResource):
         out: list[pulumi.Resource] = []
         if namespace in self._claims:
             out.append(self._claims[namespace])
+        out.extend(self._directory_claims.get(namespace, []))
         if namespace in self._s3_secrets:
             out.append(self._s3_secrets[namespace])
             out.extend(self._uploads)
@@ -214,11 +223,16 @@ class WeightCaches(pulumi.ComponentResource):
         export = self._share.export_locations.apply(lambda locs: parse_export_location(preferred_export(locs)))
         return export[0], export[1]
 
-    def _claim(self, ns: str, cfg: FileShareCache, server, path) -> pulumi.Resource:
-        labels = standard_labels(CLAIM_NAME, **{NAMESPACE_LABEL: ns})
+    def _claim(self, ns: str, cfg: FileShareCache, server, path, claim: str = CLAIM_NAME,
+               read_only: bool = False) -> pulumi.Resource:
+        """A claim in `ns` pre-bound to a PV of the export `path`; `read_only` mounts it read-only
+        whatever a pod asks (the API's NFSVolumeSource.readOnly: "force the NFS export to be mounted
+        with read-only permissions")."""
+        labels = standard_labels(claim, **{NAMESPACE_LABEL: ns})
         deps = list(getattr(self, "_share_access", []))
+        suffix = "" if claim == CLAIM_NAME else f"-{claim}"
         pv = k8s.core.v1.PersistentVolume(
-            f"{self._name}-pv-{ns}",
+            f"{self._name}-pv-{ns}{suffix}",
             metadata={"labels": labels},
             spec={
                 "capacity": {"storage": cfg.storage_size},
@@ -226,15 +240,15 @@ class WeightCaches(pulumi.ComponentResource):
                 "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": "",
                 "mountOptions": list(NFS_MOUNT_OPTIONS),
-                "nfs": {"server": server, "path": path},
+                "nfs": {"server": server, "path": path, **({"readOnly": True} if read_only else {})},
                 # Reserved for this namespace's claim: no other claim can take it.
-                "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns, "name": CLAIM_NAME},
+                "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns, "name": claim},
             },
             opts=self._opts(protect=True, depends_on=deps),
         )
         return k8s.core.v1.PersistentVolumeClaim(
-            f"{self._name}-pvc-{ns}",
-            metadata={"name": CLAIM_NAME, "namespace": self._namespace(ns), "labels": labels},
+            f"{self._name}-pvc-{ns}{suffix}",
+            metadata={"name": claim, "namespace": self._namespace(ns), "labels": labels},
             spec={
                 "accessModes": ["ReadWriteMany"],
                 "storageClassName": "",

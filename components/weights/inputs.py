@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 from pydantic import SecretStr
 
 from inference_platform.core.input_types import NameInput, TextInput
-from inference_platform.settings.base import DnsLabel, Labels, Model
+from inference_platform.settings.base import DnsLabel, Labels, Model, RelativePath
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.serving import ModelRepository
@@ -30,6 +30,10 @@ class WeightCachesInputs(Model):
     """The caches (the stack file's `weightCaches`)."""
     file_share_namespaces: list[DnsLabel] = []
     """Namespaces whose services read the file share: each gets a claim on it."""
+    read_only_namespaces: list[DnsLabel] = []
+    """Namespaces of `file_share_namespaces` whose claim is read-only at its PersistentVolume (`nfs.readOnly`), whatever a pod asks: the training teams', so nothing there writes the share through it (serving's model repositories included)."""
+    writable_directories: dict[DnsLabel, dict[DnsLabel, RelativePath]] = {}
+    """Per namespace, read-write claims of single directories of the file share (claim name -> path in the share): a training job's checkpoint directory. Its PersistentVolume is rooted at the directory, which must exist on the share and be writable by the UID that writes it (NFS volumes take no fsGroup)."""
     s3_namespaces: list[DnsLabel] = []
     """Namespaces whose services read the S3 bucket: each gets the credentials Secret (and the bucket mount's claim)."""
     namespace_names: dict[DnsLabel, NameInput] = {}

@@ -108,17 +108,27 @@ def test_the_mesh_degrees_and_the_groups_network_reach_the_trainer_env(plan):
     assert "PLATFORM_SHARD_DEGREE" not in ddp and ddp["PLATFORM_CHECKPOINT_DIR"] == "/workspace/checkpoint"
 
 
-def test_a_dataset_and_checkpoint_on_the_file_share_are_the_team_namespaces_claim_mounted(plan):
+def test_a_team_reads_the_share_read_only_and_writes_only_its_jobs_checkpoint_directories(plan):
     spec = _job(plan, "ddp").inputs["spec"]
     pod = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    # A volume per mount, each of the one claim: the Trainer CRD keys a patch's volumeMounts by name.
-    assert pod["volumes"] == [{"name": n, "persistentVolumeClaim": {"claimName": "model-weights"}}
-                              for n in ("weights-dataset", "weights-checkpoint")]
+    # A volume per mount: the Trainer CRD keys a patch's volumeMounts by name.
+    (checkpoint_claim,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if v["name"] == "weights-checkpoint"]
+    assert pod["volumes"] == [{"name": "weights-dataset", "persistentVolumeClaim": {"claimName": "model-weights"}},
+                              {"name": "weights-checkpoint", "persistentVolumeClaim": {"claimName": checkpoint_claim}}]
+    # No subPath for the checkpoint: the kubelet would create a missing directory as root.
     assert pod["containers"] == [{"name": "node", "volumeMounts": [
         {"name": "weights-dataset", "mountPath": "/workspace/dataset", "subPath": "data/imagenet", "readOnly": True},
-        {"name": "weights-checkpoint", "mountPath": "/workspace/checkpoint", "subPath": "ckpt/ddp"}]}]
-    claims = [r for r in plan.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["metadata"]["namespace"] == "vision-train"]
-    assert len(claims) == 1 and claims[0].urn in _job(plan, "ddp").depends_on
+        {"name": "weights-checkpoint", "mountPath": "/workspace/checkpoint"}]}]
+    claims = {r.inputs["metadata"]["name"]: r for r in plan.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+              if r.inputs["metadata"]["namespace"] == "vision-train"}
+    assert set(claims) == {"model-weights", checkpoint_claim}
+    assert all(c.urn in _job(plan, "ddp").depends_on for c in claims.values())
+    volumes = {r.inputs["spec"]["claimRef"]["namespace"] + "/" + r.inputs["spec"]["claimRef"]["name"]: r.inputs["spec"]
+               for r in plan.of_type("kubernetes:core/v1:PersistentVolume")}
+    share = volumes["svc/model-weights"]["nfs"]
+    # The team's claim of the whole share is mounted read-only whatever a pod asks; serving's is not.
+    assert volumes["vision-train/model-weights"]["nfs"] == {**share, "readOnly": True} and "readOnly" not in share
+    assert volumes[f"vision-train/{checkpoint_claim}"]["nfs"] == {"server": share["server"], "path": share["path"] + "/ckpt/ddp"}
 
 
 def test_a_jobs_code_on_the_file_share_is_mounted_read_only_at_workspace_code():

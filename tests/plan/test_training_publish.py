@@ -85,7 +85,11 @@ def test_the_step_creates_the_services_pipeline_workflow_with_the_onnx_file_the_
     assert given == {"version": "v2", "onnx": "ckpt/ddp/model.onnx"}
     node = named(plan, "TrainJob", "ddp")["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
     mounts = node["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
-    assert {"name": "weights-checkpoint", "mountPath": "/workspace/checkpoint", "subPath": "ckpt/ddp"} in mounts
+    assert {"name": "weights-checkpoint", "mountPath": "/workspace/checkpoint"} in mounts
+    (claim,) = [v["persistentVolumeClaim"]["claimName"] for v in node["replicatedJobs"][0]["template"]["spec"]["template"]
+                ["spec"]["volumes"] if v["name"] == "weights-checkpoint"]
+    (pv,) = [r for r in plan.of_type("kubernetes:core/v1:PersistentVolume") if r.inputs["spec"]["claimRef"]["name"] == claim]
+    assert pv.inputs["spec"]["nfs"]["path"].endswith("/ckpt/ddp")
     # The pipeline's first step copies that path from the base version's cache: no re-export.
     export = next(t for t in template["spec"]["templates"] if t["name"] == "export")["container"]
     assert 'rclone copyto --checksum "$CACHE/$ONNX"' in export["command"][-1]

@@ -86,7 +86,7 @@ def test_the_new_version_may_not_be_one_the_service_has_unless_the_jobs_own_run_
 def test_two_jobs_may_not_publish_the_same_version_of_a_service():
     raw = publishing(version="v2")
     second = copy.deepcopy(raw["training"]["jobs"][0])
-    raw["training"]["jobs"].append(dict(second, name="ddp-again"))
+    raw["training"]["jobs"].append(dict(second, name="ddp-again", checkpoint={"cache": "fileShare", "path": "ckpt/ddp-again"}))
     assert problems(raw) == {"inference-platform:training.jobs[ddp-again].publishTo.version":
                              "version 'v2' of 'svc' is published by job 'ddp' of team 'vision' too; allowed: one job per version"}
 
