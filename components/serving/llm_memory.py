@@ -20,8 +20,10 @@ vLLM `max(1, kv_heads // tp)` (vllm/config.py get_num_kv_heads), TensorRT-LLM
 `(kv_heads + tp - 1) // tp` (tensorrt_llm/runtime/model_runner.py), the same for the splits the
 settings accept (settings/llm.py llm_setting_problems).
 
-On a GPU shared by time-slicing or MPS every replica sees the whole device (an MPS memory limit
-does not change what cudaMemGetInfo reports), so each must be held to its share by its fraction:
+On a GPU shared by time-slicing or MPS every replica sees the whole device (an MPS client's memory
+limit fails allocations beyond it; cudaMemGetInfo still reports the device's total), so each must
+be held to its share by its fraction (vLLM's engine-argument docs from v0.6.4 on: two instances
+on one GPU take 0.5 each):
 vLLM's fraction of the whole device at most 1/replicas; TensorRT-LLM, which takes its fraction of
 whatever is free when it loads (its docs: "the memory allocated to each instance will depend on
 the order in which instances are loaded"), at most what keeps it within its share if it loads
