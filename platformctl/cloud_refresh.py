@@ -24,6 +24,15 @@ Values the cloud moves (each read at the provider's Read of the resource we decl
   Node group labels and image are computed inputs we do not set (Optional+Computed in the
   Terraform schema): whatever Magnum reports there diffs against nothing.
 
+Where a group starts (notes on the first `up`): both Cluster API drivers leave an autoscaled group's
+MachineDeployment replicas to Cluster API, which starts it at minNodes (timing/first_up.py
+start_nodes, with the sources), so an initialNodes above it is not used.
+
+What fails the `up` although Magnum goes on: a cluster upgrade that outlasts the provider's update
+wait (terraform-provider-openstack v3.4.0 resource_openstack_containerinfra_cluster_v1.go: Update
+defaults to 30 minutes; customTimeouts.update sets it), against the time replacing every node takes
+(timing/readiness.py cluster_upgrade_budget).
+
 What Magnum refuses during `pulumi up`, with nothing applied to that resource:
 - a cluster upgrade on the Heat driver (magnum stable/2026.1 drivers/heat/driver.py
   FedoraKubernetesDriver.upgrade_cluster raises NotSupported);
@@ -40,6 +49,13 @@ from typing import Any, Optional
 
 from inference_platform.settings.errors import format_path
 from inference_platform.settings.stack import Settings
+from inference_platform.timing.first_up import start_nodes
+from inference_platform.timing.readiness import cluster_upgrade_budget
+
+from .awaits import go_duration_seconds
+
+# terraform-provider-openstack v3.4.0 resource_openstack_containerinfra_cluster_v1.go Timeouts.
+PROVIDER_UPDATE_SECONDS = 30 * 60
 
 MAGNUM_CLUSTER = "openstack:containerinfra/cluster:Cluster"
 MAGNUM_TEMPLATE = "openstack:containerinfra/clusterTemplate:ClusterTemplate"
@@ -106,9 +122,39 @@ class Cloud:
                 _set_read(r, "nodeCount", self.live_count(_inputs(r)["role"]))
         return out
 
+    def creation_notes(self) -> list[str]:
+        """Notes on the first `up`: groups that start with other than their initialNodes."""
+        out = []
+        for group in self.settings.cluster.node_groups if self.driver else ():
+            count, why = start_nodes(self.settings, group)
+            if group.initial_nodes is not None and count != group.initial_nodes:
+                out.append(f"note: node group {group.name} starts with {count} node{'s' if count != 1 else ''}, not its "
+                           f"initialNodes {group.initial_nodes} ({why.split(';')[0]}: Cluster API defaults a new "
+                           f"MachineDeployment's replicas to its min-size annotation); raise its minNodes to start it larger")
+        return out
+
+    def upgrade_timeouts(self, new: dict[str, Any]) -> list[str]:
+        """A cluster upgrade the provider stops waiting for: the `up` fails while Magnum goes on."""
+        budget = cluster_upgrade_budget(self.settings) if self.driver in ("magnum-cluster-api", "magnum-capi-helm") else None
+        cluster = _one(new, MAGNUM_CLUSTER)
+        if budget is None or cluster is None:
+            return []
+        custom = (cluster.get("customTimeouts") or {}).get("update")
+        wait = go_duration_seconds(custom) if custom else PROVIDER_UPDATE_SECONDS
+        if wait >= budget.update_seconds:
+            return []
+        return [f"terraform-provider-openstack stops waiting for the cluster upgrade after {wait:g}s "
+                f"({'customTimeouts.update ' + custom if custom else 'its 30-minute default'}) but it may take "
+                f"{budget.update_seconds}s ({budget.basis}): the `up` fails while Magnum goes on; give the Magnum cluster "
+                "customTimeouts.update from that (the platform does; a Cluster used alone needs upgrade_seconds), or "
+                "after a failure wait for UPDATE_COMPLETE (`openstack coe cluster show <cluster>`), then `pulumi refresh` "
+                "and `pulumi up` again"]
+
     def refusals(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> list[str]:
         """Why Magnum would fail this `up` (one line each, with the way through); [] when it would not."""
         out = []
+        if _template_moves(old, new, changes):
+            out += self.upgrade_timeouts(new)
         if self.driver == "heat" and _template_moves(old, new, changes):
             out.append("Magnum refuses the cluster upgrade: the Heat driver supports none (magnum drivers/heat/driver.py "
                        "upgrade_cluster raises NotSupported); keep inference-platform:cluster.magnum.kubernetesVersion "

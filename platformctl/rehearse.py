@@ -9,8 +9,9 @@ step, with the values the cloud hands back on refresh (cloud_refresh.py):
 5. after upgrade: refresh, then `up` with no edit (what the cloud reports after the upgrade).
 
 Each step diffs the state as it would then be against the stack's plan with the existing diff
-(diff.py). A step the settings refuse, or that Magnum would refuse during the `up`, is reported as
-refused and applies nothing. The rehearsal fails (exit 1) when a step would replace or delete a
+(diff.py). A step the settings refuse, or that Magnum or its provider would fail during the `up`
+(cloud_refresh.py: a cluster upgrade longer than the provider's wait among them), is reported as
+refused and applies nothing; the create step notes where a group starts other than the stack file says. The rehearsal fails (exit 1) when a step would replace or delete a
 stateful resource (Magnum cluster and node groups, Manila share, S3 bucket, persistent volumes and
 claims, anything protected), when the diff reports an error, or when a step is refused (by the
 settings, Pulumi's preview or Magnum).
@@ -152,7 +153,8 @@ class _Play:
         old = self.cloud.refreshed(self.state) if refresh else self.state
         d = diff_plans(old, new_plan)
         mine = set(diff_plans(self.plan, new_plan)["notes"]) if self.state["resources"] else set()
-        step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine])
+        step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine]
+                    + (self.cloud.creation_notes() if not self.state["resources"] else []))
         step.refused = self.cloud.refusals(old, new_plan, d["changes"])
         if d["errors"]:
             step.refused, step.refused_by = [str(e) for e in d["errors"]], "Pulumi"
@@ -248,7 +250,7 @@ def format_rehearsal(r: Rehearsal) -> str:
             lines.append("  refused at preview (`platformctl diff` errors); nothing applied:")
         elif step.refused_by == "Magnum":
             lines.append(f"  {summary(step.diff)}")
-            lines.append("  refused by Magnum during `pulumi up`; the rehearsal applies nothing of it:")
+            lines.append("  refused by Magnum, or failed by its provider, during `pulumi up`; the rehearsal applies nothing of it:")
         if step.refused:
             lines += [f"    {line}" for line in step.refused]
         elif step.diff is None:
@@ -256,7 +258,7 @@ def format_rehearsal(r: Rehearsal) -> str:
             continue
         if step.diff is not None and step.refused_by == "":
             shown = dict(step.diff, notes=step.notes)
-            text = summary(shown) if step.name == "create" else format_diff(shown)
+            text = "\n".join([summary(shown), *step.notes]) if step.name == "create" else format_diff(shown)
             lines += [f"  {line}" for line in text.splitlines()]
         lines += [f"  error: would {line}: stateful" for line in step.stateful]
     verdict = "FAILED: see the errors above" if r.exit_code() else "ok: no stateful resource replaced or deleted"

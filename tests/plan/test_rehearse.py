@@ -161,3 +161,45 @@ def test_a_step_the_settings_refuse_fails_the_rehearsal_with_exit_1(tmp_path, ca
     out = capsys.readouterr().out
     assert "step 3 edit" in out and "refused by the settings; nothing applied:" in out
     assert out.rstrip().endswith("rehearsal FAILED: see the errors above")
+
+
+# --------------------------------------------------------------------------- faults of the drivers and the provider
+
+
+@pytest.mark.parametrize("stack, stack_file, noted", [("acme-prod", ACME, True), (HEAT_STACK, HEAT_FILE, False)],
+                         ids=["magnum-cluster-api", "heat"])
+def test_the_create_step_says_where_cluster_api_starts_a_group_below_its_initial_nodes(stack, stack_file, noted):
+    create = rehearse(stack, stack_file).steps[0]
+    found = [n for n in create.notes if "not its initialNodes" in n]
+    # acme-prod's gpu-h100 asks for initialNodes 2 over minNodes 1; Heat creates the 2.
+    assert bool(found) == noted
+    if noted:
+        (note,) = found
+        assert note.startswith("note: node group gpu-h100 starts with 1 node, not its initialNodes 2")
+        assert "raise its minNodes" in note
+
+
+def test_an_upgrade_that_outlasts_the_providers_update_wait_fails_the_up():
+    from inference_platform.timing.readiness import cluster_upgrade_budget
+    from platformctl.cloud_refresh import Cloud
+    from platformctl.invariants import plan_resources
+
+    settings = stack_settings("acme-prod")
+    plan = {"stack": "acme-prod", "resources": plan_resources(render_stack("acme-prod"))}
+    cloud = Cloud(settings)
+    # As planned: the update wait covers replacing every node.
+    assert cloud.upgrade_timeouts(plan) == []
+    # Without it (a cluster made before the wait, or the component alone): the provider's 30 minutes.
+    cluster = next(r for r in plan["resources"] if r["type"] == "openstack:containerinfra/cluster:Cluster")
+    cluster["customTimeouts"] = {}
+    (line,) = cloud.upgrade_timeouts(plan)
+    budget = cluster_upgrade_budget(settings).update_seconds
+    assert budget > 1800
+    assert line.startswith("terraform-provider-openstack stops waiting for the cluster upgrade after 1800s (its 30-minute default)")
+    assert f"it may take {budget}s" in line and "customTimeouts.update" in line
+    # The rehearsal's upgrade step fails on it: a cluster moved to a new template.
+    from platformctl.diff import Change
+
+    moved = [Change(cluster["urn"].split("::", 1)[-1], "update", cluster["type"], ["inputs.clusterTemplateId"])]
+    assert cloud.refusals(plan, plan, moved) == [line]
+    assert cloud.refusals(plan, plan, []) == []
