@@ -137,7 +137,7 @@ class NodeGroupArgs(TypedDict):
     max_nodes: NotRequired[int]
     """Most nodes the cluster autoscaler may create. Default: `1`."""
     initial_nodes: NotRequired[int]
-    """Nodes at creation (default: minNodes)."""
+    """Nodes at creation on Heat (default: minNodes). The Cluster API drivers start an autoscaled group at minNodes whatever this says (Cluster API defaults its MachineDeployment's replicas to the minimum)."""
     labels: NotRequired[dict[str, str]]
     """Extra Kubernetes node labels, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), neither the platform's labels nor the selector's."""
     taints: NotRequired[list[TaintArgs]]
@@ -717,11 +717,11 @@ class LlmArgs(TypedDict):
     dtype: NotRequired[Literal["float32", "bfloat16", "float16", "fp8", "int8", "int4"]]
     """Data type of the weights as loaded (`int4`/`int8`/`fp8` for quantised checkpoints). One of: `float32`, `bfloat16`, `float16`, `fp8`, `int8`, `int4`. Default: `bfloat16`."""
     kv_cache_dtype: NotRequired[Literal["auto", "float32", "bfloat16", "float16", "fp8"]]
-    """Data type of the KV cache; `auto` uses the weights' type (`float16` for quantised weights). One of: `auto`, `float32`, `bfloat16`, `float16`, `fp8`. Default: `auto`."""
+    """Data type of the KV cache; `auto` uses the weights' type (`float16` for quantised weights). vLLM takes `auto` and `fp8` only; for TensorRT-LLM, the KV cache the engine was built with. One of: `auto`, `float32`, `bfloat16`, `float16`, `fp8`. Default: `auto`."""
     tensor_parallel_size: NotRequired[int]
     """GPUs one replica spreads the model over, all on one node; equals the version's `gpu.count`. Default: `1`."""
     memory_utilization: NotRequired[float]
-    """Share of each GPU's memory the engine may use (vLLM `gpu_memory_utilization`, TensorRT-LLM `kv_cache_free_gpu_mem_fraction`; both default 0.9). Default: `0.9`."""
+    """vLLM `gpu_memory_utilization`: the share of the whole GPU's memory the engine may use, weights included (at most 1/replicas on a GPU shared by time-slicing or MPS); TensorRT-LLM `kv_cache_free_gpu_mem_fraction`: the share of the memory free once the engine is loaded that its KV cache takes. Both default 0.9. Default: `0.9`."""
     overhead_gib: NotRequired[float]
     """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours). Default: `2`."""
     autoscaling: NotRequired[LlmAutoscalingArgs]

@@ -62,11 +62,11 @@ class Llm(Model):
     dtype: WeightDtype = "bfloat16"
     """Data type of the weights as loaded (`int4`/`int8`/`fp8` for quantised checkpoints)."""
     kv_cache_dtype: KvCacheDtype = "auto"
-    """Data type of the KV cache; `auto` uses the weights' type (`float16` for quantised weights)."""
+    """Data type of the KV cache; `auto` uses the weights' type (`float16` for quantised weights). vLLM takes `auto` and `fp8` only; for TensorRT-LLM, the KV cache the engine was built with."""
     tensor_parallel_size: int = Field(default=1, ge=1, le=16)
     """GPUs one replica spreads the model over, all on one node; equals the version's `gpu.count`."""
     memory_utilization: Number = Field(default=0.9, ge=0.1, le=0.98)
-    """Share of each GPU's memory the engine may use (vLLM `gpu_memory_utilization`, TensorRT-LLM `kv_cache_free_gpu_mem_fraction`; both default 0.9)."""
+    """vLLM `gpu_memory_utilization`: the share of the whole GPU's memory the engine may use, weights included (at most 1/replicas on a GPU shared by time-slicing or MPS); TensorRT-LLM `kv_cache_free_gpu_mem_fraction`: the share of the memory free once the engine is loaded that its KV cache takes. Both default 0.9."""
     overhead_gib: Number = Field(default=2, ge=0, le=64)
     """GPU memory per GPU besides weights and KV cache, GiB: CUDA context, activations, CUDA graphs (an estimate; measure yours)."""
     autoscaling: LlmAutoscaling = LlmAutoscaling()
