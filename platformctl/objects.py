@@ -51,7 +51,7 @@ def _known(*values: Any) -> bool:
 def made_at_up(docs: Iterable[Mapping[str, Any]], router_releases: Iterable[tuple[str, str]] = ()) -> list[tuple[ObjectKey, str]]:
     """Every object made at `up` time that no document of `docs` is, with what makes it: istiod's
     for each Gateway of class istio (with the overlays of its parameters ConfigMap) and for each
-    InferencePool; and the objects of `router_releases` ((namespace, name) of the endpoint picker's
+    InferencePool, KubeRay's for each RayService; and the objects of `router_releases` ((namespace, name) of the endpoint picker's
     releases that are not among `docs`, as controller_names models them)."""
     docs = list(docs)
     config_maps = {(d["metadata"].get("namespace") or "", d["metadata"]["name"]): d for d in docs
@@ -74,6 +74,9 @@ def made_at_up(docs: Iterable[Mapping[str, Any]], router_releases: Iterable[tupl
             overlays = (config_maps.get((namespace, ref.get("name"))) or {}).get("data") or {}
             made += [(key, f"istiod for Gateway {namespace}/{name}")
                      for key in controller_names.istio_gateway_objects(namespace, name, overlays)]
+        elif (group, d.get("kind")) == ("ray.io", "RayService") and _known(namespace, name):
+            made += [(key, f"KubeRay for RayService {namespace}/{name}")
+                     for key in controller_names.rayservice_objects(namespace, name)]
     for namespace, pool in pools:
         made += [(key, f"istiod for InferencePool {namespace}/{pool}")
                  for key in controller_names.inference_pool_objects(namespace, pool)]

@@ -1,6 +1,7 @@
 """The objects that appear at `pulumi up` time without a Pulumi resource declaring them, by
 (API group, kind, namespace, name): what istiod deploys for a Gateway and keeps for an
-InferencePool, and what the endpoint picker's chart installs for a router release. A stack name
+InferencePool, what KubeRay makes for a RayService, and what the endpoint picker's chart
+installs for a router release. A stack name
 that gives a declared object one of these names would have two writers for one object (and, for a
 ServiceAccount, another workload running under the identity a policy admits), so the settings and
 the plan check against this one model (settings/controller_clashes.py, platformctl/objects.py).
@@ -86,6 +87,14 @@ def router_release_objects(namespace: str, release: str) -> list[ObjectKey]:
         objects += [("rbac.authorization.k8s.io", "Role", namespace, role),
                     ("rbac.authorization.k8s.io", "RoleBinding", namespace, role)]
     return objects
+
+
+def rayservice_objects(namespace: str, rayservice: str) -> list[ObjectKey]:
+    """The Services KubeRay v1.7.0 keeps for a RayService whatever cluster is active: `<name>-head-svc`
+    and `<name>-serve-svc` (ray-operator/controllers/ray/utils/util.go:316-320 GenerateHeadServiceName
+    for a RayService, :349-351 GenerateServeServiceName; common/service.go:153,207). Its RayClusters
+    are `<name>-<5 random characters>` (util.go:369-371), a name no check can foresee."""
+    return [("", "Service", namespace, f"{rayservice}-head-svc"), ("", "Service", namespace, f"{rayservice}-serve-svc")]
 
 
 def describe(key: ObjectKey) -> str:

@@ -1,7 +1,8 @@
 """Names the stack chooses that are names of objects made at `up` time.
 
 istiod deploys `<gateway>-istio` for an LLM service's Gateway and keeps `<pool>-ip-<hash>` for
-each InferencePool; each LLM version's router release installs `<pool>-epp` and the pool
+each InferencePool; each LLM version's router release installs `<pool>-epp` and the pool;
+KubeRay keeps `<graph>-head-svc` and `<graph>-serve-svc` for a Ray graph's RayService
 (core/controller_names.py). A service, version or graph whose own objects get one of those names
 in the same namespace shares the object with its maker. For the ServiceAccount that is an
 identity: a service named `<gateway>-istio` beside an LLM service would run its pods as the
@@ -24,7 +25,8 @@ from .stack import Settings
 
 ALLOWED = ("allowed: a name none of whose objects is one made at `up` time in its namespace: `<gateway>-istio` "
            "for an LLM service's Gateway (istiod), `<service>-<version>-epp` and the InferencePool `<service>-<version>` "
-           "of an LLM version (its router release), `<pool>-ip-<hash>` (istiod)")
+           "of an LLM version (its router release), `<pool>-ip-<hash>` (istiod), `<graph>-head-svc` and "
+           "`<graph>-serve-svc` of a Ray graph (KubeRay)")
 
 
 class Named(NamedTuple):
@@ -37,9 +39,11 @@ def _item(path: KeyPath, name: str) -> str:
     return f"{path[0]}[{name}]"
 
 
-def _made(services: Sequence[tuple[KeyPath, Service]]) -> list[Named]:
-    """What controllers and the router releases make for the LLM services, and the key that names it."""
-    made = []
+def _made(services: Sequence[tuple[KeyPath, Service]], ray: Sequence[tuple[KeyPath, Graph]]) -> list[Named]:
+    """What controllers and the router releases make for the LLM services and the Ray graphs, and
+    the key that names it."""
+    made = [Named(key, (*path, "name"), f"what KubeRay makes for the RayService of {_item(path, g.name)}")
+            for path, g in ray for key in controller_names.rayservice_objects(g.k8s_namespace, g.name)]
     for path, svc in services:
         if not svc.llm_routed:
             continue
@@ -83,7 +87,7 @@ def controller_name_problems(services: Sequence[Service], graphs: Sequence[Graph
     ray = [((graph_path, i), g) for i, g in enumerate(graphs) if g.placement == "ray"]
     made: dict[ObjectKey, Named] = {}
     problems: list[tuple[KeyPath, str]] = []
-    for m in _made(served):
+    for m in _made(served, ray):
         if m.key in made and made[m.key].what != m.what:
             problems.append((m.path, f"gives {describe(m.key)}, {m.what}, the name of the one {made[m.key].what}; {ALLOWED}"))
         made.setdefault(m.key, m)

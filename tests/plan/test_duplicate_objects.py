@@ -131,3 +131,8 @@ def test_what_istiod_makes_follows_the_gateways_class_and_overlays_and_each_infe
     assert "PodDisruptionBudget" not in {k[1] for k, _ in made_at_up([gateway])}
     other = {**gateway, "spec": {"gatewayClassName": "other"}}
     assert made_at_up([other]) == []
+
+
+def test_what_kuberay_keeps_for_a_rayservice_is_made_at_up_time():
+    rayservice = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "g", "namespace": "ns"}}
+    assert {key for key, _ in made_at_up([rayservice])} == {("", "Service", "ns", "g-head-svc"), ("", "Service", "ns", "g-serve-svc")}

@@ -111,3 +111,18 @@ def test_triton_service_used_alone_refuses_a_version_named_like_its_gateway():
                for path, why in problems), problems
     assert not [p for p in TritonServiceInputs(service=chat, gpu_groups=settings.gpu_groups).problems()
                 if "made at `up` time" in p[1]]
+
+
+def test_a_service_named_like_the_service_kuberay_keeps_for_a_ray_graph_is_refused(tmp_path):
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.studio-dev.yaml").read_text())
+    ray = next(g for g in doc["config"][GRAPHS] if g["placement"] == "ray")
+    service = _classic_service(_acme(), f"{ray['name']}-serve-svc", ray["name"])
+    service.update(hosts=["serve.studio.example.com"], auth={"mode": "none"})
+    service["versions"][0].update(gpu={"group": "gpu-l4"}, modelRepository={"cache": "fileShare", "path": "serve"})
+    doc["config"][SERVICES] = [service]
+    stack_file = tmp_path / "Pulumi.studio-dev.yaml"
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ConfigError) as info:
+        stack_settings(stack_file)
+    assert f"gives its Service the name of Service {ray['name']}/{ray['name']}-serve-svc, what KubeRay makes for the " \
+           f"RayService of graphs[{ray['name']}]" in info.value.one_line()
