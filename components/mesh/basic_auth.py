@@ -33,6 +33,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from inference_platform.core import endpoints as ep
 from inference_platform.core.common import resource_opts
 from inference_platform.settings.serving import AuthSettings, BasicAuthRotation
 
@@ -129,14 +130,32 @@ def _password(parent: pulumi.Resource, name: str, generation: int) -> random.Ran
     return random.RandomPassword(logical, length=32, special=False, opts=pulumi.ResourceOptions(parent=parent))
 
 
+def gateway_selector(ingress_namespace: str, gateway_pods: Optional[dict[str, str]]) -> Optional[dict]:
+    """The selector of the gateway's DENY policy. In Istio's root namespace a policy without one
+    applies to every workload of the mesh (istio/istio 1.30.3 pilot/pkg/model/authorization.go:
+    root-namespace policies are looked up for every workload), so each change of it (a service
+    added, a rotation) would reach every sidecar; a selector there matches pods in any namespace,
+    so it names the gateway's pods: the platform's ingress gateway (the gateway chart labels its
+    pods `istio: <release without istio->`, gateway 1.30.3 templates/_helpers.tpl
+    gateway.selectorLabels) or an LLM service's Gateway, whose pods istiod labels
+    `gateway.networking.k8s.io/gateway-name: <gateway>` (istiod 1.30.3 files/kube-gateway.yaml).
+    Elsewhere the policy stays without one: it applies to that namespace's workloads, the
+    gateway's pods whatever their labels."""
+    if ingress_namespace != ep.ISTIO_NAMESPACE:
+        return None
+    return {"matchLabels": dict(gateway_pods or ep.INGRESS_POD_LABELS)}
+
+
 def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str, labels: dict, auth: AuthSettings,
-               hosts: list[str], ingress_namespace: str) -> tuple[Optional[pulumi.Output], Optional[str], list[pulumi.Resource]]:
+               hosts: list[str], ingress_namespace: str, gateway_pods: Optional[dict[str, str]] = None,
+               ) -> tuple[Optional[pulumi.Output], Optional[str], list[pulumi.Resource]]:
     """With auth mode `basic`: a password per accepted generation, the Secret with the current
     credential for clients in `namespace`, the gateway's EnvoyFilter that accepts every accepted
     generation on `hosts` and the gateway's AuthorizationPolicy that denies what it did not
-    accept; returns the credentials (secret), the Secret's name and what the routes must wait
-    for (both: routes that admit any Basic credential must not exist before what checks it).
-    Nothing otherwise."""
+    accept, on the pods `gateway_pods` labels (default: the platform's ingress gateway's);
+    returns the credentials (secret), the Secret's name and what the routes must wait for (both:
+    routes that admit any Basic credential must not exist before what checks it). Nothing
+    otherwise."""
     if auth.mode != "basic":
         return None, None, []
     rotation = auth.basic or BasicAuthRotation()
@@ -144,13 +163,6 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
     current_user = credential_username(username, rotation.generation)
     current = passwords[rotation.generation].result
     secret_name = f"{username}-basic-auth"
-    k8s.core.v1.Secret(
-        f"{name}-basic-auth",
-        metadata={"name": secret_name, "namespace": namespace, "labels": labels},
-        type="kubernetes.io/basic-auth",
-        string_data={"username": current_user, "password": current},
-        opts=resource_opts(parent),
-    )
     lines = [pulumi.Output.from_input(p.result).apply(lambda pw, g=g: htpasswd_line(credential_username(username, g), pw))
              for g, p in passwords.items()]
     # SHA-1 of a 32-character random password cannot be turned back into it: the hashes stay
@@ -166,18 +178,27 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
         spec=htpasswd.apply(lambda h: envoy_filter_spec(filter_name, hosts, h)),
         opts=resource_opts(parent),
     )
-    # No selector: every workload in the ingress namespace (the gateway pods whatever their
-    # labels; the whole mesh when that is Istio's root namespace, where the workloads' sidecars
-    # see the accepted username the gateway forwards and let it through).
+    spec = gateway_policy_spec(hosts, [credential_username(username, g) for g in accepted_generations(rotation)])
+    selector = gateway_selector(ingress_namespace, gateway_pods)
     gateway_policy = k8s.apiextensions.CustomResource(
         f"{name}-basic-auth-policy",
         api_version="security.istio.io/v1",
         kind="AuthorizationPolicy",
         metadata={"name": f"basic-auth.{namespace}.{username}", "namespace": ingress_namespace, "labels": labels},
-        spec=gateway_policy_spec(hosts, [credential_username(username, g) for g in accepted_generations(rotation)]),
+        spec={"selector": selector, **spec} if selector else spec,
         # After the filter that writes the usernames it accepts, or the first rollout would deny
         # the clients that the routes' exact credential let through until then.
         opts=resource_opts(parent, depends_on=[envoy_filter]),
+    )
+    # The clients' credential changes only once the filter and the policy that accept it are
+    # written (a rotation's new username, or a revocation's), so a client that reads the Secret
+    # meets a gateway that istiod is already updating, not one that has not heard of it yet.
+    k8s.core.v1.Secret(
+        f"{name}-basic-auth",
+        metadata={"name": secret_name, "namespace": namespace, "labels": labels},
+        type="kubernetes.io/basic-auth",
+        string_data={"username": current_user, "password": current},
+        opts=resource_opts(parent, depends_on=[envoy_filter, gateway_policy]),
     )
     credentials = pulumi.Output.secret(current.apply(lambda p: {"username": current_user, "password": p}))
     return credentials, secret_name, [envoy_filter, gateway_policy]

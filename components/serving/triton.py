@@ -49,7 +49,7 @@ from inference_platform.observability.metrics import (
 )
 from inference_platform.serving.inputs import TritonServiceInputs
 from inference_platform.serving.llm_engine import checks_engine, engine_check_container
-from inference_platform.serving.llm_routing import declare_llm_routing, pod_authorization_rules, pod_network_rules
+from inference_platform.serving.llm_routing import declare_llm_routing, gateway_pods, pod_authorization_rules, pod_network_rules
 from inference_platform.serving.openai_frontend import (
     METRICS_PATH,
     OPENAI_FRONTEND_PORT,
@@ -508,7 +508,7 @@ class TritonService(pulumi.ComponentResource):
                        for version in service.versions}
 
         credentials, secret_name, checked_by = basic_auth(self, name, service.name, ns, labels, service.auth, list(service.hosts),
-                                              a.mesh.ingress_namespace)
+                                              a.mesh.ingress_namespace, gateway_pods(service) if service.llm_routed else None)
 
         def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict], depends_on=()):
             return k8s.apiextensions.CustomResource(

@@ -76,7 +76,6 @@ def test_the_gateway_policy_accepts_exactly_the_usernames_of_the_accepted_genera
     for config, users in ((base_config(), ["svc"]), (rotated(2, previous=1), ["svc-g2", "svc"]), (rotated(2), ["svc-g2"])):
         policy = render_raw(config).get(POLICY, "svc-basic-auth-policy")
         assert policy.inputs["metadata"]["namespace"] == "istio-system"
-        assert "selector" not in policy.inputs["spec"]
         accepted, basic_left = policy.inputs["spec"]["rules"]
         assert accepted["when"] == [{"key": "request.headers[authorization]", "notValues": users}]
         # Any Basic value the filter left is denied too, whatever other values come with it.
@@ -91,3 +90,42 @@ def test_the_routes_change_only_after_the_filter_that_checks_the_credential_exis
         checks = [r for r in plan.resources if r.name in (f"{owner}-basic-auth-filter", f"{owner}-basic-auth-policy")]
         assert all(r.urn in vs.depends_on for r in checks), vs.name
     assert len(plan.of_type(ENVOY_FILTER)) == 2
+
+
+GATEWAY = "kubernetes:networking.istio.io/v1:Gateway"
+API_GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
+
+
+def test_the_gateway_policy_selects_the_gateway_pods_not_every_sidecar_of_the_mesh():
+    # In Istio's root namespace a policy without a selector applies to every workload: each
+    # rotation or new service would reach every sidecar. It selects what the customer Gateway does.
+    plan = render_raw(base_config())
+    policy = plan.get(POLICY, "svc-basic-auth-policy")
+    (gateway,) = plan.of_type(GATEWAY)
+    assert policy.inputs["spec"]["selector"] == {"matchLabels": gateway.inputs["spec"]["selector"]}
+
+
+def test_an_llm_services_gateway_policy_selects_the_pods_istiod_deploys_for_its_gateway():
+    from tests.unit.test_llm_routing_checks import stack as llm_stack
+
+    raw = llm_stack(maxConcurrentSequences=32)
+    raw["services"][0]["auth"] = {"mode": "basic"}
+    plan = render_raw(raw)
+    (gateway,) = plan.of_type(API_GATEWAY)
+    policy = plan.get(POLICY, "svc-basic-auth-policy")
+    # istiod 1.30.3 files/kube-gateway.yaml labels the Deployment's pods with the Gateway's name.
+    assert policy.inputs["spec"]["selector"] == {
+        "matchLabels": {"gateway.networking.k8s.io/gateway-name": gateway.inputs["metadata"]["name"]}}
+
+
+def test_outside_istios_root_namespace_the_gateway_policy_applies_to_that_namespaces_workloads():
+    from inference_platform.mesh.basic_auth import gateway_selector
+
+    assert gateway_selector("istio-ingress", None) is None
+
+
+def test_the_clients_secret_changes_only_after_the_filter_and_the_policy_that_accept_its_credential():
+    plan = render_raw(rotated(2, previous=1))
+    secret = plan.get(SECRET, "svc-basic-auth")
+    checks = [plan.get(ENVOY_FILTER, "svc-basic-auth-filter"), plan.get(POLICY, "svc-basic-auth-policy")]
+    assert all(r.urn in secret.depends_on for r in checks)

@@ -28,6 +28,7 @@ from inference_platform.core.chart_source import ENVIRONMENT_VARIABLE
 from inference_platform.mesh.ref import MeshRef
 from inference_platform.serving.llm_memory import llm_memory_problems
 from inference_platform.settings import checks
+from inference_platform.settings.controller_clashes import stack_controller_name_problems
 from inference_platform.settings.identity import production_problems, stack_name_problems
 from inference_platform.settings.loader import STACK_CHECKS, parse_settings, upload_config_problems
 from inference_platform.settings.stack import SECRET_KEYS, Settings
@@ -146,6 +147,11 @@ def _alerting(**alerting) -> Callable[[dict], None]:
 
 def _llm_base() -> dict:
     return llm_stack(maxConcurrentSequences=32)
+
+
+def _open_llm_base() -> dict:
+    """An LLM service behind the OpenAI frontend, without auth."""
+    return llm_stack(maxConcurrentSequences=32, openai={})
 
 
 def _routed_llm_base() -> dict:
@@ -320,6 +326,11 @@ CASES = (
                     "does not say; TritonService runs the same check on its mesh's ingress namespace"),
     Case("training-section", training_section_problems, _set("trainingSecrets", {"unused": "x"}),
          components=("Training",), base=_training_base),
+    Case("controller-name-clash", stack_controller_name_problems, _set("services.0.versions.0.name", "istio"),
+         components=("TritonService",), base=_open_llm_base),
+    Case("llm-gateway-annotations", checks.llm_gateway_annotations_problems,
+         _set("mesh.gatewayAnnotations", {"gateway.networking.k8s.io/x": "y"}),
+         components=("TritonService",), base=_open_llm_base),
     Case("training-capacity", training_capacity_problems, _set("training.teams.0.quotas.0.gpus", 15), base=_training_base,
          stack_only="the serving peak of every service beside the training teams' quotas"),
 )
