@@ -246,6 +246,7 @@ KUBERNETES_WITHOUT_KIND_ENTRY = frozenset({
     # A CRD (Istio): a spec edit (Basic Auth users) is an update istiod pushes to the gateway.
     "kubernetes:networking.istio.io/v1alpha3:EnvoyFilter",
     "kubernetes:networking.istio.io/v1:Gateway",
+    "kubernetes:networking.istio.io/v1:Sidecar",
     "kubernetes:networking.istio.io/v1:VirtualService",
     "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     "kubernetes:nfd.k8s-sigs.io/v1alpha1:NodeFeatureRule",

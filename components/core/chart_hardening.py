@@ -104,9 +104,13 @@ HARDENING: dict[str, dict[str, Any]] = {
     # default): the uid and gid the image runs as (kubernetes-sigs/kueue v0.19.2 Dockerfile: USER 65532:65532).
     versions.KUEUE.name: {"controllerManager.manager.podSecurityContext.runAsUser": 65532,
                           "controllerManager.manager.podSecurityContext.runAsGroup": 65532},
-    # llm-d-router-gateway v0.10.0 charts/router/values.yaml epp.resources: 8 CPUs and 8 GiB by
-    # default, sized for pools of many model servers; a version's pool here is a handful of pods.
-    versions.LLM_D_ROUTER.name: {"router.epp.resources": _resources("500m", "512Mi", "4", "4Gi")},
+    # llm-d-router-gateway v0.10.0 charts/router/values.yaml epp.resources: 8 CPUs and 8 GiB
+    # requested by default, sized for pools of many model servers; a version's pool here is a
+    # handful of pods. No CPU limit, as upstream: Istio streams every request and response body
+    # through the picker (ext_proc FULL_DUPLEX_STREAMED), so CFS throttling there would add to
+    # every token's latency (hardening ledger: the picker's CKV_K8S_11).
+    versions.LLM_D_ROUTER.name: {"router.epp.resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                          "limits": {"memory": "4Gi"}}},
     versions.KIALI.name: {
         # kiali-server 2.29.0 values.yaml deployment.resources: requests and a memory limit by
         # default; a CPU limit added.

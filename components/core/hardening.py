@@ -177,6 +177,10 @@ CHARTS: tuple[ChartExemption, ...] = (
         "CKV_K8S_37", "CKV_K8S_40"), "llm-d-router-gateway v0.10.0 charts/router/templates/_deployment.yaml has no "
                                      "securityContext value for the endpoint picker's pod or container"),
     ChartExemption("*", ("Deployment/*-epp",), ("CKV_K8S_38",), f"the endpoint picker (its InferencePool, the pool's pods) {_TOKEN}"),
+    ChartExemption("*", ("Deployment/*-epp",), ("CKV_K8S_11",),
+                   "no CPU limit on the endpoint picker, as upstream: every streamed request and response passes "
+                   "through it (Istio ext_proc FULL_DUPLEX_STREAMED), and CFS throttling would add to each token's "
+                   "latency; its request reserves the CPU"),
     # -- istio-ingressgateway
     ChartExemption("istio-ingressgateway", ("Deployment/istio-ingressgateway",), ("CKV_K8S_14",),
                    "image `auto`: istiod's injector fills in the proxy image it pins (versions.py), as gateway "

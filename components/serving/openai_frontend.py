@@ -87,6 +87,19 @@ def frontend_container(version: Version, repository: pulumi.Input[str], mount_pa
     return container
 
 
+# fastapi_frontend.py (r25.01) runs uvicorn with timeout_keep_alive=5, not configurable: it
+# closes a connection idle for 5 s. The sidecar keeps its inbound connections to the container
+# for up to an hour by default; one it reuses just as uvicorn closes it fails the request (503
+# UC, "upstream connection termination"). Closing them first, after 4 s, leaves no such race.
+SIDECAR_INBOUND_IDLE_TIMEOUT = "4s"
+
+
+def sidecar_spec(service: Service) -> dict:
+    """The service's pods' Sidecar: inbound connections to the frontend close before uvicorn's."""
+    return {"workloadSelector": {"labels": {"app": service.name}},
+            "inboundConnectionPool": {"http": {"idleTimeout": SIDECAR_INBOUND_IDLE_TIMEOUT}}}
+
+
 def serves_openai(service: Service) -> bool:
     return any(v.serves_openai for v in service.versions)
 

@@ -57,6 +57,7 @@ from inference_platform.serving.openai_frontend import (
     metrics_port_names,
     metrics_ports,
     serves_openai,
+    sidecar_spec,
 )
 from inference_platform.serving.shutdown import shutdown, sidecar_annotations
 from inference_platform.serving.triton_api import (
@@ -521,6 +522,8 @@ class TritonService(pulumi.ComponentResource):
             )
 
         custom("destinationrule", "networking.istio.io/v1", "DestinationRule", destination_rule_spec(service))
+        if serves_openai(service):
+            custom("sidecar", "networking.istio.io/v1", "Sidecar", sidecar_spec(service))
         if service.llm_routed:
             declare_llm_routing(self, name, service, labels, a.mesh.monitoring_namespace, a.gateway_tls_secret,
                                 deployments, checked_by, a.gateway_annotations)

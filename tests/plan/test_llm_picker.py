@@ -155,3 +155,19 @@ def test_the_picker_reads_the_prompt_and_scores_what_it_counts_itself():
     assert engine["name"] == extractor["defaultEngine"]
     assert engine["queuedRequestsSpec"] == "nv_inference_pending_request_count"
     assert engine["runningRequestsSpec"] == "" and engine["kvUsageSpec"] == ""
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_picker_runs_unthrottled_as_one_replica_helm_can_wait_for(stack):
+    """No CPU limit: every streamed chunk passes through the picker (Istio 1.30.3
+    route/route.go: ext_proc FULL_DUPLEX_STREAMED both ways), so throttling would slow every
+    token. One replica: with more, the chart turns on leader election, and a standby never passes
+    its readiness check (llm-d-router v0.10.0 cmd/epp/runner/health.go: readiness needs
+    isLeader), so Helm's wait for the chart's Recreate Deployment (all replicas ready) would never
+    end and the release's `up` would time out."""
+    for release in router_releases(plan_resources(stack_plan(stack))):
+        epp = release["inputs"]["values"]["router"]["epp"]
+        resources = epp["resources"]
+        assert "cpu" not in resources.get("limits", {}), release["name"]
+        assert resources["requests"]["cpu"] and resources["limits"]["memory"], release["name"]
+        assert epp.get("replicas", 1) == 1, release["name"]

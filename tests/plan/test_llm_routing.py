@@ -8,7 +8,7 @@ import pytest
 
 from platformctl import ordering
 from platformctl.__main__ import main
-from platformctl.engine import render_stack
+from platformctl.engine import render_stack, stack_settings
 from platformctl.invariants import plan_resources
 from platformctl.plan import write_plan
 from tests.conftest import STACKS, stack_plan
@@ -184,3 +184,23 @@ def test_a_version_at_weight_zero_is_not_waited_for(tmp_path):
     assert deployments["llm-chat-v7"]["urn"] in route["dependsOn"]
     assert deployments["llm-chat-v8"]["urn"] not in route["dependsOn"]
     assert [p for p in ordering.violations(resources) if "route-after-weighted-rollouts" in p] == []
+
+
+SIDECAR = "kubernetes:networking.istio.io/v1:Sidecar"
+# triton-inference-server/server r25.01 python/openai/openai_frontend/frontend/fastapi_frontend.py:
+# uvicorn.Config(..., timeout_keep_alive=5): the frontend closes a connection idle for 5 s.
+FRONTEND_KEEP_ALIVE_SECONDS = 5
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_proxy_closes_idle_connections_to_the_openai_frontend_before_the_frontend_does(stack):
+    plan = stack_plan(stack)
+    sidecars = {(r.inputs["metadata"]["namespace"], r.inputs["spec"]["workloadSelector"]["labels"]["app"]): r
+                for r in plan.of_type(SIDECAR)}
+    for service in stack_settings(stack).services:
+        if not any(v.serves_openai for v in service.versions):
+            continue
+        sidecar = sidecars.get((service.k8s_namespace, service.name))
+        assert sidecar is not None, f"{stack} {service.name}: no Sidecar on the frontend's pods"
+        idle = sidecar.inputs["spec"]["inboundConnectionPool"]["http"]["idleTimeout"]
+        assert idle.endswith("s") and float(idle[:-1]) < FRONTEND_KEEP_ALIVE_SECONDS, idle
