@@ -685,6 +685,12 @@ class LlmArchitectureArgs(TypedDict):
     """Key/value attention heads (`num_key_value_heads`; equal to the attention heads without grouped-query attention)."""
     head_dim: int
     """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
+    vocab_size: NotRequired[int]
+    """Tokens of the vocabulary (`vocab_size`); required with a quantised dtype, whose checkpoint keeps the token embeddings and lm_head in 16 bits."""
+    hidden_size: NotRequired[int]
+    """Width of the model (`hidden_size`); required with a quantised dtype, like vocabSize."""
+    tie_word_embeddings: NotRequired[bool]
+    """The lm_head is the token embeddings (`tie_word_embeddings`), counted once. Default: `false`."""
 
 
 class LlmAutoscalingArgs(TypedDict):

@@ -33,8 +33,10 @@ The KV-cache formula is that of NVIDIA's "Mastering LLM Techniques: Inference Op
 (developer.nvidia.com blog, 2023), with KV heads for grouped-query attention. GPU and MIG memory
 come from their names in GB (10^9 bytes), which is at most what the device really has (an
 H100-80GB has 81,559 MiB; a 1g.10gb slice 9,856 MiB). int4 weights count their group-128 16-bit
-scales and 4-bit zero points (AWQ, GPTQ); the 16-bit embeddings and lm_head a quantised
-checkpoint keeps belong in overheadGiB (docs/serving.md: LLM memory fit).
+scales and 4-bit zero points (AWQ, GPTQ); a quantised checkpoint's token embeddings and lm_head
+count at 16 bits (architecture.vocabSize x hiddenSize each): vLLM 0.6.3 quantises linear layers
+only for AWQ (vllm/model_executor/layers/quantization/awq.py get_quant_method), and the lm_head
+for GPTQ only when the checkpoint says `lm_head: true` (gptq.py), which the fit does not credit.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Optional
 from inference_platform.gpu.profiles import mig_mix
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.errors import KeyPath
-from inference_platform.settings.llm import DTYPE_BYTES, WEIGHT_BYTES, Llm
+from inference_platform.settings.llm import QUANTISED_DTYPES, WEIGHT_BYTES, Llm
 from inference_platform.settings.serving import Service, Version
 from inference_platform.settings.stack import Settings
 
@@ -129,11 +131,18 @@ def kv_heads_per_gpu(llm: Llm) -> int:
     return math.ceil(llm.architecture.kv_heads / llm.tensor_parallel_size)
 
 
+def weight_bytes(llm: Llm) -> float:
+    """The weights of the whole model; a quantised checkpoint's embeddings and lm_head stay 16-bit."""
+    a = llm.architecture
+    kept = a.embedding_parameters if llm.dtype in QUANTISED_DTYPES else 0
+    return (a.parameters_billion * 1e9 - kept) * WEIGHT_BYTES[llm.dtype] + kept * 2
+
+
 def fit(llm: Llm, share_bytes: int, share: str = "", device_bytes: Optional[int] = None) -> Fit:
     """`device_bytes`: the whole device's memory when the share is a time-slicing or MPS part of it."""
     a, tp = llm.architecture, llm.tensor_parallel_size
     kv_per_token = 2 * a.layers * kv_heads_per_gpu(llm) * a.head_dim * llm.kv_element_bytes
-    weights = a.parameters_billion * 1e9 * WEIGHT_BYTES[llm.dtype] / tp
+    weights = weight_bytes(llm) / tp
     overhead = llm.overhead_gib * GIB
     if llm.engine == "vllm":
         base = float(device_bytes or share_bytes)

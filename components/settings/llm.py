@@ -18,6 +18,7 @@ DTYPE_BYTES: dict[str, float] = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8
 # zero point per group of 128 weights.
 WEIGHT_BYTES: dict[str, float] = {**DTYPE_BYTES, "int4": 0.5 + (2 + 0.5) / 128}
 WeightDtype = Literal["float32", "bfloat16", "float16", "fp8", "int8", "int4"]
+QUANTISED_DTYPES = ("fp8", "int8", "int4")
 KvCacheDtype = Literal["auto", "float32", "bfloat16", "float16", "fp8"]
 
 
@@ -32,6 +33,19 @@ class LlmArchitecture(Model):
     """Key/value attention heads (`num_key_value_heads`; equal to the attention heads without grouped-query attention)."""
     head_dim: int = Field(ge=1, le=1024)
     """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
+    vocab_size: Optional[int] = Field(default=None, ge=1, le=10_000_000)
+    """Tokens of the vocabulary (`vocab_size`); required with a quantised dtype, whose checkpoint keeps the token embeddings and lm_head in 16 bits."""
+    hidden_size: Optional[int] = Field(default=None, ge=1, le=1_000_000)
+    """Width of the model (`hidden_size`); required with a quantised dtype, like vocabSize."""
+    tie_word_embeddings: bool = False
+    """The lm_head is the token embeddings (`tie_word_embeddings`), counted once."""
+
+    @property
+    def embedding_parameters(self) -> int:
+        """Parameters of the token embeddings and lm_head (0 when their sizes are not given)."""
+        if self.vocab_size is None or self.hidden_size is None:
+            return 0
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
 
 
 class LlmAutoscaling(Model):
@@ -114,7 +128,13 @@ def llm_setting_problems(llm: Llm) -> list[tuple[KeyPath, str]]:
         problems.append((("autoscaling", "kvCacheUseTarget"), "the vLLM backend exports no KV-cache gauge at the pinned "
                          "release, so no HPA metric follows this target; allowed: kvCacheUseTarget with engine "
                          "tensorrtllm only (leave it out for vllm)"))
-    kv_heads, tp = llm.architecture.kv_heads, llm.tensor_parallel_size
+    a = llm.architecture
+    if llm.dtype in QUANTISED_DTYPES and (a.vocab_size is None or a.hidden_size is None):
+        key = "vocabSize" if a.vocab_size is None else "hiddenSize"
+        problems.append((("architecture", key), f"required with dtype {llm.dtype}: a quantised checkpoint keeps its token "
+                         "embeddings and lm_head in 16 bits (vocab_size x hidden_size parameters each), which the memory "
+                         "fit counts; allowed: architecture.vocabSize and hiddenSize from the model's config.json"))
+    kv_heads, tp = a.kv_heads, llm.tensor_parallel_size
     if kv_heads % tp and tp % kv_heads:
         divisors = [d for d in range(1, min(kv_heads, 16) + 1) if kv_heads % d == 0]
         problems.append((("tensorParallelSize",), f"is {tp}, which does not split the model's {kv_heads} KV heads "

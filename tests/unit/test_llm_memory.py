@@ -199,3 +199,24 @@ def test_tensorrt_llm_on_a_shared_gpu_is_held_to_its_share_whichever_replica_loa
     (report,) = llm_memory_report(parse_settings(raw, STACK_FILE))
     # Loaded last it finds its share's 40 GB, less its weights and overhead, free: 20.3 GiB.
     assert "leave 20.3 GiB of H100-80GB shared 2 ways (time-slicing) per GPU" in report and report.endswith(": fits")
+
+
+LLAMA31_8B_VOCAB = {**LLAMA31_8B, "vocabSize": 128_256, "hiddenSize": 4096}
+
+
+def test_a_quantised_checkpoint_keeps_its_embeddings_and_lm_head_in_16_bits():
+    embeddings = 2 * 128_256 * 4096  # token embeddings and an untied lm_head
+    f = fit(llm(LLAMA31_8B_VOCAB, dtype="int4"), 80 * GB)
+    assert f.weights == pytest.approx((8.03e9 - embeddings) * (0.5 + 2.5 / 128) + embeddings * 2)
+    tied = fit(llm({**LLAMA31_8B_VOCAB, "tieWordEmbeddings": True}, dtype="int4"), 80 * GB)
+    assert f.weights - tied.weights == pytest.approx(embeddings / 2 * (2 - 0.5 - 2.5 / 128))
+    # Unquantised weights hold them at their own type, already in parametersBillion.
+    assert fit(llm(LLAMA31_8B_VOCAB), 80 * GB).weights == pytest.approx(8.03e9 * 2)
+
+
+@pytest.mark.parametrize("dtype", ["int4", "int8", "fp8"])
+def test_a_quantised_dtype_needs_the_sizes_of_its_16_bit_embeddings(dtype):
+    line = refused(stack(maxConcurrentSequences=8, dtype=dtype))
+    assert f"services[svc].versions[v1].llm.architecture.vocabSize: required with dtype {dtype}: " in line
+    assert "allowed: architecture.vocabSize and hiddenSize from the model's config.json" in line
+    parse_settings(stack(maxConcurrentSequences=8, dtype=dtype, architecture=LLAMA31_8B_VOCAB), STACK_FILE)
