@@ -10,6 +10,7 @@ from inference_platform.args import TrainingArgs
 from inference_platform.core.common import COMPONENT_KEY, init_component, namespace, resource_opts, standard_labels
 from inference_platform.settings.component_args import validated
 from inference_platform.settings.training import TrainingSettings, TrainingTeam, TrainJobSettings
+from inference_platform.training.gpu_quota import QUOTA_NAME, gpu_quota_spec
 from inference_platform.training.inputs import TrainingInputs
 from inference_platform.training.install import install_trainer
 from inference_platform.training.jobs import (
@@ -83,6 +84,14 @@ class Training(pulumi.ComponentResource):
         namespaces = ({t.name: team_namespace(f"{name}-team-{t.name}", t, resource_opts(self)) for t in a.training.teams}
                       if a.create_namespaces else {})
         groups = {g.name: g for g in a.gpu_groups}
+        if a.priority_class is not None:
+            for t in a.training.teams:
+                # A GPU pod of another class would run unqueued, level with serving (training/gpu_quota.py).
+                k8s.core.v1.ResourceQuota(
+                    f"{name}-gpu-quota-{t.name}", metadata={"name": QUOTA_NAME, "namespace": t.namespace,
+                                                          "labels": standard_labels(QUOTA_NAME, **{COMPONENT_KEY: COMPONENT})},
+                    spec=gpu_quota_spec(a.gpu_groups, a.priority_class),
+                    opts=resource_opts(self, depends_on=[namespaces[t.name]] if t.name in namespaces else []))
         publishing = publish_resources(name, a, teams, namespaces, resource_opts(self))
         refs: dict[str, pulumi.Input[str]] = {}
         for job in a.training.jobs:
