@@ -15,7 +15,8 @@ from platformctl.engine import stack_settings
 from platformctl.stackfile import StackFileError, parse_stack_text
 from tests.support.hostile_corpus import LOCATION, hostile_cases, valid_cases
 
-SELECTED = ("image-latest", "sdk-image", "alert-secret-plain", "merge-key", "ui-host-graph", "graph-image", "named-resnet")
+SELECTED = ("image-latest", "sdk-image", "alert-secret-plain", "merge-key", "ui-host-graph", "graph-image", "named-resnet",
+            "controller-name")
 CASES = [c for c in hostile_cases() if any(s in c[0] for s in SELECTED)]
 
 

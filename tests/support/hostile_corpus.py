@@ -707,8 +707,29 @@ def training_quota_cases() -> Iterator[tuple[str, bytes, Any]]:
             yield f"studio-dev:type:{key_path(path)}:{i}", dump(doc), key_path(path, doc)
 
 
+def controller_name_cases() -> Iterator[tuple[str, bytes, Any]]:
+    """Names the plan cannot see: a service or version whose objects take the name of one a
+    controller or chart makes at `up` time in the same namespace (core/controller_names.py)."""
+    from inference_platform.core.controller_names import inference_pool_service_name
+
+    prod = example("acme-prod")
+    services = prod["config"][f"{NS}:services"]
+    embed = next(s for s in services if s["name"] == "embed")
+    for case, name in (("gateway-identity", "llm-chat-istio"), ("picker", "llm-chat-v7-epp"),
+                       ("pool-service", inference_pool_service_name("llm-chat-v8"))):
+        clash = dict(copy.deepcopy(embed), name=name, namespace="llm-chat", hosts=[f"{case}.acme.example.com"])
+        yield (f"acme-prod:controller-name-{case}", dump(_set(prod, ("services",), [*services, clash])),
+               key_path(("services", len(services), "name")))
+    for case, version in (("gateway-deployment", "istio"), ("picker-deployment", "v7-epp")):
+        chat = copy.deepcopy(services[0])
+        chat["versions"].append(dict(copy.deepcopy(chat["versions"][1]), name=version, weight=0))
+        doc = _set(prod, ("services",), [chat, *services[1:]])
+        yield f"acme-prod:controller-name-{case}", dump(doc), key_path(("services", 0, "versions", 2, "name"), doc)
+
+
 def hostile_cases() -> list[tuple[str, bytes, Any]]:
-    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases(), *llm_tuning_cases(), *training_quota_cases()]
+    return [*loader_cases(), *value_cases(), *type_cases(), *finding_cases(), *llm_tuning_cases(), *training_quota_cases(),
+            *controller_name_cases()]
 
 
 def valid_cases() -> list[tuple[str, bytes]]:
