@@ -89,7 +89,7 @@ def controller_name_problems(services: Sequence[Service], graphs: Sequence[Graph
     problems: list[tuple[KeyPath, str]] = []
     for m in _made(served, ray):
         if m.key in made and made[m.key].what != m.what:
-            problems.append((m.path, f"gives {describe(m.key)}, {m.what}, the name of the one {made[m.key].what}; {ALLOWED}"))
+            problems.append((m.path, f"{describe(m.key)} would be made twice, by {m.what} and by {made[m.key].what}; {ALLOWED}"))
         made.setdefault(m.key, m)
     for d in _declared(served, ray):
         if d.key not in made:

@@ -126,3 +126,17 @@ def test_a_service_named_like_the_service_kuberay_keeps_for_a_ray_graph_is_refus
         stack_settings(stack_file)
     assert f"gives its Service the name of Service {ray['name']}/{ray['name']}-serve-svc, what KubeRay makes for the " \
            f"RayService of graphs[{ray['name']}]" in info.value.one_line()
+
+
+def test_two_router_releases_whose_cluster_roles_share_a_name_are_refused(tmp_path):
+    # The chart names its ClusterRole `<release>-<namespace>-epp`: llm-chat-v7 in llm-chat and
+    # llm-chat-v7-llm in chat both make `llm-chat-v7-llm-chat-epp`, and Helm refuses the second.
+    doc = _acme()
+    chat = copy.deepcopy(doc["config"][SERVICES][0])
+    chat.update(name="llm-chat-v7", namespace="chat", hosts=["other-chat.acme.example.com"])
+    chat["versions"] = [dict(chat["versions"][0], name="llm", weight=100)]
+    doc["config"][SERVICES].append(chat)
+    err = _refused(tmp_path, doc)
+    assert ("ClusterRole.rbac.authorization.k8s.io llm-chat-v7-llm-chat-epp would be made twice, by what the router "
+            "release of services[llm-chat-v7].versions[llm] ('llm-chat-v7-llm') installs and by what the router release "
+            "of services[llm-chat].versions[v7] ('llm-chat-v7') installs") in err.one_line(), err.one_line()
