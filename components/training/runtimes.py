@@ -78,9 +78,10 @@ def node_job(r: TrainingRuntimeSettings, initializers: tuple[str, ...]) -> dict[
         "name": NODE,
         # Replaced by each TrainJob's spec.trainer.image; a runtime needs one.
         "image": versions.PAUSE_IMAGE,
-        "env": [{"name": STRATEGY_ENV, "value": r.kind}],
+        # HOME on the writable /tmp: the UID has no home in a stock image, where HOME is then / (root's),
+        # and torch hub, triton's kernel cache and ~/.cache write below $HOME.
+        "env": [{"name": STRATEGY_ENV, "value": r.kind}, {"name": "HOME", "value": "/tmp"}],
         "securityContext": {**restricted_security_context(runAsUser=r.run_as_user, runAsGroup=r.run_as_user),
-                            # Training images write their caches (torch, triton kernels) below $HOME.
                             "readOnlyRootFilesystem": False},
         "volumeMounts": mounts,
     }

@@ -71,6 +71,20 @@ def test_each_strategy_has_a_runtime_named_ip_kind_whose_node_container_says_the
         assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
 
 
+def test_the_node_containers_home_is_a_writable_volume_for_a_uid_without_a_home(plan):
+    # A stock image has no home for the runtime's UID: HOME would be / (root's), where torch hub,
+    # triton's kernel cache and ~/.cache cannot write.
+    for runtime in plan.of_type(RUNTIME):
+        container = _node_container(runtime)
+        (job,) = [j for j in runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node"]
+        pod = job["template"]["spec"]["template"]["spec"]
+        home = {e["name"]: e["value"] for e in container["env"] if "value" in e}["HOME"]
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == home]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        assert volume == {"name": mount["name"], "emptyDir": {}} and not mount.get("readOnly")
+        assert container["securityContext"]["runAsUser"] != 0
+
+
 def test_shared_memory_is_a_memory_volume_of_the_runtimes_size():
     raw = training_config(runtimes=[{"kind": "torch-ddp", "shmSize": "32Gi"}], jobs=[])
     (runtime,) = render_raw(raw).of_type(RUNTIME)

@@ -45,7 +45,7 @@ def test_each_node_gets_the_pet_variables_with_its_completion_index_as_node_rank
 def test_the_runtime_env_comes_first_and_the_job_env_replaces_a_name_in_place():
     runtime, job = objects(env=[{"name": "PLATFORM_SHARD_DEGREE", "value": "4"}, {"name": "EXTRA", "value": "1"}])
     names = [e["name"] for e in node_env(runtime, job)]
-    assert names == ["PLATFORM_TRAIN_STRATEGY", "PLATFORM_SHARD_DEGREE", "EXTRA",
+    assert names == ["PLATFORM_TRAIN_STRATEGY", "HOME", "PLATFORM_SHARD_DEGREE", "EXTRA",
                      "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"]
     assert env_of(runtime, job)["PLATFORM_SHARD_DEGREE"] == "4"
 
