@@ -1096,6 +1096,8 @@ class TrainJobSettingsArgs(TypedDict):
     """Seconds the job may run (from its start, reset on resume) before Trainer fails it."""
     restart_on_edit: NotRequired[bool]
     """Accept, in a production stack, edits that kill this job while it runs: one that replaces its TrainJob (its own keys, its group's `networks`, selector and taints, its claim) or one of its runtime's containers, which makes Kueue evict it; the job starts again, from its last checkpoint if its code reads one. Without it `platformctl diff` refuses such an edit of a production stack (docs/training.md: Edits that restart a job); other stacks get a note. Default: `false`."""
+    priority: NotRequired[Literal["training", "training-urgent"]]
+    """Kueue WorkloadPriorityClass of the job (label `kueue.x-k8s.io/priority-class`): the order of the team's pending jobs, and with the team's `preemption.withinClusterQueue: LowerPriority` a `training-urgent` job preempts the team's own `training` jobs. Every job gets one, so no job outranks the others by accident. One of: `training`, `training-urgent`. Default: `training`."""
     suspend: NotRequired[bool]
     """Refused when true: under Kueue it holds nothing (Kueue lifts `suspend` from every job it admits) and setting it on a running job deletes its pods, which restart from the beginning once Kueue lifts it. To hold a job, leave it out of `training.jobs` until it should run (docs/training.md: Holding a job). Kept so that `false` parses. Default: `false`."""
     publish_to: NotRequired[PublishToArgs]

@@ -44,6 +44,8 @@ from inference_platform.weights.inputs import WeightsRef
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 # kueue.x-k8s.io/queue-name (Kueue's constants.QueueLabel): the LocalQueue, named after the team.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# kueue.x-k8s.io/priority-class (Kueue's constants.WorkloadPriorityClassLabel): the job's WorkloadPriorityClass.
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # The platform's entry in spec.runtimePatches (domain-prefixed path; Kueue writes its own).
 PATCH_MANAGER = "inference-platform/node-contract"
 # Immutable in Trainer's API (above): a change of any replaces the job.
@@ -107,7 +109,7 @@ def trainer_env(job: TrainJobSettings, network: Optional[GroupNetwork]) -> list[
 
 
 def trainjob_labels(job: TrainJobSettings, team: TrainingTeam) -> dict[str, str]:
-    return standard_labels(job.name, **{COMPONENT_KEY: COMPONENT, QUEUE_LABEL: team.name})
+    return standard_labels(job.name, **{COMPONENT_KEY: COMPONENT, QUEUE_LABEL: team.name, PRIORITY_LABEL: job.priority})
 
 
 def trainjob_annotations(job: TrainJobSettings, production: bool) -> dict[str, str]:

@@ -17,9 +17,9 @@ from inference_platform.training.capacity import group_proofs
 from platformctl.engine import render_stack, stack_settings
 from platformctl.ordering import violations
 from platformctl.plan import HELM_RELEASE
-from tests.conftest import ROOT, STACKS, stack_plan
+from tests.conftest import ROOT, STACKS, render_raw, stack_plan
 from tests.support import conformance
-from tests.support.training_stacks import train_dev_with_topology
+from tests.support.training_stacks import train_dev_with_topology, training_config
 
 TRAIN_DEV = ROOT / "stacks" / "Pulumi.train-dev.yaml"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -199,3 +199,21 @@ def test_new_topology_levels_make_a_new_topology_and_flavors_before_the_old_ones
     assert actions["train-dev-topology"] == ("replace", False)
     assert actions["train-dev-flavor-gpu-h100"] == actions["train-dev-flavor-gpu-mig"] == ("replace", False)
     assert actions["train-dev-queue-research"] == ("update", False)
+
+
+def test_every_trainjob_names_one_of_kueues_workload_priority_classes():
+    """Without the label Kueue takes a workload's priority from its pods' PriorityClass (-8 for all),
+    so the team queues' withinClusterQueue: LowerPriority never preempts, and a job labelled by hand
+    would outrank every other."""
+    from inference_platform.training.kueue import WORKLOAD_PRIORITIES
+
+    raw = training_config()
+    raw["training"]["jobs"][1]["priority"] = "training-urgent"
+    plan = render_raw(raw)
+    classes = {r.inputs["metadata"]["name"]: r.inputs for r in plan.resources
+               if r.type == "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass"}
+    labels = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"].get("kueue.x-k8s.io/priority-class")
+              for r in plan.resources if r.type == "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"}
+    assert labels == {"ddp": "training", "llm": "training-urgent"}
+    assert set(labels.values()) <= set(classes) == set(WORKLOAD_PRIORITIES)
+    assert classes["training-urgent"]["value"] > classes["training"]["value"]
