@@ -485,7 +485,7 @@ class JwtAuthArgs(TypedDict):
     jwks_uri: str
     """URL of the issuer's JSON Web Key Set."""
     audiences: NotRequired[list[str]]
-    """Accepted audiences (`aud`); empty accepts any."""
+    """Accepted audiences (`aud`); empty accepts any, which a production stack refuses."""
 
 
 class BasicAuthRotationArgs(TypedDict):

@@ -28,11 +28,24 @@ def peer_authentication_spec(selector: dict[str, str], metrics_port: int | tuple
             "portLevelMtls": {str(p): {"mode": "PERMISSIVE"} for p in ports}}
 
 
-def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
-    rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri}
+# Where a proxy reads the token: the Authorization header's Bearer value only. Without a location
+# Envoy also takes the `access_token` query parameter (go-control-plane jwt_authn/v3 config.pb.go
+# JwtProvider "default locations"; Istio passes fromHeaders and fromParams through as given,
+# istio 1.30.3 pilot/pkg/security/authn/policy_applier.go), and a URL ends up in traces and logs.
+TOKEN_FROM_HEADERS = [{"name": "Authorization", "prefix": "Bearer "}]
+
+
+def jwt_rule(jwt: JwtAuth, **more) -> dict:
+    """A RequestAuthentication jwtRule: the issuer, its key set, the token from the Bearer header
+    only, and the audiences where given."""
+    rule = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri, "fromHeaders": TOKEN_FROM_HEADERS, **more}
     if jwt.audiences:
         rule["audiences"] = list(jwt.audiences)
-    return {"selector": {"matchLabels": selector}, "jwtRules": [rule]}
+    return rule
+
+
+def request_authentication_spec(selector: dict[str, str], jwt: JwtAuth) -> dict:
+    return {"selector": {"matchLabels": selector}, "jwtRules": [jwt_rule(jwt)]}
 
 
 def declare_mesh_security(custom: Callable[[str, str, str, dict], object], selector: dict[str, str],

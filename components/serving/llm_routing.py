@@ -31,7 +31,7 @@ import yaml
 from inference_platform.core import controller_names, versions
 from inference_platform.core.common import from_namespace, helm_release, resource_opts
 from inference_platform.mesh.routes import BASIC_CREDENTIAL, envoy_duration
-from inference_platform.mesh.security import ingress_source
+from inference_platform.mesh.security import ingress_source, jwt_rule
 from inference_platform.serving.openai_frontend import METRICS_PATH, OPENAI_FRONTEND_PORT
 from inference_platform.settings.serving import Service, Version, deployment_name
 
@@ -323,10 +323,7 @@ def gateway_jwt_specs(service: Service) -> tuple[dict, dict]:
     # Kept for the pods, whose policy asks for a request principal again: without it the gateway
     # drops the token once checked (istio 1.30.3 pilot/pkg/security/authn/policy_applier.go
     # `Forward: jwtRule.ForwardOriginalToken`, default false) and every request ends 403 there.
-    rule: dict = {"issuer": jwt.issuer, "jwksUri": jwt.jwks_uri, "forwardOriginalToken": True}
-    if jwt.audiences:
-        rule["audiences"] = list(jwt.audiences)
-    authentication = {"targetRefs": gateway_target(service), "jwtRules": [rule]}
+    authentication = {"targetRefs": gateway_target(service), "jwtRules": [jwt_rule(jwt, forwardOriginalToken=True)]}
     authorization = {"targetRefs": gateway_target(service), "action": "ALLOW",
                      "rules": [{"from": [{"source": {"requestPrincipals": ["*"]}}]}]}
     return authentication, authorization

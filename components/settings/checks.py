@@ -247,6 +247,10 @@ def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
         problems += [(base + path, why) for path, why in reserved_namespace_problems(item)]
         if item.auth.mode == "none" and s.production:
             problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
+        if item.auth.mode == "jwt" and s.production and not item.auth.jwt.audiences:
+            problems.append((base + ("auth", "jwt", "audiences"), "required in a production stack: without it the "
+                             "gateway accepts any token its issuer signs, for any audience; allowed: the `aud` values "
+                             "of the tokens meant for this service"))
         if kind == "services":
             problems += [(base + path, problem) for path, problem in service_problems(item, groups)]
             repositories = [(("versions", vi), v.model_repository) for vi, v in enumerate(item.versions)]

@@ -46,7 +46,7 @@ class JwtAuth(Model):
     jwks_uri: HttpsUrl
     """URL of the issuer's JSON Web Key Set."""
     audiences: list[Text] = []
-    """Accepted audiences (`aud`); empty accepts any."""
+    """Accepted audiences (`aud`); empty accepts any, which a production stack refuses."""
 
 
 class BasicAuthRotation(Model):

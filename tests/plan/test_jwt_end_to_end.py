@@ -38,11 +38,11 @@ def _policies():
             for side, labels, gw in (("gateway", gateway_labels, True), ("pod", pod_labels, False))}
 
 
-def _through(authorization) -> str:
+def _through(authorization, query: dict | None = None) -> str:
     policies = _policies()
     headers = {"host": "chat.acme.example.com", **({"authorization": authorization} if authorization else {})}
     rules, gateway_policy = policies["gateway"]
-    passed = mesh_eval.jwt_authn(rules, headers)
+    passed = mesh_eval.jwt_authn(rules, headers, query)
     if passed is None:
         return "401 at the gateway"
     principal, forwarded = passed
@@ -50,7 +50,7 @@ def _through(authorization) -> str:
                              request_principal=principal, method="POST"):
         return "403 at the gateway"
     rules, pod_policy = policies["pod"]
-    passed = mesh_eval.jwt_authn(rules, forwarded)
+    passed = mesh_eval.jwt_authn(rules, forwarded, query)
     if passed is None:
         return "401 at the pod"
     principal, _ = passed
@@ -69,3 +69,9 @@ def test_a_missing_or_bad_token_is_refused_at_the_gateway():
     assert _through("Bearer " + mesh_eval.jwt_token(ISSUER, "alice", ["other"], JWKS)) == "401 at the gateway"
     assert _through("Bearer " + mesh_eval.jwt_token("https://evil.example.com/", "alice", [AUDIENCE], JWKS)) == "401 at the gateway"
     assert _through("Bearer not-a-jwt") == "401 at the gateway"
+
+
+def test_a_token_in_the_query_string_is_not_read():
+    # Only the Authorization header's Bearer value counts: a URL with a token ends up in traces and logs.
+    token = mesh_eval.jwt_token(ISSUER, "alice", [AUDIENCE], JWKS)
+    assert _through(None, {"access_token": token}) == "403 at the gateway"

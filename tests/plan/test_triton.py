@@ -119,7 +119,8 @@ def test_jwt_mode_renders_request_authentication():
     raw["services"][0]["auth"] = {"mode": "jwt", "jwt": {"issuer": "https://idp.example.com", "jwksUri": "https://idp.example.com/jwks"}}
     plan = render_raw(raw)
     ra = cr(plan, "RequestAuthentication", "svc")
-    assert ra.inputs["spec"]["jwtRules"] == [{"issuer": "https://idp.example.com", "jwksUri": "https://idp.example.com/jwks"}]
+    assert ra.inputs["spec"]["jwtRules"] == [{"issuer": "https://idp.example.com", "jwksUri": "https://idp.example.com/jwks",
+                                              "fromHeaders": [{"name": "Authorization", "prefix": "Bearer "}]}]
     ap = cr(plan, "AuthorizationPolicy", "svc")
     assert ap.inputs["spec"]["rules"][0]["from"][0]["source"]["requestPrincipals"] == ["*"]
     assert not plan.of_type("kubernetes:core/v1:Secret") or all("basic-auth" not in r.name for r in plan.of_type("kubernetes:core/v1:Secret"))

@@ -218,21 +218,40 @@ def _claims(token: str) -> Optional[tuple[dict, dict]]:
         return None
 
 
-def jwt_authn(jwt_rules: Iterable[Mapping], headers: Mapping[str, object]) -> Optional[tuple[Optional[str], dict]]:
+# Where Envoy's jwt_authn looks for a token when a rule names no location (go-control-plane
+# jwt_authn/v3 config.pb.go JwtProvider): the Authorization header's Bearer value, then the
+# `access_token` query parameter.
+DEFAULT_TOKEN_LOCATIONS = {"fromHeaders": [{"name": "Authorization", "prefix": "Bearer "}], "fromParams": ["access_token"]}
+
+
+def _token(rule: Mapping, headers: Mapping[str, object], query: Mapping[str, str]) -> Optional[str]:
+    """The token a rule reads: from its fromHeaders (value after the prefix) and fromParams, or
+    from the default locations when it names neither."""
+    located = rule if "fromHeaders" in rule or "fromParams" in rule else DEFAULT_TOKEN_LOCATIONS
+    for where in located.get("fromHeaders", []):
+        value = headers.get(where["name"].lower())
+        if isinstance(value, str) and value.startswith(where.get("prefix", "")):
+            return value[len(where.get("prefix", "")):]
+    return next((query[p] for p in located.get("fromParams", []) if p in query), None)
+
+
+def jwt_authn(jwt_rules: Iterable[Mapping], headers: Mapping[str, object],
+              query: Optional[Mapping[str, str]] = None) -> Optional[tuple[Optional[str], dict]]:
     """A proxy's jwt_authn filter as Istio builds it from the jwtRules of the RequestAuthentications
     that apply to it (istio 1.30.3 pilot/pkg/security/authn/policy_applier.go
-    convertToEnvoyJwtConfig): None for its 401, when a `Bearer` token is sent that no rule accepts
-    (issuer, key set, audiences); a missing token passes without a principal. Else (the request
-    principal `<iss>/<sub>` or None, the headers sent on): a rule without forwardOriginalToken
-    removes the token's header once it verified it (envoy JwtProvider.forward)."""
+    convertToEnvoyJwtConfig): None for its 401, when a token is sent where a rule reads one
+    (_token; `query`: the request's query parameters) that no rule accepts (issuer, key set,
+    audiences); a missing token passes without a principal. Else (the request principal
+    `<iss>/<sub>` or None, the headers sent on): a rule without forwardOriginalToken removes the
+    token's header once it verified it (envoy JwtProvider.forward)."""
     rules, headers = list(jwt_rules), {k.lower(): v for k, v in headers.items()}
     for rule in rules:
-        unknown = set(rule) - {"issuer", "jwksUri", "audiences", "forwardOriginalToken"}
+        unknown = set(rule) - {"issuer", "jwksUri", "audiences", "forwardOriginalToken", "fromHeaders", "fromParams"}
         assert not unknown, f"jwtRule fields not modelled: {unknown}"
-    authorization = headers.get("authorization")
-    if not rules or not isinstance(authorization, str) or not authorization.startswith("Bearer "):
+    tokens = [t for t in (_token(rule, headers, query or {}) for rule in rules) if t is not None]
+    if not tokens:
         return None, headers
-    claims = _claims(authorization[len("Bearer "):])
+    claims = _claims(tokens[0])
     for rule in rules:
         if claims is None:
             break

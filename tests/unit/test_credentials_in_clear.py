@@ -14,7 +14,7 @@ from tests.conftest import base_config
 
 STACK_FILE = "stacks/Pulumi.t.yaml"
 TLS = {"enabled": True, "secretName": "test-tls"}
-JWT = {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https://id.example.com/jwks"}}
+JWT = {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https://id.example.com/jwks", "audiences": ["svc"]}}
 
 
 def stack(auth: dict, production: bool, **mesh) -> dict:
