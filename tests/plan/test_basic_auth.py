@@ -129,3 +129,36 @@ def test_the_clients_secret_changes_only_after_the_filter_and_the_policy_that_ac
     secret = plan.get(SECRET, "svc-basic-auth")
     checks = [plan.get(ENVOY_FILTER, "svc-basic-auth-filter"), plan.get(POLICY, "svc-basic-auth-policy")]
     assert all(r.urn in secret.depends_on for r in checks)
+
+
+def _redirecting_hosts(plan) -> set[str]:
+    """Hosts whose plain-HTTP server of the customer Gateway redirects to HTTPS."""
+    (gateway,) = plan.of_type(GATEWAY)
+    return {h for s in gateway.inputs["spec"]["servers"] if (s.get("tls") or {}).get("httpsRedirect") for h in s["hosts"]}
+
+
+def test_plain_http_to_a_basic_auth_host_is_refused_not_redirected_and_other_hosts_are_redirected():
+    """With TLS on, plain HTTP gets Envoy's redirect route, on which the basic_auth filter stays off;
+    the gateway's DENY policy then refuses every request to a Basic Auth host with 403, a valid
+    credential too (which has crossed in clear already), while other hosts get the 301."""
+    from tests.support import mesh_eval
+
+    plan = stack_plan("acme-prod")
+    password = plan.get(PASSWORD, "embed-password").outputs["result"]
+    valid = "Basic " + base64.b64encode(f"embed:{password}".encode()).decode()
+    vs = plan.get("kubernetes:networking.istio.io/v1:VirtualService", "embed-virtualservice").inputs["spec"]
+    policies = [p.inputs["spec"] for p in plan.of_type(POLICY) if p.inputs["metadata"]["namespace"] == "istio-system"
+                and p.inputs["spec"].get("action") == "DENY"]
+    (envoy_filter,) = [f.inputs["spec"] for f in plan.of_type(ENVOY_FILTER)]
+    redirecting = _redirecting_hosts(plan)
+    (embed,) = vs["hosts"]
+    assert embed in redirecting
+    for headers in ({}, {"authorization": valid}):
+        assert mesh_eval.gateway(vs, policies, envoy_filter, embed, "/v2/health/ready", headers) != ("status", 301)
+        assert mesh_eval.gateway(vs, policies, envoy_filter, embed, "/v2/health/ready", headers,
+                                 redirected=True) == ("status", 403)
+    # Over HTTPS the valid credential is served.
+    assert mesh_eval.gateway(vs, policies, envoy_filter, embed, "/v2/health/ready", {"authorization": valid})[0] == "forward"
+    assert redirecting - {embed}, "acme-prod serves its UIs on the same Gateway"
+    for host in redirecting - {embed}:
+        assert mesh_eval.gateway(vs, policies, envoy_filter, host, "/", {}, redirected=True) == ("status", 301), host

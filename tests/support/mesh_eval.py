@@ -298,16 +298,24 @@ def basic_auth_filter(htpasswd: str, forward_username_header: str, headers: Mapp
 
 
 def gateway(vs_spec: Mapping, gateway_policies: Iterable[Mapping], envoy_filter: Optional[Mapping], host: str,
-            path: str, headers: Mapping[str, object], header_values: str = JOINED) -> tuple[str, int]:
+            path: str, headers: Mapping[str, object], header_values: str = JOINED,
+            redirected: bool = False) -> tuple[str, int]:
     """What the ingress gateway does with a request: the route is chosen on the headers as sent
     (a repeated header matched as `header_values` says: JOINED for Envoy 1.38, INDIVIDUAL from
     1.39); the basic_auth filter of `envoy_filter` (an EnvoyFilter spec; None: istiod applied
     none of it) runs first when a VIRTUAL_HOST patch enables it for `host`; then the gateway's
     RBAC. A ("status", 401/403) or the route's answer. A header value may be a list: sent that
-    many times."""
+    many times.
+
+    `redirected`: the request came in plain HTTP to a server with `tls.httpsRedirect` (the
+    virtual host requires TLS, istio 1.30.3 pilot/pkg/networking/core/gateway.go RequireTls).
+    Envoy's route is then its SslRedirectRoute, which enables no filter the listener disables
+    and carries no per-filter config (envoy source/common/router/config_impl.h: filterDisabled
+    `{}`, mostSpecificPerFilterConfig nullptr), so basic_auth does not run, RBAC does, and what
+    it lets through gets the 301."""
     headers = {k.lower(): v for k, v in headers.items()}
-    chosen = route(vs_spec, path, headers, header_values)
-    if envoy_filter is not None:
+    chosen = ("status", 301) if redirected else route(vs_spec, path, headers, header_values)
+    if envoy_filter is not None and not redirected:
         insert, *enable = envoy_filter["configPatches"]
         typed = insert["patch"]["value"]["typed_config"]
         domains = [p["match"]["routeConfiguration"]["vhost"]["domainName"] for p in enable]
