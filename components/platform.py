@@ -27,6 +27,7 @@ from inference_platform.core import chart_source, versions
 from inference_platform.core import endpoints as ep
 from inference_platform.core.common import descendants, helm_release, init_component
 from inference_platform.gpu.coldstart import ColdStart
+from inference_platform.gpu.first_up import first_up_estimates
 from inference_platform.gpu.inputs import ColdStartInputs, GpuOperatorInputs
 from inference_platform.gpu.operator import GpuOperator
 from inference_platform.mesh.inputs import MeshInputs
@@ -42,7 +43,7 @@ from inference_platform.settings.component_args import M
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import SECRET_KEYS, Settings
 from inference_platform.settings.training_publish import PipelineRef, pipeline_refs
-from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds, stack_estimates
+from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds
 from inference_platform.timing.readiness import cluster_upgrade_budget
 from inference_platform.training.capacity import group_proofs
 from inference_platform.training.install import install_trainer
@@ -214,7 +215,8 @@ class InferencePlatform(pulumi.ComponentResource):
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)
         self.outputs: dict[str, pulumi.Input] = {}
-        estimates = stack_estimates(settings)
+        # Each GPU group's estimate with its first `up`, which the Triton create waits allow for.
+        estimates = list(first_up_estimates(settings).values())
 
         self.cluster = Cluster(f"{name}-cluster", cluster_inputs(settings), opts=child)
         self.kubeconfig = self.cluster.kubeconfig

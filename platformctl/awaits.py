@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 
 from inference_platform.core.chart_source import chart_name_of
 from inference_platform.gpu import coldstart
+from inference_platform.gpu.first_up import first_up_estimates
 from inference_platform.gpu.node_rules import MARKER_COMPONENT
 from inference_platform.serving.openai_frontend import FRONTEND_COMMAND
 from inference_platform.settings.stack import Settings
@@ -26,7 +27,7 @@ from inference_platform.timing.readiness import (
     ray_upgrade_budget,
     release_budget,
     service_endpoints_budget,
-    triton_rollout_budget,
+    version_rollout_budget,
 )
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -268,7 +269,8 @@ def expectations(resources: Iterable[dict[str, Any]], settings: Settings) -> lis
                 continue
             svc, version = found
             grace = int(_pod_spec(r).get("terminationGracePeriodSeconds", 30))
-            out.append(Expectation(r, triton_rollout_budget(settings, svc, version, grace), readiness_matters=True))
+            estimate = first_up_estimates(settings)[version.gpu.group]
+            out.append(Expectation(r, version_rollout_budget(estimate, svc, version, grace), readiness_matters=True))
         elif key == "ray.io/v1/RayService" and (ns, meta.get("name")) in ray_graphs:
             # Awaited until KubeRay has moved traffic to a new cluster: the old ConfigMap of
             # graph_app is deleted only after that (components/serving/graphs.py).

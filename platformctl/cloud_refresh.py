@@ -25,7 +25,7 @@ Values the cloud moves (each read at the provider's Read of the resource we decl
   Terraform schema): whatever Magnum reports there diffs against nothing.
 
 Where a group starts (notes on the first `up`): both Cluster API drivers leave an autoscaled group's
-MachineDeployment replicas to Cluster API, which starts it at minNodes (timing/first_up.py
+MachineDeployment replicas to Cluster API, which starts it at minNodes (gpu/first_up.py
 start_nodes, with the sources), so an initialNodes above it is not used.
 
 What fails the `up` although Magnum goes on: a cluster upgrade that outlasts the provider's update
@@ -47,9 +47,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from inference_platform.gpu.first_up import start_nodes
 from inference_platform.settings.errors import format_path
 from inference_platform.settings.stack import Settings
-from inference_platform.timing.first_up import start_nodes
 from inference_platform.timing.readiness import cluster_upgrade_budget
 
 from .awaits import go_duration_seconds
@@ -129,7 +129,7 @@ class Cloud:
             count, why = start_nodes(self.settings, group)
             if group.initial_nodes is not None and count != group.initial_nodes:
                 out.append(f"note: node group {group.name} starts with {count} node{'s' if count != 1 else ''}, not its "
-                           f"initialNodes {group.initial_nodes} ({why.split(';')[0]}: Cluster API defaults a new "
+                           f"initialNodes {group.initial_nodes} ({why.split(';')[0]}, as Cluster API defaults a new "
                            f"MachineDeployment's replicas to its min-size annotation); raise its minNodes to start it larger")
         return out
 

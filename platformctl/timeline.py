@@ -1,6 +1,6 @@
 """The first `up` of each GPU group as a timeline: what runs when on its nodes, and the waits it must fit.
 
-Read from the cold-start model the await budgets come from (components/timing/estimates.py: a group's
+Read from the cold-start model the await budgets come from (components/gpu/first_up.py: a group's
 first-`up` path), so the timeline ends where the Triton Deployments' create budget does; the waits are
 the ones the plan gives those Deployments (awaits.effective_wait). A group whose timeline outlasts a
 wait is reported.
@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from inference_platform.gpu.first_up import first_up_estimates
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.estimates import GPU_READY_STAGE, GroupEstimate, Stage
-from inference_platform.timing.readiness import NODE_STAGES, group_estimates
+from inference_platform.timing.readiness import NODE_STAGES
 
 from .awaits import effective_wait, label, runs_tritonserver
 
@@ -96,7 +97,7 @@ def _triton_awaits(resources: Iterable[dict[str, Any]], settings: Settings) -> d
 def timelines(resources: list[dict[str, Any]], settings: Settings) -> list[GroupTimeline]:
     waits = _triton_awaits(resources, settings)
     return [GroupTimeline(e, _rows(e), sorted(waits.get(e.group, []), key=lambda a: a.name))
-            for e in group_estimates(settings).values()]
+            for e in first_up_estimates(settings).values()]
 
 
 def format_timelines(found: list[GroupTimeline]) -> str:

@@ -16,7 +16,6 @@ from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.gpu import ColdStartSettings, GpuOperatorSettings, StageSeconds
 from inference_platform.settings.serving import Service
 from inference_platform.settings.stack import Settings
-from inference_platform.timing.first_up import nodes_needed, start_nodes
 
 
 class Stage(Model):
@@ -131,28 +130,11 @@ def gpu_node_ready_seconds(settings: Settings) -> int:
 GPU_READY_STAGE = "first node GPU-ready"
 
 
-def _with_first_up(settings: Settings, group: NodeGroup, estimate: GroupEstimate) -> GroupEstimate:
-    """The estimate with the group's first `up`: when it starts with fewer nodes than its services need,
-    the autoscaler adds the rest only after the first node has booted and installed its driver."""
-    have, why = start_nodes(settings, group)
-    need = nodes_needed(settings, group)
-    start = f"starts with {have} node{'s' if have != 1 else ''} ({why}); its services need {need} at their fewest replicas"
-    if need <= have:
-        return estimate.model_copy(update={"start": start})
-    ready = [s for s in estimate.new_node if s.name in ("node boot", "driver install")]
-    more = need - have
-    gate = Stage(name=GPU_READY_STAGE, seconds=sum(s.seconds for s in ready),
-                 note=f"{' + '.join(f'{s.name} {s.seconds}s' for s in ready)}: the autoscaler adds the other "
-                      f"{more} node{'s' if more != 1 else ''} only once a node of the group advertises its GPUs")
-    return estimate.model_copy(update={"start": start, "first_up": [gate, *estimate.new_node]})
-
-
 def stack_estimates(settings: Settings) -> list[GroupEstimate]:
-    """The estimate of a whole stack: every GPU group, with every service placed on it, and its first `up`."""
-    groups = {g.name: g for g in settings.gpu_groups}
-    return [_with_first_up(settings, groups[e.group], e)
-            for e in cold_start_estimate(settings.gpu_groups, settings.workloads, settings.cold_start,
-                                         settings.gpu_operator.driver.mode)]
+    """The estimate of a whole stack: every GPU group, with every service placed on it (its first `up`:
+    gpu/first_up.py, which counts the nodes the group's workloads need)."""
+    return cold_start_estimate(settings.gpu_groups, settings.workloads, settings.cold_start,
+                               settings.gpu_operator.driver.mode)
 
 
 def format_estimate(estimates: list[GroupEstimate]) -> str:

@@ -117,10 +117,6 @@ def rollout_budget(estimate: GroupEstimate, replicas: int, termination_grace_sec
     return Budget(create, first + (replicas - 1) * later, basis)
 
 
-def triton_rollout_budget(settings: Settings, service: Service, version: Version, termination_grace_seconds: int) -> Budget:
-    return version_rollout_budget(group_estimate(settings, version.gpu.group), service, version, termination_grace_seconds)
-
-
 def version_rollout_budget(estimate: GroupEstimate, service: Service, version: Version,
                            termination_grace_seconds: int) -> Budget:
     """A Triton version's Deployment, from the cold-start estimate of its GPU group."""

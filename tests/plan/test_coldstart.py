@@ -8,6 +8,7 @@ import pytest
 
 from inference_platform.core import versions
 from inference_platform.gpu.coldstart import DRIVER_READY_LABEL, PRIORITY_CLASS
+from inference_platform.gpu.first_up import first_up_estimates
 from inference_platform.settings.loader import parse_settings
 from inference_platform.timing.estimates import stack_estimates
 from platformctl.plan import manifest
@@ -195,7 +196,7 @@ def three_replicas(min_nodes: int, initial_nodes: int | None = None) -> dict:
 
 
 def first_up(raw: dict):
-    e, _, _ = estimate(raw)
+    e = first_up_estimates(parse_settings(raw, "stacks/Pulumi.test-dev.yaml"))["gpu"]
     return e, [(s.name, s.seconds) for s in e.first_up_path]
 
 

@@ -14,10 +14,12 @@ first node's driver before a second node even boots.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from inference_platform.gpu.profiles import group_demands, placeholder_request
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.stack import Settings
+from inference_platform.timing.estimates import GPU_READY_STAGE, GroupEstimate, Stage, stack_estimates
 
 
 def start_nodes(settings: Settings, group: NodeGroup) -> tuple[int, str]:
@@ -27,7 +29,8 @@ def start_nodes(settings: Settings, group: NodeGroup) -> tuple[int, str]:
     (magnum-cluster-api 0.38.1 resources.py:749; magnum-capi-helm 1.4.0 driver.py:716-726 with the
     openstack-cluster chart's machine-deployment.yaml, which omits replicas under autoscale), and
     Cluster API defaults a new MachineDeployment's replicas to its min-size annotation
-    (cluster-api v1.13.2 internal/webhooks/machinedeployment.go:331-370): minNodes, whatever
+    (cluster-api v1.13.2, the version magnum-cluster-api 0.38.1 installs in devstack/plugin.sh,
+    internal/webhooks/machinedeployment.go:331-382): minNodes, whatever
     initialNodes says. Heat creates the group's node_count, initialNodes."""
     labeller = settings.cluster.magnum_labeller
     if labeller in ("magnum-cluster-api", "magnum-capi-helm"):
@@ -53,3 +56,33 @@ def nodes_needed(settings: Settings, group: NodeGroup) -> int:
         if units > 0 and per_node:
             needed = max(needed, math.ceil(units / per_node))
     return needed
+
+
+def with_first_up(settings: Settings, estimate: GroupEstimate) -> GroupEstimate:
+    """The estimate with the group's first `up`: when it starts with fewer nodes than its workloads
+    need, the autoscaler adds the rest only after the first node has booted and installed its driver."""
+    group = next(g for g in settings.gpu_groups if g.name == estimate.group)
+    have, why = start_nodes(settings, group)
+    need = nodes_needed(settings, group)
+    start = f"starts with {have} node{'s' if have != 1 else ''} ({why}); its services need {need} at their fewest replicas"
+    if need <= have:
+        return estimate.model_copy(update={"start": start})
+    ready = [s for s in estimate.new_node if s.name in ("node boot", "driver install")]
+    more = need - have
+    gate = Stage(name=GPU_READY_STAGE, seconds=sum(s.seconds for s in ready),
+                 note=f"{' + '.join(f'{s.name} {s.seconds}s' for s in ready)}: the autoscaler adds the other "
+                      f"{more} node{'s' if more != 1 else ''} only once a node of the group advertises its GPUs")
+    return estimate.model_copy(update={"start": start, "first_up": [gate, *estimate.new_node]})
+
+
+# Every Triton Deployment's budget asks for them; a stack is one frozen Settings object.
+_last: tuple[Optional[Settings], dict[str, GroupEstimate]] = (None, {})
+
+
+def first_up_estimates(settings: Settings) -> dict[str, GroupEstimate]:
+    """The stack's cold-start estimate per GPU group, each with its first `up`: what the platform hands
+    the components, and what the plan's await check and timeline read."""
+    global _last
+    if _last[0] is not settings:
+        _last = (settings, {e.group: with_first_up(settings, e) for e in stack_estimates(settings)})
+    return _last[1]
