@@ -71,11 +71,11 @@ def test_acme_prod_budgets_follow_the_cold_start_model():
     # Create: gpu-h100 starts with 1 node (magnum-cluster-api: Cluster API starts it at minNodes 1,
     # not initialNodes 2) but v7 and v8 need 4 at their fewest, and the autoscaler adds the other 3 only
     # once the first advertises its GPUs (boot 120 + driver 180): 300 s, then a new node's 1080 s (boot
-    # 120 + driver 180 + pull 360 + load 420). Update: that new node, then 5 more replicas, each after
+    # 120 + driver 180 + pull 360 + load 420). Update: that new node, then 3 more replicas (of its 4 at most), each after
     # the old frontend pod's 180 s drain (15 s endpoint removal + the 120 s route timeout before SIGTERM,
     # then Triton's 30 s exit and 15 s) on the GPU it frees: 420 s load.
-    assert (v7.expectation.budget.create_seconds, v7.expectation.budget.update_seconds) == (300 + 1080, 4080)
-    assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1740, 5100, "customTimeouts")
+    assert (v7.expectation.budget.create_seconds, v7.expectation.budget.update_seconds) == (300 + 1080, 2880)
+    assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1740, 3600, "customTimeouts")
     embed = by_label["Deployment embed/embed-v1"]
     # embed reads from S3: every start also downloads the repository (weight fetch 210 s):
     # 1290 s on a new node (gpu-l4's one starting node holds embed's fewest replicas), then 2 x (85 s drain for its 60 s timeout + 210 s fetch + 420 s load).
@@ -93,7 +93,7 @@ def test_plan_prints_the_await_budgets(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "Await budgets" in out
     line = next(line for line in out.splitlines() if "Deployment llm-chat/llm-chat-v7 " in line)
-    assert "1380s / 4080s" in line and "1740s / 5100s (customTimeouts)" in line
+    assert "1380s / 2880s" in line and "1740s / 3600s (customTimeouts)" in line
 
 
 def test_plan_with_a_too_short_wait_exits_2_with_one_line(capsys, tmp_path, monkeypatch):
@@ -112,10 +112,10 @@ def test_plan_with_a_too_short_wait_exits_2_with_one_line(capsys, tmp_path, monk
 def test_a_too_short_custom_timeout_is_caught():
     resources, settings = acme()
     find(resources, ":Deployment", "llm-chat-v7")["customTimeouts"] = {"create": "19m", "update": "30m"}
-    basis = "first up 1380s (300s until a GPU node is ready), new node 1080s, then 5 x (drain 180s + 420s on the freed GPU)"
+    basis = "first up 1380s (300s until a GPU node is ready), new node 1080s, then 3 x (drain 180s + 420s on the freed GPU)"
     assert await_problems(resources, settings) == [
         f"Deployment llm-chat/llm-chat-v7 may need 1380s to become ready on create ({basis}) but `pulumi up` waits 1140s (customTimeouts)",
-        f"Deployment llm-chat/llm-chat-v7 may need 4080s to become ready on update ({basis}) but `pulumi up` waits 1800s (customTimeouts)",
+        f"Deployment llm-chat/llm-chat-v7 may need 2880s to become ready on update ({basis}) but `pulumi up` waits 1800s (customTimeouts)",
     ]
 
 
@@ -167,7 +167,7 @@ def test_depending_on_a_slow_rollout_is_caught():
     hpa["dependsOn"].append(find(resources, ":Deployment", "llm-chat-v7")["urn"])
     (problem,) = await_problems(resources, settings)
     assert problem.startswith("HorizontalPodAutoscaler llm-chat/llm-chat-v7-hpa-")
-    assert problem.endswith(" depends on Deployment llm-chat/llm-chat-v7, whose rollout may take 4080s: "
+    assert problem.endswith(" depends on Deployment llm-chat/llm-chat-v7, whose rollout may take 2880s: "
                             "refer to it by a stable name instead of its outputs")
 
 
@@ -221,7 +221,7 @@ def test_longer_stages_lengthen_every_wait():
 
 def test_custom_timeouts_reach_resources_json():
     d = next(r for r in plan_resources(stack_plan("acme-prod")) if r["name"] == "llm-chat-v7")
-    assert d["customTimeouts"] == {"create": "29m", "update": "85m"}
+    assert d["customTimeouts"] == {"create": "29m", "update": "60m"}
     assert find(plan_resources(stack_plan("acme-prod")), ":HorizontalPodAutoscaler", "llm-chat-v7-hpa")["customTimeouts"] == {}
 
 

@@ -291,7 +291,9 @@ def test_top_level_forms_pulumi_writes(tmp_path, form, line, accepted):
     demo = (root / "stacks" / "Pulumi.demo-dev.yaml").read_text()
     # With TLS: a production stack sends resnet's Basic credentials over HTTPS only.
     tls = "  inference-platform:mesh:\n    tls: {enabled: true, secretName: demo-tls}\n"
-    text = demo.replace("  inference-platform:production: false\n", line + tls)
+    plain_http = "  inference-platform:mesh:\n    allowPlainHttpCredentials: true\n"  # refused in production
+    assert plain_http in demo
+    text = demo.replace("  inference-platform:production: false\n", line).replace(plain_http, tls)
     if accepted:
         assert _settings_of(tmp_path, text).production is ("true" in line)
     else:
