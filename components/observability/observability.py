@@ -119,6 +119,12 @@ def grafana_ini(a: ObservabilityInputs) -> dict[str, Any]:
         if ui.oidc.role_attribute_path:
             oauth["role_attribute_path"] = ui.oidc.role_attribute_path
         ini["auth.generic_oauth"] = oauth
+        # Users sign in through the identity provider only: no password form on the public host.
+        # Basic auth on the API stays: the chart's sidecars reload dashboards and datasources
+        # through it with the admin credential (kube-prometheus-stack 88.5.3 charts/grafana
+        # templates/_pod.tpl REQ_USERNAME, REQ_URL = sidecar.*.reloadURL), and it is the admin's
+        # way back in should the identity provider fail.
+        ini["auth"] = {"disable_login_form": True}
     return ini
 
 

@@ -86,7 +86,7 @@ def test_every_values_key_exists_in_the_pinned_chart(stack, reference):
 
 # Grafana's own configuration sections (grafana.ini is rendered verbatim into Grafana's ini file).
 GRAFANA_FREE_FORM = frozenset({"additionalDataSources", "grafana.ini.server.root_url", "grafana.ini.security",
-                               "grafana.ini.auth.generic_oauth"})
+                               "grafana.ini.auth.generic_oauth", "grafana.ini.auth"})
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -275,7 +275,10 @@ def test_grafana_knows_its_public_url_and_signs_in_through_oidc(grafana_ui_plan)
     assert oauth["scopes"] == "openid email profile"
     assert oauth["role_attribute_path"] == "contains(groups[*], 'ops') && 'Admin' || 'Viewer'"
     assert "client_secret" not in oauth
-    # The admin login stays for recovery.
+    # No password form beside single sign-on; the admin credential stays for the API (the
+    # sidecars' reloads, recovery), so basic auth is not turned off.
+    assert ini["auth"] == {"disable_login_form": True}
+    assert "auth.basic" not in ini
     assert grafana["admin"]["existingSecret"] == observability.GRAFANA_ADMIN_SECRET
 
 
