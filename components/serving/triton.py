@@ -404,12 +404,17 @@ def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
     service's own Gateway may call the OpenAI paths (llm_routing.py)."""
     source = [{"source": ingress_source(service.auth, ingress_principal)}]
     http = {"ports": [str(HTTP_PORT)], "paths": open_http_policy_paths(), "notPaths": list(CLOSED_MODEL_PATHS)}
+    # An LLM service is routed through its own Gateway to the OpenAI port only: no route of the
+    # ingress gateway reaches Triton's own HTTP and gRPC ports, so nothing admits a call there.
+    classic = [] if service.llm_routed else [
+        {"from": source, "to": [{"operation": http}]},
+        {"from": source, "to": [{"operation": {"ports": [str(GRPC_PORT)], "paths": list(OPEN_GRPC_METHODS)}}]},
+    ]
     return {
         "selector": {"matchLabels": {"app": service.name}},
         "action": "ALLOW",
         "rules": [
-            {"from": source, "to": [{"operation": http}]},
-            {"from": source, "to": [{"operation": {"ports": [str(GRPC_PORT)], "paths": list(OPEN_GRPC_METHODS)}}]},
+            *classic,
             {"to": [{"operation": {"ports": [str(TRITON_METRICS_PORT)]}}]},
             # Behind the OpenAI frontend the metrics are a path of the OpenAI port.
             *([{"to": [{"operation": {"ports": [str(OPENAI_FRONTEND_PORT)], "methods": ["GET"], "paths": [METRICS_PATH]}}]}]
@@ -424,7 +429,8 @@ def network_policy_spec(service: Service, ingress_namespace: str, monitoring_nam
         "podSelector": {"matchLabels": {"app": service.name}},
         "policyTypes": ["Ingress"],
         "ingress": [
-            {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]},
+            *([] if service.llm_routed else [
+                {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]}]),
             {
                 "from": from_namespace(monitoring_namespace),
                 "ports": [{"protocol": "TCP", "port": p} for p in (*metrics_ports(service), *ISTIO_METRICS_PORTS)],

@@ -204,3 +204,18 @@ def test_the_proxy_closes_idle_connections_to_the_openai_frontend_before_the_fro
         assert sidecar is not None, f"{stack} {service.name}: no Sidecar on the frontend's pods"
         idle = sidecar.inputs["spec"]["inboundConnectionPool"]["http"]["idleTimeout"]
         assert idle.endswith("s") and float(idle[:-1]) < FRONTEND_KEEP_ALIVE_SECONDS, idle
+
+
+def test_an_llm_services_pods_admit_no_caller_on_tritons_own_ports():
+    """No route of the ingress gateway leads to an LLM service's Triton HTTP and gRPC ports: its
+    pods' AuthorizationPolicy and NetworkPolicy admit nobody there, the ingress gateway included."""
+    from inference_platform.mesh.ref import INGRESS_PRINCIPAL
+    from inference_platform.serving.triton import GRPC_PORT, HTTP_PORT
+    from tests.support import mesh_eval
+
+    plan = stack_plan("acme-prod")
+    policy = plan.get("kubernetes:security.istio.io/v1:AuthorizationPolicy", "llm-chat-authorizationpolicy").inputs["spec"]
+    network = plan.get("kubernetes:networking.k8s.io/v1:NetworkPolicy", "llm-chat-networkpolicy").inputs["spec"]
+    for port, path in ((HTTP_PORT, "/v2/models/llama/infer"), (GRPC_PORT, "/inference.GRPCInferenceService/ModelInfer")):
+        assert not mesh_eval.allowed([policy], INGRESS_PRINCIPAL, port, path, request_principal="https://issuer/sub")
+        assert all(port not in [p["port"] for p in rule["ports"]] for rule in network["ingress"]), port
