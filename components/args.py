@@ -1228,7 +1228,7 @@ class GroupEstimateArgs(TypedDict):
     spare: list[StageArgs]
     """Stages when the replica preempts a placeholder."""
     first_up: NotRequired[list[StageArgs]]
-    """Stages on the group's first `up` when it starts with fewer nodes than its services need at their fewest replicas: the first node must advertise its GPUs before the autoscaler adds the rest, each then on the new-node path. Empty: the new-node path."""
+    """Stages on the group's first `up` when it starts below its maxNodes: a replica may need a node the autoscaler adds only once the group's first node advertises its GPUs, and that node then passes the new-node path. Empty: the new-node path."""
     start: NotRequired[str]
     """How the group starts on its first `up`: the nodes its driver creates, against what its services need."""
 

@@ -59,19 +59,23 @@ def nodes_needed(settings: Settings, group: NodeGroup) -> int:
 
 
 def with_first_up(settings: Settings, estimate: GroupEstimate) -> GroupEstimate:
-    """The estimate with the group's first `up`: when it starts with fewer nodes than its workloads
-    need, the autoscaler adds the rest only after the first node has booted and installed its driver."""
+    """The estimate with the group's first `up`: a group that starts below its maxNodes may have to
+    grow, and the autoscaler adds a node only after the first has booted and installed its driver.
+
+    The group's bounds decide, not what its workloads need now: a replica that fits on the starting
+    nodes today may not once a version is added, and a version added or removed must not change the
+    waits (and progressDeadlineSeconds) of the others. The need is shown beside it."""
     group = next(g for g in settings.gpu_groups if g.name == estimate.group)
     have, why = start_nodes(settings, group)
     need = nodes_needed(settings, group)
-    start = f"starts with {have} node{'s' if have != 1 else ''} ({why}); its services need {need} at their fewest replicas"
-    if need <= have:
+    start = (f"starts with {have} node{'s' if have != 1 else ''} of at most {group.max_nodes} ({why}); "
+             f"its services need {need} at their fewest replicas")
+    if have >= group.max_nodes:
         return estimate.model_copy(update={"start": start})
     ready = [s for s in estimate.new_node if s.name in ("node boot", "driver install")]
-    more = need - have
     gate = Stage(name=GPU_READY_STAGE, seconds=sum(s.seconds for s in ready),
-                 note=f"{' + '.join(f'{s.name} {s.seconds}s' for s in ready)}: the autoscaler adds the other "
-                      f"{more} node{'s' if more != 1 else ''} only once a node of the group advertises its GPUs")
+                 note=f"{' + '.join(f'{s.name} {s.seconds}s' for s in ready)}: the autoscaler adds a node to the "
+                      "group only once a node of it advertises its GPUs")
     return estimate.model_copy(update={"start": start, "first_up": [gate, *estimate.new_node]})
 
 

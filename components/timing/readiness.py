@@ -101,7 +101,7 @@ def rollout_budget(estimate: GroupEstimate, replicas: int, termination_grace_sec
 
     Create: the replicas start together; each may need a new node (the autoscaler adds
     them at once), so one new-node cold start, after the group's first node has advertised its
-    GPUs where the group starts too small for its services (the first `up`, first_up.py). Update:
+    GPUs where the group starts below its maxNodes (the first `up`, gpu/first_up.py). Update:
     the first surge replica may need a new node; each later one starts on the GPU its
     predecessor's old pod frees, after that pod's termination grace, with the node up and the
     image pre-pulled (the spare-slot path).

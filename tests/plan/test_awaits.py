@@ -78,8 +78,10 @@ def test_acme_prod_budgets_follow_the_cold_start_model():
     assert (v7.wait.create, v7.wait.update, v7.wait.source) == (1740, 3600, "customTimeouts")
     embed = by_label["Deployment embed/embed-v1"]
     # embed reads from S3: every start also downloads the repository (weight fetch 210 s):
-    # 1290 s on a new node (gpu-l4's one starting node holds embed's fewest replicas), then 2 x (85 s drain for its 60 s timeout + 210 s fetch + 420 s load).
-    assert (embed.expectation.budget.create_seconds, embed.expectation.budget.update_seconds) == (1290, 2730)
+    # 1290 s on a new node, after gpu-l4's first node's 300 s on create (it starts at 1 of at most 4
+    # nodes, so a replica may need one the autoscaler adds), then 2 x (85 s drain for its 60 s timeout
+    # + 210 s fetch + 420 s load).
+    assert (embed.expectation.budget.create_seconds, embed.expectation.budget.update_seconds) == (300 + 1290, 2730)
     assert embed.wait.update == 3420
     assert by_label["Service llm-chat/llm-chat"].expectation.budget.create_seconds == 910
     kps = by_label["Release monitoring/kube-prometheus-stack"]
@@ -125,7 +127,7 @@ def test_the_default_wait_is_caught_for_triton_and_its_service():
     find(resources, ":Service", "embed-service")["customTimeouts"] = {}
     found = await_problems(resources, settings)
     assert len(found) == 4
-    assert "Deployment embed/embed-v1 may need 1290s to become ready on create" in found[0]
+    assert "Deployment embed/embed-v1 may need 1590s to become ready on create" in found[0]
     assert "Service embed/embed may need 910s" in found[2] and "waits 600s (default)" in found[2]
 
 
@@ -210,8 +212,9 @@ def test_longer_stages_lengthen_every_wait():
     raw = base_config() | {"coldStart": {"stageSeconds": {"nodeBoot": 900}}}
     plan = render_raw(raw)
     deployment = plan.get(DEPLOYMENT, "svc-v1")
-    # 900 boot + 180 driver + 360 pull (one image at a time, after the driver) + 420 load = 1860 s.
-    assert deployment.custom_timeouts["create"] == f"{wait_seconds(1860) // 60}m"
+    # 900 boot + 180 driver + 360 pull (one image at a time, after the driver) + 420 load = 1860 s, after
+    # the first node's 900 + 180 s on create (the group starts at 1 of at most 2 nodes).
+    assert deployment.custom_timeouts["create"] == f"{wait_seconds(900 + 180 + 1860) // 60}m"
     release = next(r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "alloy")
     assert release.inputs["timeout"] == wait_seconds(900 + 180 + 360)
 

@@ -202,20 +202,34 @@ def first_up(raw: dict):
 
 def test_a_group_that_starts_too_small_waits_for_a_gpu_node_before_it_grows():
     e, path = first_up(three_replicas(min_nodes=1))
-    # 1 node for 3 replicas: the autoscaler adds 2 only once the first has booted and installed its driver.
+    # 1 node of at most 4 for 3 replicas: the autoscaler adds nodes only once the first has booted and
+    # installed its driver.
     new_node = [(s.name, s.seconds) for s in e.new_node]
     assert path == [("first node GPU-ready", 120 + 180), *new_node]
     assert e.first_up_seconds == 300 + e.without_spare_seconds
     assert "starts with 1 node" in e.start and "need 3" in e.start
-    roomy, path = first_up(three_replicas(min_nodes=3))
+    # A group that starts at its maxNodes never grows.
+    roomy, path = first_up(three_replicas(min_nodes=4))
     assert path == new_node and roomy.first_up_seconds == roomy.without_spare_seconds
+
+
+def test_adding_or_removing_a_version_leaves_the_other_versions_waits_alone():
+    one = three_replicas(min_nodes=1)
+    one["services"][0]["autoscaling"] = {"minReplicas": 1, "maxReplicas": 2}
+    two = copy.deepcopy(one)
+    two["services"][0]["versions"][0]["weight"] = 90
+    two["services"][0]["versions"].append(copy.deepcopy(one["services"][0]["versions"][0]) | {"name": "v2", "weight": 10})
+    # 1 replica fits the starting node, 2 do not: the create wait does not follow.
+    (before,), (after,) = ([r for r in render_raw(raw).of_type(DEPLOYMENT) if r.name == "svc-v1"] for raw in (one, two))
+    assert before.custom_timeouts == after.custom_timeouts
+    assert before.inputs["spec"]["progressDeadlineSeconds"] == after.inputs["spec"]["progressDeadlineSeconds"]
 
 
 def test_the_first_up_lengthens_only_the_create_wait():
     def timeouts(raw):
         return render_raw(raw).get(DEPLOYMENT, "svc-v1").custom_timeouts
 
-    small, roomy = timeouts(three_replicas(min_nodes=1)), timeouts(three_replicas(min_nodes=3))
+    small, roomy = timeouts(three_replicas(min_nodes=1)), timeouts(three_replicas(min_nodes=4))
     assert small["update"] == roomy["update"]
     assert int(small["create"].rstrip("m")) > int(roomy["create"].rstrip("m"))
 
@@ -223,20 +237,20 @@ def test_the_first_up_lengthens_only_the_create_wait():
 @pytest.mark.parametrize("driver,starts_with", [
     ({"clusterApiDriver": "magnum-cluster-api"}, 1),
     ({"clusterApiDriver": "magnum-capi-helm"}, 1),
-    ("heat", 3),
+    ("heat", 4),
 ])
 def test_cluster_api_starts_an_autoscaled_group_at_min_nodes_and_heat_at_initial_nodes(driver, starts_with):
-    raw = three_replicas(min_nodes=1, initial_nodes=3)
+    raw = three_replicas(min_nodes=1, initial_nodes=4)
     if driver == "heat":
         on_heat(raw)
     else:
         raw["cluster"]["magnum"] = driver
     e, path = first_up(raw)
     assert f"starts with {starts_with} node" in e.start
-    # Heat creates the 3 nodes the replicas need; on Cluster API the group grows from 1 behind the gate.
-    assert (path[0][0] == "first node GPU-ready") == (starts_with < 3)
+    # Heat creates all 4 nodes the group may have; on Cluster API it grows from 1 behind the gate.
+    assert (path[0][0] == "first node GPU-ready") == (starts_with < 4)
     if starts_with == 1:
-        assert "initialNodes 3 is not used" in e.start
+        assert "initialNodes 4 is not used" in e.start
 
 
 def test_prepull_waits_for_a_working_driver_where_a_gpu_operator_labels_the_nodes():
