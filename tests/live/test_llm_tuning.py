@@ -29,12 +29,13 @@ def tensorrtllm(raw: dict) -> dict:
     version = svc["versions"][0]
     version["image"] = "nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3"
     version["llm"]["engine"] = "tensorrtllm"
+    version["serverArgs"] = {"metrics-config": ["histogram_latencies=true"]}
     version["tuning"]["model"] = "ensemble"
     svc["llmObjectives"] = {"timeToFirstTokenMs": 500, "target": 0.99}
     return raw
 
 
-CASES = {"vllm-share": llm_tuned_config(), "vllm-s3": llm_tuned_config("s3"), "trtllm-share": tensorrtllm(llm_tuned_config())}
+CASES = {"vllm-share": llm_tuned_config(), "trtllm-s3": llm_tuned_config("s3"), "trtllm-share": tensorrtllm(llm_tuned_config())}
 
 
 @pytest.fixture(scope="module")

@@ -135,7 +135,10 @@ def llm_variant_of_triton_on_existing_mesh(tmp_path: Path, auth: dict, ingress_n
     config = raw["config"]
     service = config["triton-on-existing-mesh:service"]
     service["auth"] = auth
+    # A vLLM version reads its model.json from the file share (settings/serving.py vllm_repository_problems).
+    config["triton-on-existing-mesh:weights"]["claim_name"] = "models"
     service["versions"] = [{**service["versions"][0], "weight": 100,
+                            "model_repository": {"cache": "fileShare", "path": "chat/v1"},
                             "image": "nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3",
                             "llm": {"engine": "vllm", "max_context_tokens": 4096, "max_concurrent_sequences": 4,
                                     "architecture": {"parameters_billion": 1.24, "layers": 16, "kv_heads": 8, "head_dim": 64},

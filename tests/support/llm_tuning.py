@@ -26,6 +26,12 @@ def llm_tuned_config(cache: str = "fileShare", **tuning) -> dict:
         raw["weightCaches"]["s3"] = {"endpoint": "https://s3.example.com", "bucket": "test-weights"}
         raw |= S3_KEYS
         svc["versions"][0]["modelRepository"]["cache"] = "s3"
+        # vLLM needs the file share (its model.json names the checkpoint by a folder in the pod):
+        # on s3 the version runs TensorRT-LLM, which exports no inter-token latency.
+        svc["versions"][0] |= {"image": "nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+                               "serverArgs": {"metrics-config": ["histogram_latencies=true"]}}
+        svc["versions"][0]["llm"]["engine"] = "tensorrtllm"
+        del svc["llmObjectives"]["interTokenLatencyMs"]
     return raw
 
 

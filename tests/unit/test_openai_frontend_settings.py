@@ -63,5 +63,6 @@ def test_a_tokenizer_needs_the_file_share():
     raw["services"][0]["versions"][1]["modelRepository"] = {"cache": "s3", "path": "svc/v2"}
     with pytest.raises(ConfigError) as info:
         parse_settings(raw, STACK_FILE, frozenset({"s3AccessKeyId", "s3SecretAccessKey"}))
-    assert info.value.paths == [f"{V2}.llm.openai.tokenizer"]
-    assert "allowed: a tokenizer with modelRepository.cache fileShare" in info.value.one_line()
+    # A vLLM version on s3 is refused on its cache too (its model.json needs the share).
+    assert info.value.paths == [f"{V2}.llm.openai.tokenizer", f"{V2}.modelRepository.cache"]
+    assert "allowed: a tokenizer with modelRepository.cache fileShare" in info.value.lines()[0]
