@@ -470,6 +470,10 @@ TRAINING_VALUES: list[tuple[str, tuple, Any]] = [
     ("training-publish-onnx-newline", TJ + ("publishTo",), {"service": "resnet", "onnx": "model\n.onnx"}),
     ("training-publish-onnx-huge", TJ + ("publishTo",), {"service": "resnet", "onnx": "a/" * 200 + "m.onnx"}),
     ("training-publish-unknown-key", TJ + ("publishTo",), {"service": "resnet", "workflowTemplate": "x"}),
+    # A secret in a job's env would be written into the TrainJob in clear text.
+    ("training-env-secure", TJ + ("env",), {"HF_TOKEN": {"secure": "v1:c2VjcmV0"}}),
+    ("training-memory-below-shm", TJ + ("memory",), "4Gi"),
+    ("training-checkpoint-in-serving-repository", TJ + ("checkpoint",), {"cache": "fileShare", "path": "resnet/v1"}),
 ]
 _REDIRECTED.update({
     "training-dataset-dotdot": TJ + ("dataset", "path"),
@@ -487,6 +491,8 @@ _REDIRECTED.update({
     "training-publish-onnx-newline": TJ + ("publishTo", "onnx"),
     "training-publish-onnx-huge": TJ + ("publishTo", "onnx"),
     "training-publish-unknown-key": TJ + ("publishTo", "workflowTemplate"),
+    "training-env-secure": TJ + ("env", "HF_TOKEN"),
+    "training-checkpoint-in-serving-repository": TJ + ("checkpoint", "path"),
 })
 
 
