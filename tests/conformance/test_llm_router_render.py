@@ -37,7 +37,8 @@ def test_the_picker_parses_openai_scrapes_the_pool_port_and_runs_outside_the_mes
     assert config["requestHandler"] == {"parsers": [{"pluginRef": "openai-parser"}]}
     assert "passthrough-parser" not in plugins
     assert picker["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
-    assert container["resources"]["requests"] == {"cpu": "500m", "memory": "512Mi"}
+    # The platform's sizing, with no CPU limit (every streamed chunk passes through the picker).
+    assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
     # The gateway originates TLS to the picker (it serves ext_proc over its own certificate).
     assert objects["DestinationRule/llm-chat-v7-epp"]["spec"]["trafficPolicy"]["tls"]["mode"] == "SIMPLE"
     # Prometheus scrapes the picker with the token its /metrics asks for.
