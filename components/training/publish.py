@@ -13,13 +13,14 @@ anything after a TrainJob), and no event source is installed, so the step is par
   serviceAccountName, volumes, and a container's volumeMounts; env and volumeMounts are refused
   for `node` and the initializers only, plugins/jobset/jobset.go Validate): its ServiceAccount and
   the ConfigMap holding the Workflow it creates.
-- The step runs `kubectl create -f` of that Workflow: the pipeline's WorkflowTemplate by
+- The step server-side applies that Workflow (`kubectl apply --server-side`): the pipeline's WorkflowTemplate by
   `workflowTemplateRef`, with arguments `version` and `onnx` only. Argo v4.0.6 with
   `templateReferencing: Strict` (tuning/pipeline.py argo_values) runs only such workflows and
   refuses any other spec field a submitter sets (workflow/util/merge.go ValidateUserOverrides:
   serviceAccountName, podSpecPatch, templates, ... are not permitted), so the workflow runs with
   the template's own ServiceAccount. The submitter needs `create workflows` in the service's
-  namespace and nothing else (RBAC cannot restrict a create by name or content).
+  namespace (RBAC cannot restrict a create by name or content) and `patch` of its jobs' Workflows
+  by name, nothing else.
 
 Pulumi creates the ConfigMap, ServiceAccount, Role, RoleBinding and NetworkPolicy; the Workflow
 exists only once the job's nodes have completed, created by the job, never by `pulumi up`.
@@ -47,9 +48,12 @@ WORKFLOW_FILE = "workflow.json"
 TMP_VOLUME = "tmp"
 # The distroless kubectl image's non-root user (gcr.io/distroless nonroot: 65532).
 KUBECTL_UID = 65532
-# Transient API errors are retried; a Workflow already created is not created again (its fixed
-# name makes a second create fail rather than start a second run).
+# Transient API errors are retried. The step server-side applies the Workflow, so a retry after the
+# create went through (the pod died before it exited) applies the same manifest again, which changes
+# nothing and succeeds, where a second `kubectl create` would fail the TrainJob; the fixed name still
+# means one run.
 BACKOFF_LIMIT = 3
+FIELD_MANAGER = "inference-platform-publish"
 # The pipeline's arguments (tuning/pipeline.py workflow_template_spec `arguments.parameters`).
 VERSION_PARAMETER = "version"
 ONNX_PARAMETER = "onnx"
@@ -62,7 +66,8 @@ def publish_job(kind: str, system_node_selector: dict[str, str]) -> dict[str, An
     container = {
         "name": PUBLISH,
         "image": versions.KUBECTL_IMAGE,
-        "command": ["/usr/local/bin/kubectl", "create", "-f", f"{WORKFLOW_DIR}/{WORKFLOW_FILE}"],
+        "command": ["/usr/local/bin/kubectl", "apply", "--server-side", f"--field-manager={FIELD_MANAGER}",
+                    "-f", f"{WORKFLOW_DIR}/{WORKFLOW_FILE}"],
         # kubectl keeps its discovery cache below $HOME.
         "env": [{"name": "HOME", "value": "/tmp"}],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
@@ -131,10 +136,14 @@ def submit_role_name(ref: PipelineRef) -> str:
     return f"{ref.template}-publish"
 
 
-# Only what `kubectl create -f` of one Workflow needs (Argo's own submit role, manifests/quick-start/
-# base/webhooks/submit-workflow-template-role.yaml, adds workflowtemplates get for `argo submit
-# --from`, which reads the template; kubectl does not).
-SUBMIT_RULES = [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]}]
+def publish_rules(workflows: list[str]) -> list[dict[str, Any]]:
+    """Only what a server-side apply of the jobs' Workflows needs: the request is a patch, and the
+    API server also checks create when the patch creates the object (k8s.io/apiserver
+    pkg/endpoints/handlers/patch.go createAuthorizerAttributes). RBAC cannot restrict a create to
+    names, but a patch it can. (Argo's own submit role, manifests/quick-start/base/webhooks/
+    submit-workflow-template-role.yaml, adds workflowtemplates get for `argo submit --from`.)"""
+    return [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]},
+            {"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["patch"], "resourceNames": workflows}]
 
 
 def publish_pod_labels() -> dict[str, str]:
@@ -191,7 +200,8 @@ def publish_resources(name: str, a, teams: dict[str, TrainingTeam], namespaces: 
         ref = a.pipelines[service]
         meta = {"name": submit_role_name(ref), "namespace": ref.namespace,
                 "labels": standard_labels(submit_role_name(ref), **{COMPONENT_KEY: COMPONENT, PIPELINE_LABEL: service})}
-        role = k8s.rbac.v1.Role(f"{name}-publish-{service}-role", metadata=meta, rules=SUBMIT_RULES, opts=opts)
+        workflows = sorted(workflow_name(j) for j in jobs if j.publish_to.service == service)
+        role = k8s.rbac.v1.Role(f"{name}-publish-{service}-role", metadata=meta, rules=publish_rules(workflows), opts=opts)
         k8s.rbac.v1.RoleBinding(
             f"{name}-publish-{service}-rolebinding", metadata=meta,
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},

@@ -99,12 +99,16 @@ def test_the_step_creates_the_services_pipeline_workflow_with_the_onnx_file_the_
     conformance.validate(workflow)
 
 
-def test_the_step_is_kubectl_create_of_the_workflow_its_job_mounts(plan):
+def test_the_step_is_kubectl_server_side_apply_of_the_workflow_its_job_mounts(plan):
     runtime = named(plan, "ClusterTrainingRuntime", "ip-torch-ddp-publish")
     pod = replicated_jobs(runtime)["publish"]["template"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == versions.KUBECTL_IMAGE == f"registry.k8s.io/kubectl:v{versions.KUBERNETES_VERSION}"
-    assert container["command"] == ["/usr/local/bin/kubectl", "create", "-f", "/etc/inference-platform/publish/workflow.json"]
+    # Server-side apply: a retry after the create went through applies the same Workflow and succeeds,
+    # where a second create would fail with AlreadyExists and so fail the trained job.
+    assert container["command"] == ["/usr/local/bin/kubectl", "apply", "--server-side",
+                                    "--field-manager=inference-platform-publish", "-f",
+                                    "/etc/inference-platform/publish/workflow.json"]
     assert "nvidia.com/gpu" not in str(pod) and "tolerations" not in pod
     patches = {p["manager"]: p for p in named(plan, "TrainJob", "ddp")["spec"]["runtimePatches"]}
     (step,) = patches["inference-platform/publish"]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
@@ -116,12 +120,15 @@ def test_the_step_is_kubectl_create_of_the_workflow_its_job_mounts(plan):
     assert named(plan, "ConfigMap", "ddp-publish")["metadata"]["namespace"] == "vision-train"
 
 
-def test_the_publish_account_may_only_create_workflows_in_the_services_namespace(plan):
+def test_the_publish_account_may_only_create_workflows_and_patch_its_jobs_own_in_the_services_namespace(plan):
     account = named(plan, "ServiceAccount", "publish-svc")
     assert account["metadata"]["namespace"] == "vision-train"
     role = named(plan, "Role", "svc-pipeline-publish")
     assert role["metadata"]["namespace"] == "svc"
-    assert role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]}]
+    # The apply's patch, by name: only the Workflow the job creates (ddp-v2).
+    assert role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]},
+                             {"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["patch"],
+                              "resourceNames": ["ddp-v2"]}]
     binding = named(plan, "RoleBinding", "svc-pipeline-publish")
     assert binding["metadata"]["namespace"] == "svc" and binding["roleRef"]["name"] == "svc-pipeline-publish"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "publish-svc", "namespace": "vision-train"}]
@@ -177,9 +184,11 @@ def _diff(tmp_path, capsys, edit) -> list[str]:
 
 def test_a_new_version_name_updates_only_the_workflow_the_step_will_create(tmp_path, capsys):
     lines = _diff(tmp_path, capsys, lambda job: job["publishTo"].update(version="v3"))
-    # pulumi-kubernetes replaces a ConfigMap whose data changes; the TrainJob stays as it is.
-    assert lines == ['+- replace kubernetes:core/v1:ConfigMap test-dev-training-job-vision-ddp-publish '
-                     '(input data["workflow.json"]) [delete-first]']
+    # pulumi-kubernetes replaces a ConfigMap whose data changes, the Role names the new Workflow in
+    # place; the TrainJob stays as it is.
+    assert sorted(lines) == ['+- replace kubernetes:core/v1:ConfigMap test-dev-training-job-vision-ddp-publish '
+                             '(input data["workflow.json"]) [delete-first]',
+                             '~ update kubernetes:rbac.authorization.k8s.io/v1:Role test-dev-training-publish-svc-role']
 
 
 def test_no_longer_publishing_replaces_the_job_as_its_runtime_changes(tmp_path, capsys):
