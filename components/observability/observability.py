@@ -177,6 +177,30 @@ def grafana_network_policy_spec(a: ObservabilityInputs) -> dict[str, Any]:
     return common.ingress_only_spec(ep.GRAFANA_POD_LABELS, [(ep.GRAFANA_CONTAINER_PORT, peers)])
 
 
+# The prometheus-operator labels the pods of every Prometheus and Alertmanager it runs with their
+# app name, a label podMetadata cannot override (kube-prometheus-stack 88.5.3 charts/crds
+# crd-prometheuses.yaml and crd-alertmanagers.yaml, podMetadata).
+PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
+ALERTMANAGER_POD_LABELS = {"app.kubernetes.io/name": "alertmanager"}
+
+
+def backend_network_policy_specs(a: ObservabilityInputs) -> dict[str, dict[str, Any]]:
+    """Prometheus and Alertmanager admit only the monitoring namespace (Grafana, prometheus-adapter,
+    each other, the scrapes of their own metrics) and Prometheus Kiali too (its graphs,
+    external_services.prometheus): no other pod of the cluster reads every metric, or creates and
+    silences alerts. Ports are not listed: every one of theirs (web, gossip, config reloader) is
+    the monitoring namespace's."""
+    prometheus_peers = common.from_namespace(ep.MONITORING_NAMESPACE)
+    if a.mesh_installed:
+        prometheus_peers.append(common.from_pods(ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS))
+
+    def admitting(selector: dict[str, str], peers: list[dict]) -> dict[str, Any]:
+        return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": [{"from": peers}]}
+
+    return {"prometheus": admitting(PROMETHEUS_POD_LABELS, prometheus_peers),
+            "alertmanager": admitting(ALERTMANAGER_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE))}
+
+
 def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:
     o = a.observability
     allow_pods = ",".join(POD_LABELS)
@@ -558,6 +582,13 @@ class Observability(pulumi.ComponentResource):
             spec=grafana_network_policy_spec(a),
             opts=opts_(namespace),
         )
+        for backend, spec in backend_network_policy_specs(a).items():
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{backend}-networkpolicy",
+                metadata=meta(backend, backend),
+                spec=spec,
+                opts=opts_(namespace),
+            )
         self._metrics_adapter = lambda after: release(
             "prometheus-adapter", versions.PROMETHEUS_ADAPTER, ep.ADAPTER_RELEASE, adapter_values(a.system_node_selector),
             stack, *after)

@@ -387,3 +387,29 @@ def test_istiod_service_monitor_matches_the_istiod_service(reference):
     for key, value in spec["selector"]["matchLabels"].items():
         assert f"    {key}: {value}\n" in service
     assert f"name: {spec['endpoints'][0]['port']}" in service
+
+
+def _admits(spec: dict, namespace: str, labels: dict) -> bool:
+    """Whether an ingress NetworkPolicy spec admits a pod of `namespace` with `labels` (on some port)."""
+    def peer(p: dict) -> bool:
+        ns = p.get("namespaceSelector", {}).get("matchLabels", {})
+        pods = p.get("podSelector", {}).get("matchLabels", {})
+        return ns.items() <= {"kubernetes.io/metadata.name": namespace}.items() and pods.items() <= labels.items()
+    return any(any(peer(p) for p in rule.get("from", [])) for rule in spec["ingress"])
+
+
+@pytest.mark.parametrize("backend,app,crd", [("prometheus", "prometheus", "crd-prometheuses.yaml"),
+                                             ("alertmanager", "alertmanager", "crd-alertmanagers.yaml")])
+def test_prometheus_and_alertmanager_admit_the_monitoring_namespace_and_kiali_not_every_pod(backend, app, crd, reference):
+    # The operator's reserved pod label, as its CRD states it (podMetadata cannot override it).
+    crds = reference / "helm" / "kube-prometheus-stack" / versions.KUBE_PROMETHEUS_STACK.version / "charts" / "crds" / "crds"
+    assert f'"app.kubernetes.io/name" label, set to "{app}"' in (crds / crd).read_text()
+    plan = stack_plan("acme-prod")
+    policy = plan.get("kubernetes:networking.k8s.io/v1:NetworkPolicy", f"acme-prod-observability-{backend}-networkpolicy").inputs
+    assert policy["metadata"]["namespace"] == ep.MONITORING_NAMESPACE
+    spec = policy["spec"]
+    assert spec["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": app}}
+    assert _admits(spec, ep.MONITORING_NAMESPACE, ep.GRAFANA_POD_LABELS)
+    assert not _admits(spec, "embed", {"app": "embed", "version": "v1"})
+    assert not _admits(spec, ep.ISTIO_NAMESPACE, ep.INGRESS_POD_LABELS)
+    assert _admits(spec, ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS) == (backend == "prometheus")
