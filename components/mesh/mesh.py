@@ -256,6 +256,24 @@ def kiali_network_policy_spec(a: MeshInputs) -> dict[str, Any]:
     return common.ingress_only_spec(ep.KIALI_POD_LABELS, rules)
 
 
+# jaeger 4.11.1 templates/_helpers.tpl jaeger.selectorLabels (the chart's name, no nameOverride).
+JAEGER_POD_LABELS = {"app.kubernetes.io/name": "jaeger", "app.kubernetes.io/instance": ep.JAEGER_RELEASE}
+JAEGER_QUERY_PORTS = (16686, 16685)  # HTTP (Grafana's datasource) and gRPC (Kiali) query APIs
+JAEGER_METRICS_PORT = 8888
+
+
+def jaeger_network_policy_spec() -> dict[str, Any]:
+    """Jaeger takes spans from every pod on its OTLP port (each proxy of the mesh sends there,
+    meshConfig's opentelemetry provider), and its traces are read only by Grafana (the monitoring
+    namespace) and Kiali; its other receivers (Jaeger and Zipkin ports) admit nothing."""
+    readers = [*common.from_namespace(ep.MONITORING_NAMESPACE), common.from_pods(ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS)]
+    return common.ingress_only_spec(JAEGER_POD_LABELS, [
+        (ep.JAEGER_OTLP_GRPC_PORT, [{"namespaceSelector": {}}]),
+        *((port, readers) for port in JAEGER_QUERY_PORTS),
+        (JAEGER_METRICS_PORT, common.from_namespace(ep.MONITORING_NAMESPACE)),
+    ])
+
+
 # The Gateway API standard channel v1.5.1 (kubernetes-sigs/gateway-api config/crd/standard; the
 # version Istio 1.30.3 builds against) and the InferencePool of gateway-api-inference-extension
 # v1.4.0 (Istio's pin), shipped verbatim (crds/; ../shared/reference/crds).
@@ -390,6 +408,12 @@ class Mesh(pulumi.ComponentResource):
                 )
             )
         release("jaeger", versions.JAEGER, ep.JAEGER_RELEASE, jaeger_values(a), *jaeger_deps)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-jaeger-networkpolicy",
+            metadata={"name": ep.JAEGER_RELEASE, "namespace": ep.ISTIO_NAMESPACE, "labels": standard_labels("jaeger")},
+            spec=jaeger_network_policy_spec(),
+            opts=opts_(namespace),
+        )
         release("kiali", versions.KIALI, ep.KIALI_RELEASE, kiali_values(a), istiod)
         # In place of the chart's own, which admits any pod (chart_hardening.py).
         k8s.networking.v1.NetworkPolicy(

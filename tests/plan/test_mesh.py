@@ -344,3 +344,24 @@ def test_acme_prod_exports_the_public_ui_urls():
     outputs = stack_plan("acme-prod").outputs
     assert outputs["uiUrls"] == {"grafana": "https://grafana.acme.example.com/", "kiali": "https://kiali.acme.example.com/"}
     assert "uiUrls" not in stack_plan("demo-dev").outputs
+
+
+def test_jaeger_takes_spans_from_every_pod_and_shows_traces_only_to_grafana_and_kiali(reference):
+    helpers = (reference / "helm" / "jaeger" / versions.JAEGER.version / "templates" / "_helpers.tpl").read_text()
+    assert "app.kubernetes.io/name: {{ include \"jaeger.name\" . }}" in helpers  # the pods' labels
+    plan = stack_plan("acme-prod")
+    (policy,) = [r.inputs for r in plan.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+                 if r.inputs["metadata"]["name"] == ep.JAEGER_RELEASE]
+    assert policy["metadata"]["namespace"] == ep.ISTIO_NAMESPACE
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "jaeger", "app.kubernetes.io/instance": ep.JAEGER_RELEASE}
+    by_port = {rule["ports"][0]["port"]: rule["from"] for rule in spec["ingress"]}
+    assert by_port[ep.JAEGER_OTLP_GRPC_PORT] == [{"namespaceSelector": {}}]
+    kiali = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ep.ISTIO_NAMESPACE}},
+             "podSelector": {"matchLabels": ep.KIALI_POD_LABELS}}
+    for query in (16686, 16685):
+        assert kiali in by_port[query]
+        assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ep.MONITORING_NAMESPACE}}} in by_port[query]
+        assert len(by_port[query]) == 2
+    # Jaeger's own and Zipkin's receivers admit nothing.
+    assert not {5775, 6831, 6832, 5778, 9411, 4318, 14268} & set(by_port)
