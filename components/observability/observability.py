@@ -182,14 +182,17 @@ def grafana_network_policy_spec(a: ObservabilityInputs) -> dict[str, Any]:
 # crd-prometheuses.yaml and crd-alertmanagers.yaml, podMetadata).
 PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
 ALERTMANAGER_POD_LABELS = {"app.kubernetes.io/name": "alertmanager"}
+# loki 18.11.0 templates/_helpers.tpl loki.selectorLabels (the chart's name, no nameOverride):
+# the single binary and its caches and canary, all in the monitoring namespace.
+LOKI_POD_LABELS = {"app.kubernetes.io/name": "loki", "app.kubernetes.io/instance": ep.LOKI_RELEASE}
 
 
 def backend_network_policy_specs(a: ObservabilityInputs) -> dict[str, dict[str, Any]]:
-    """Prometheus and Alertmanager admit only the monitoring namespace (Grafana, prometheus-adapter,
-    each other, the scrapes of their own metrics) and Prometheus Kiali too (its graphs,
-    external_services.prometheus): no other pod of the cluster reads every metric, or creates and
-    silences alerts. Ports are not listed: every one of theirs (web, gossip, config reloader) is
-    the monitoring namespace's."""
+    """Prometheus, Alertmanager and Loki admit only the monitoring namespace (Grafana,
+    prometheus-adapter, Alloy, each other, the scrapes of their own metrics) and Prometheus Kiali
+    too (its graphs, external_services.prometheus): no other pod of the cluster reads every metric
+    or every log, pushes logs, or creates and silences alerts. Ports are not listed: every one of
+    theirs (web, gossip, config reloader) is the monitoring namespace's."""
     prometheus_peers = common.from_namespace(ep.MONITORING_NAMESPACE)
     if a.mesh_installed:
         prometheus_peers.append(common.from_pods(ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS))
@@ -198,7 +201,8 @@ def backend_network_policy_specs(a: ObservabilityInputs) -> dict[str, dict[str, 
         return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": [{"from": peers}]}
 
     return {"prometheus": admitting(PROMETHEUS_POD_LABELS, prometheus_peers),
-            "alertmanager": admitting(ALERTMANAGER_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE))}
+            "alertmanager": admitting(ALERTMANAGER_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE)),
+            "loki": admitting(LOKI_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE))}
 
 
 def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:

@@ -413,3 +413,14 @@ def test_prometheus_and_alertmanager_admit_the_monitoring_namespace_and_kiali_no
     assert not _admits(spec, "embed", {"app": "embed", "version": "v1"})
     assert not _admits(spec, ep.ISTIO_NAMESPACE, ep.INGRESS_POD_LABELS)
     assert _admits(spec, ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS) == (backend == "prometheus")
+
+
+def test_loki_admits_only_the_monitoring_namespace(reference):
+    helpers = (reference / "helm" / "loki" / versions.LOKI.version / "templates" / "_helpers.tpl").read_text()
+    assert "app.kubernetes.io/name: {{ include \"loki.name\" . }}" in helpers  # the pods' labels
+    plan = stack_plan("acme-prod")
+    spec = plan.get("kubernetes:networking.k8s.io/v1:NetworkPolicy", "acme-prod-observability-loki-networkpolicy").inputs["spec"]
+    assert spec["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "loki", "app.kubernetes.io/instance": ep.LOKI_RELEASE}}
+    assert _admits(spec, ep.MONITORING_NAMESPACE, {"app.kubernetes.io/name": "alloy"})
+    assert not _admits(spec, "embed", {"app": "embed", "version": "v1"})
+    assert not _admits(spec, ep.ISTIO_NAMESPACE, ep.KIALI_POD_LABELS)
