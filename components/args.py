@@ -137,7 +137,7 @@ class NodeGroupArgs(TypedDict):
     max_nodes: NotRequired[int]
     """Most nodes the cluster autoscaler may create. Default: `1`."""
     initial_nodes: NotRequired[int]
-    """Nodes at creation on Heat (default: minNodes). The Cluster API drivers start an autoscaled group at minNodes whatever this says (Cluster API defaults its MachineDeployment's replicas to the minimum)."""
+    """Heat only: nodes at creation (default: minNodes). The Cluster API drivers start an autoscaled group at minNodes (Cluster API defaults its MachineDeployment's replicas to the minimum), so there a value above minNodes is refused: raise minNodes instead."""
     labels: NotRequired[dict[str, str]]
     """Extra Kubernetes node labels, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), neither the platform's labels nor the selector's."""
     taints: NotRequired[list[TaintArgs]]

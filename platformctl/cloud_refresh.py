@@ -24,10 +24,6 @@ Values the cloud moves (each read at the provider's Read of the resource we decl
   Node group labels and image are computed inputs we do not set (Optional+Computed in the
   Terraform schema): whatever Magnum reports there diffs against nothing.
 
-Where a group starts (notes on the first `up`): both Cluster API drivers leave an autoscaled group's
-MachineDeployment replicas to Cluster API, which starts it at minNodes (gpu/first_up.py
-start_nodes, with the sources), so an initialNodes above it is not used.
-
 What fails the `up` although Magnum goes on: a cluster upgrade that outlasts the provider's update
 wait (terraform-provider-openstack v3.4.0 resource_openstack_containerinfra_cluster_v1.go: Update
 defaults to 30 minutes; customTimeouts.update sets it), against the time replacing every node takes
@@ -47,7 +43,6 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from inference_platform.gpu.first_up import start_nodes
 from inference_platform.settings.errors import format_path
 from inference_platform.settings.stack import Settings
 from inference_platform.timing.readiness import cluster_upgrade_budget
@@ -120,17 +115,6 @@ class Cloud:
                 _set_read(r, "nodeCount", self.live_count(default))
             elif r.get("type") == MAGNUM_NODE_GROUP and _inputs(r).get("role") in self.live_nodes:
                 _set_read(r, "nodeCount", self.live_count(_inputs(r)["role"]))
-        return out
-
-    def creation_notes(self) -> list[str]:
-        """Notes on the first `up`: groups that start with other than their initialNodes."""
-        out = []
-        for group in self.settings.cluster.node_groups if self.driver else ():
-            count, why = start_nodes(self.settings, group)
-            if group.initial_nodes is not None and count != group.initial_nodes:
-                out.append(f"note: node group {group.name} starts with {count} node{'s' if count != 1 else ''}, not its "
-                           f"initialNodes {group.initial_nodes} ({why.split(';')[0]}, as Cluster API defaults a new "
-                           f"MachineDeployment's replicas to its min-size annotation); raise its minNodes to start it larger")
         return out
 
     def upgrade_timeouts(self, new: dict[str, Any]) -> list[str]:

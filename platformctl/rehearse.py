@@ -153,8 +153,7 @@ class _Play:
         old = self.cloud.refreshed(self.state) if refresh else self.state
         d = diff_plans(old, new_plan)
         mine = set(diff_plans(self.plan, new_plan)["notes"]) if self.state["resources"] else set()
-        step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine]
-                    + (self.cloud.creation_notes() if not self.state["resources"] else []))
+        step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine])
         step.refused = self.cloud.refusals(old, new_plan, d["changes"])
         if d["errors"]:
             step.refused, step.refused_by = [str(e) for e in d["errors"]], "Pulumi"

@@ -34,9 +34,8 @@ def start_nodes(settings: Settings, group: NodeGroup) -> tuple[int, str]:
     initialNodes says. Heat creates the group's node_count, initialNodes."""
     labeller = settings.cluster.magnum_labeller
     if labeller in ("magnum-cluster-api", "magnum-capi-helm"):
-        ignored = (f"; initialNodes {group.initial_nodes} is not used"
-                   if group.initial_nodes is not None and group.initial_nodes != group.min_nodes else "")
-        return group.min_nodes, f"{labeller}: Cluster API starts an autoscaled group at minNodes{ignored}"
+        # The settings refuse an initialNodes above minNodes here (cluster_problems).
+        return group.min_nodes, f"{labeller}: Cluster API starts an autoscaled group at minNodes"
     if labeller == "heat":
         return group.start_nodes, "heat: the group's node count"
     return group.min_nodes, "an existing cluster: its nodes at minNodes"

@@ -106,7 +106,7 @@ class NodeGroup(Model):
     max_nodes: int = Field(default=1, ge=1, le=1000)
     """Most nodes the cluster autoscaler may create."""
     initial_nodes: Optional[int] = Field(default=None, ge=0, le=1000)
-    """Nodes at creation on Heat (default: minNodes). The Cluster API drivers start an autoscaled group at minNodes whatever this says (Cluster API defaults its MachineDeployment's replicas to the minimum)."""
+    """Heat only: nodes at creation (default: minNodes). The Cluster API drivers start an autoscaled group at minNodes (Cluster API defaults its MachineDeployment's replicas to the minimum), so there a value above minNodes is refused: raise minNodes instead."""
     labels: Labels = {}
     """Extra Kubernetes node labels, which Node Feature Discovery applies: keys with a prefix of your own (not `kubernetes.io`), neither the platform's labels nor the selector's."""
     taints: list[Taint] = []
@@ -307,6 +307,13 @@ def cluster_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
         problem = _scale_from_zero_problem(m, i, g) if g.min_nodes == 0 else None
         if problem:
             problems.append((("cluster", "nodeGroups", i, "minNodes"), problem))
+        if m.node_labeller != "heat" and g.initial_nodes is not None and g.initial_nodes > g.min_nodes:
+            # Both Cluster API drivers leave an autoscaled group's replicas unset and Cluster API
+            # defaults them to the min-size annotation (gpu/first_up.py start_nodes, with the sources).
+            problems.append((("cluster", "nodeGroups", i, "initialNodes"),
+                             f"{m.node_labeller} starts an autoscaled group at minNodes (Cluster API defaults its "
+                             f"MachineDeployment's replicas to the minimum), so {g.initial_nodes} would not take effect; "
+                             f"remove the key, or raise minNodes to {g.initial_nodes} to start the group that large"))
     version = ("cluster", "magnum", "kubernetesVersion")
     rancher = "-rancher" in m.kubernetes_version
     own_registry = {"hyperkube_prefix", "container_infra_prefix"} & set(m.template.labels)

@@ -68,8 +68,8 @@ def test_acme_prod_budgets_follow_the_cold_start_model():
     rows, _ = problems(stack_plan("acme-prod"), stack_settings("acme-prod"))
     by_label = {awaits.label(row.expectation.resource): row for row in rows}
     v7 = by_label["Deployment llm-chat/llm-chat-v7"]
-    # Create: gpu-h100 starts with 1 node (magnum-cluster-api: Cluster API starts it at minNodes 1,
-    # not initialNodes 2) but v7 and v8 need 4 at their fewest, and the autoscaler adds the other 3 only
+    # Create: gpu-h100 starts with 1 node (magnum-cluster-api: Cluster API starts it at minNodes 1)
+    # but v7 and v8 need 4 at their fewest, and the autoscaler adds the other 3 only
     # once the first advertises its GPUs (boot 120 + driver 180): 300 s, then a new node's 1080 s (boot
     # 120 + driver 180 + pull 360 + load 420). Update: that new node, then 3 more replicas (of its 4 at most), each after
     # the old frontend pod's 180 s drain (15 s endpoint removal + the 120 s route timeout before SIGTERM,

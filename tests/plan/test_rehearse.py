@@ -166,19 +166,6 @@ def test_a_step_the_settings_refuse_fails_the_rehearsal_with_exit_1(tmp_path, ca
 # --------------------------------------------------------------------------- faults of the drivers and the provider
 
 
-@pytest.mark.parametrize("stack, stack_file, noted", [("acme-prod", ACME, True), (HEAT_STACK, HEAT_FILE, False)],
-                         ids=["magnum-cluster-api", "heat"])
-def test_the_create_step_says_where_cluster_api_starts_a_group_below_its_initial_nodes(stack, stack_file, noted):
-    create = rehearse(stack, stack_file).steps[0]
-    found = [n for n in create.notes if "not its initialNodes" in n]
-    # acme-prod's gpu-h100 asks for initialNodes 2 over minNodes 1; Heat creates the 2.
-    assert bool(found) == noted
-    if noted:
-        (note,) = found
-        assert note.startswith("note: node group gpu-h100 starts with 1 node, not its initialNodes 2")
-        assert "raise its minNodes" in note
-
-
 def test_an_upgrade_that_outlasts_the_providers_update_wait_fails_the_up():
     from inference_platform.timing.readiness import cluster_upgrade_budget
     from platformctl.cloud_refresh import Cloud

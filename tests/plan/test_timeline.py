@@ -39,7 +39,7 @@ def test_plan_prints_the_first_up_of_each_group_with_the_waits_it_must_fit(capsy
             f"fits, {wait - budget:g}s to spare") in out
     # gpu-h100 starts at minNodes 1 on magnum-cluster-api, so it grows only once that node has its GPUs.
     h100 = out[out.index("  gpu-h100: "):out.index("  gpu-l4: ")]
-    assert "initialNodes 2 is not used" in h100 and "only once a node of it advertises its GPUs" in h100
+    assert "Cluster API starts an autoscaled group at minNodes" in h100 and "only once a node of it advertises its GPUs" in h100
 
 
 def test_a_group_whose_first_up_outlasts_a_wait_is_reported():
