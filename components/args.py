@@ -685,6 +685,8 @@ class LlmArchitectureArgs(TypedDict):
     """Key/value attention heads (`num_key_value_heads`; equal to the attention heads without grouped-query attention)."""
     head_dim: int
     """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
+    attention_heads: NotRequired[int]
+    """Query attention heads (`num_attention_heads`); required with tensorParallelSize above 1, which must divide it (both engines split the heads over the GPUs)."""
     vocab_size: NotRequired[int]
     """Tokens of the vocabulary (`vocab_size`); required with a quantised dtype, whose checkpoint keeps the token embeddings and lm_head in 16 bits."""
     hidden_size: NotRequired[int]

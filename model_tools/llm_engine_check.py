@@ -82,9 +82,45 @@ def engine_problems(engine: dict, expected: dict, where: str) -> list[str]:
                         f"{expected['gpu_memory_utilization']}; allowed: gpu_memory_utilization: "
                         f"{expected['gpu_memory_utilization']}")
     problems += dtype_problems(engine, expected, where)
+    problems += architecture_problems(checkpoint_config(engine), expected.get("architecture", {}), where)
     if engine.get("disable_log_stats", False) is not False:
         problems.append(f"{where}: disable_log_stats is {engine['disable_log_stats']}, so the backend exports no vllm: "
                         "metrics and the HPA and the objectives read nothing; allowed: false (or leave it out)")
+    return problems
+
+
+# The declared architecture (llm.architecture) against the checkpoint's config.json, as vLLM
+# 0.6.3.post1 reads it (vllm/config.py ModelConfig): a multimodal model's text_config holds the
+# language model's numbers (get_hf_text_config); the KV heads are the first of these keys found,
+# else the attention heads (get_total_num_kv_heads); head_dim, else hidden_size // heads (get_head_size).
+KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
+ARCHITECTURE_KEYS = {"num_hidden_layers": "layers", "num_key_value_heads": "kvHeads", "head_dim": "headDim",
+                     "num_attention_heads": "attentionHeads"}
+
+
+def checkpoint_architecture(checkpoint: dict) -> dict:
+    """The numbers the memory fit and the TP checks used, as vLLM derives them; a number the
+    file does not give is left out (vLLM then fails to load the model and says why itself)."""
+    text = checkpoint.get("text_config") if isinstance(checkpoint.get("text_config"), dict) else checkpoint
+    found = {"num_hidden_layers": text.get("num_hidden_layers"), "num_attention_heads": text.get("num_attention_heads")}
+    heads = found["num_attention_heads"]
+    found["num_key_value_heads"] = next((text[k] for k in KV_HEAD_KEYS if text.get(k) is not None), heads)
+    head_dim = text.get("head_dim")
+    if head_dim is None and isinstance(text.get("hidden_size"), int) and isinstance(heads, int) and heads:
+        head_dim = text["hidden_size"] // heads
+    found["head_dim"] = head_dim
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def architecture_problems(checkpoint: dict, declared: dict, where: str) -> list[str]:
+    """The checkpoint is the model the plan sized: its layers, KV heads and head size (the KV
+    cache per token) and its attention heads (what tensorParallelSize must divide)."""
+    found, problems = checkpoint_architecture(checkpoint), []
+    for key, stack_key in ARCHITECTURE_KEYS.items():
+        if declared.get(key) is not None and key in found and found[key] != declared[key]:
+            problems.append(f"{where}: the checkpoint's config.json gives {key} {found[key]}, but the stack's "
+                            f"llm.architecture.{stack_key} is {declared[key]}; allowed: architecture.{stack_key}: "
+                            f"{found[key]}, or the checkpoint the stack describes")
     return problems
 
 

@@ -40,6 +40,10 @@ def engine_expectations(llm: Llm) -> dict:
         "gpu_memory_utilization": llm.memory_utilization,
         "dtype": llm.dtype,
         "kv_cache_dtype": llm.kv_cache_dtype,
+        # config.json's numbers the fit and the TP checks used (attention heads only when declared).
+        "architecture": {"num_hidden_layers": llm.architecture.layers, "num_key_value_heads": llm.architecture.kv_heads,
+                         "head_dim": llm.architecture.head_dim,
+                         "num_attention_heads": llm.architecture.attention_heads},
     }
 
 

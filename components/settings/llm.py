@@ -33,6 +33,8 @@ class LlmArchitecture(Model):
     """Key/value attention heads (`num_key_value_heads`; equal to the attention heads without grouped-query attention)."""
     head_dim: int = Field(ge=1, le=1024)
     """Size of one attention head (`head_dim`, else `hidden_size / num_attention_heads`)."""
+    attention_heads: Optional[int] = Field(default=None, ge=1, le=4096)
+    """Query attention heads (`num_attention_heads`); required with tensorParallelSize above 1, which must divide it (both engines split the heads over the GPUs)."""
     vocab_size: Optional[int] = Field(default=None, ge=1, le=10_000_000)
     """Tokens of the vocabulary (`vocab_size`); required with a quantised dtype, whose checkpoint keeps the token embeddings and lm_head in 16 bits."""
     hidden_size: Optional[int] = Field(default=None, ge=1, le=1_000_000)
@@ -135,12 +137,35 @@ def llm_setting_problems(llm: Llm) -> list[tuple[KeyPath, str]]:
                          "embeddings and lm_head in 16 bits (vocab_size x hidden_size parameters each), which the memory "
                          "fit counts; allowed: architecture.vocabSize and hiddenSize from the model's config.json"))
     kv_heads, tp = a.kv_heads, llm.tensor_parallel_size
+    problems += attention_head_problems(a, tp)
     if kv_heads % tp and tp % kv_heads:
         divisors = [d for d in range(1, min(kv_heads, 16) + 1) if kv_heads % d == 0]
         problems.append((("tensorParallelSize",), f"is {tp}, which does not split the model's {kv_heads} KV heads "
                          "evenly over the GPUs, nor replicates them evenly (vLLM refuses it at start); allowed: a "
                          f"divisor of architecture.kvHeads ({', '.join(map(str, divisors))}) or a multiple of it"))
     return problems
+
+
+def attention_head_problems(a: LlmArchitecture, tp: int) -> list[tuple[KeyPath, str]]:
+    """Both engines give each GPU an equal share of the query heads and refuse a TP that does not
+    divide them: vLLM 0.6.3.post1 vllm/config.py ModelConfig.verify_with_parallel_config ("Total
+    number of attention heads ... must be divisible by tensor parallel size") at start, TensorRT-LLM
+    tensorrt_llm/layers/attention.py Attention.__init__ (assert num_attention_heads % tp_size)
+    when the engine is built. The count is required only above TP 1, where a share exists: kvHeads
+    does not stand in for it, since with fewer KV heads than GPUs (replicated, which is allowed)
+    the query heads can still fail to divide (e.g. 1 KV head, 12 query heads, TP 8)."""
+    if tp == 1:
+        return []
+    if a.attention_heads is None:
+        return [(("architecture", "attentionHeads"), f"required with tensorParallelSize {tp}: both engines split the "
+                 "query heads evenly over the GPUs and refuse a TP that does not divide them; allowed: "
+                 "architecture.attentionHeads, num_attention_heads of the model's config.json")]
+    if a.attention_heads % tp:
+        divisors = [d for d in range(1, 17) if a.attention_heads % d == 0]
+        return [(("tensorParallelSize",), f"is {tp}, which does not divide the model's {a.attention_heads} attention "
+                 "heads (vLLM refuses it at start, TensorRT-LLM cannot build it); allowed: a divisor of "
+                 f"architecture.attentionHeads ({', '.join(map(str, divisors))})")]
+    return []
 
 
 class LlmRouting(Model):

@@ -43,6 +43,9 @@ def test_every_vllm_pod_checks_its_engine_arguments_against_its_declaration_befo
         assert json.loads(args["expect"]) == {
             "max_model_len": llm.max_context_tokens, "max_num_seqs": llm.max_concurrent_sequences,
             "tensor_parallel_size": llm.tensor_parallel_size, "gpu_memory_utilization": llm.memory_utilization,
-            "dtype": llm.dtype, "kv_cache_dtype": llm.kv_cache_dtype}, where
+            "dtype": llm.dtype, "kv_cache_dtype": llm.kv_cache_dtype,
+            "architecture": {"num_hidden_layers": llm.architecture.layers,
+                             "num_key_value_heads": llm.architecture.kv_heads, "head_dim": llm.architecture.head_dim,
+                             "num_attention_heads": llm.architecture.attention_heads}}, where
         served = next(a for a in engine["args"] if a.startswith("--model-repository="))
         assert f"--repository={served.partition('=')[2]}" in check["args"], where

@@ -79,6 +79,44 @@ def test_a_repository_without_a_vllm_model_or_model_json_is_stopped(tmp_path):
     assert repository_problems(str(tmp_path / "nowhere"), EXPECTED)[0].endswith("allowed: the version's modelRepository.path")
 
 
+# Llama 3.1 8B's config.json numbers, and the declaration that matches them.
+LLAMA_CONFIG = {"torch_dtype": "bfloat16", "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "hidden_size": 4096}
+DECLARED = {**EXPECTED, "architecture": {"num_hidden_layers": 32, "num_key_value_heads": 8, "head_dim": 128,
+                                         "num_attention_heads": 32}}
+
+
+def test_the_checkpoint_must_be_the_model_the_plan_sized(tmp_path):
+    assert repository_problems(repository(tmp_path, AGREEING, LLAMA_CONFIG), DECLARED) == []
+    other = {**LLAMA_CONFIG, "num_hidden_layers": 80, "num_attention_heads": 64, "hidden_size": 8192}
+    problems = repository_problems(repository(tmp_path / "b", AGREEING, other), DECLARED)
+    assert [p.split("config.json gives ")[1].split(",")[0] for p in problems] == [
+        "num_hidden_layers 80", "num_attention_heads 64"]
+    assert "llm.architecture.layers is 32; allowed: architecture.layers: 80" in problems[0]
+
+
+def test_missing_kv_heads_and_head_size_are_derived_as_vllm_derives_them(tmp_path):
+    # No num_key_value_heads: one per attention head; no head_dim: hidden_size / heads (4096 / 32).
+    plain = {k: v for k, v in LLAMA_CONFIG.items() if k != "num_key_value_heads"}
+    [problem] = repository_problems(repository(tmp_path, AGREEING, plain), DECLARED)
+    assert "gives num_key_value_heads 32, but the stack's llm.architecture.kvHeads is 8" in problem
+    wide = {**LLAMA_CONFIG, "head_dim": 256}
+    [problem] = repository_problems(repository(tmp_path / "b", AGREEING, wide), DECLARED)
+    assert "gives head_dim 256, but the stack's llm.architecture.headDim is 128" in problem
+
+
+def test_a_multimodal_checkpoint_is_read_from_its_text_config(tmp_path):
+    nested = {"torch_dtype": "bfloat16", "num_hidden_layers": 99,
+              "text_config": {k: v for k, v in LLAMA_CONFIG.items() if k != "torch_dtype"}}
+    assert repository_problems(repository(tmp_path, AGREEING, nested), DECLARED) == []
+
+
+def test_undeclared_attention_heads_are_not_compared(tmp_path):
+    undeclared = {**DECLARED, "architecture": {**DECLARED["architecture"], "num_attention_heads": None}}
+    other_heads = {**LLAMA_CONFIG, "num_attention_heads": 16, "head_dim": 128}
+    assert repository_problems(repository(tmp_path, AGREEING, other_heads), undeclared) == []
+
+
 def test_a_vllm_version_on_the_s3_cache_is_refused_on_its_cache():
     raw = stack("nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3")
     raw["weightCaches"]["s3"] = {"endpoint": "https://s3.example.cloud", "bucket": "weights"}

@@ -47,7 +47,8 @@ def test_a_kv_cache_use_target_on_vllm_is_refused_and_on_tensorrt_llm_accepted()
 @pytest.mark.parametrize("kv_heads,tp,ok", [(8, 2, True), (8, 8, True), (4, 8, True), (1, 4, True),
                                             (8, 3, False), (6, 4, False), (12, 8, False)])
 def test_tensor_parallelism_must_split_or_replicate_the_kv_heads_evenly(kv_heads, tp, ok):
-    arch = {"parametersBillion": 8.03, "layers": 32, "kvHeads": kv_heads, "headDim": 128}
+    # 96 query heads: divisible by every TP here, so only the KV heads decide.
+    arch = {"parametersBillion": 8.03, "layers": 32, "kvHeads": kv_heads, "headDim": 128, "attentionHeads": 96}
     raw = stack({"model": "H100-80GB", "perNode": 8}, {"count": tp}, architecture=arch, tensorParallelSize=tp,
                 maxConcurrentSequences=8)
     if ok:
@@ -56,6 +57,31 @@ def test_tensor_parallelism_must_split_or_replicate_the_kv_heads_evenly(kv_heads
     line = refused(raw)
     assert f"services[svc].versions[v1].llm.tensorParallelSize: is {tp}, which does not split the model's {kv_heads} KV heads" in line
     assert "allowed: a divisor of architecture.kvHeads" in line
+
+
+def tensor_parallel(tp: int, engine: str = "vllm", **architecture) -> dict:
+    arch = {"parametersBillion": 8.03, "layers": 32, "kvHeads": 1, "headDim": 128, **architecture}
+    raw = stack({"model": "H100-80GB", "perNode": 8}, {"count": tp}, architecture=arch, tensorParallelSize=tp,
+                maxConcurrentSequences=8, engine=engine)
+    if engine == "tensorrtllm":
+        raw["services"][0]["versions"][0]["image"] = TRTLLM_IMAGE
+    return raw
+
+
+@pytest.mark.parametrize("engine", ["vllm", "tensorrtllm"])
+def test_tensor_parallelism_must_divide_the_attention_heads(engine):
+    # One KV head is replicated on every GPU (allowed), but 12 query heads do not split over 8.
+    line = refused(tensor_parallel(8, engine, attentionHeads=12))
+    assert "services[svc].versions[v1].llm.tensorParallelSize: is 8, which does not divide the model's 12 attention heads" in line
+    assert "allowed: a divisor of architecture.attentionHeads (1, 2, 3, 4, 6, 12)" in line
+    parse_settings(tensor_parallel(4, engine, attentionHeads=12), STACK_FILE)
+
+
+def test_the_attention_heads_are_required_above_one_gpu_only():
+    line = refused(tensor_parallel(2))
+    assert "services[svc].versions[v1].llm.architecture.attentionHeads: required with tensorParallelSize 2" in line
+    assert "allowed: architecture.attentionHeads, num_attention_heads of the model's config.json" in line
+    parse_settings(tensor_parallel(1), STACK_FILE)
 
 
 def test_a_first_token_objective_on_tensorrt_llm_needs_triton_s_first_response_histogram():

@@ -15,9 +15,9 @@ from tests.conftest import base_config
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
 # config.json of each model: layers, KV heads, head dim.
-LLAMA2_7B = {"parametersBillion": 6.74, "layers": 32, "kvHeads": 32, "headDim": 128}
-LLAMA31_8B = {"parametersBillion": 8.03, "layers": 32, "kvHeads": 8, "headDim": 128}
-LLAMA3_70B = {"parametersBillion": 70.6, "layers": 80, "kvHeads": 8, "headDim": 128}
+LLAMA2_7B = {"parametersBillion": 6.74, "layers": 32, "kvHeads": 32, "headDim": 128, "attentionHeads": 32}
+LLAMA31_8B = {"parametersBillion": 8.03, "layers": 32, "kvHeads": 8, "headDim": 128, "attentionHeads": 32}
+LLAMA3_70B = {"parametersBillion": 70.6, "layers": 80, "kvHeads": 8, "headDim": 128, "attentionHeads": 64}
 
 
 def llm(arch=LLAMA31_8B, context=8192, sequences=1, **more) -> Llm:
