@@ -17,8 +17,9 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # cluster-autoscaler cloudprovider/magnum: GPULabel (Heat clusters, whose extra groups our own
 # autoscaler sizes).
 MAGNUM_GPU_LABEL = "magnum.openstack.org/gpu"
-# kubernetes/autoscaler cluster-autoscaler-1.35.2, cloudprovider/clusterapi/clusterapi_provider.go:
-# GPULabel, the label the autoscaler of both Cluster API drivers reads. Like MAGNUM_GPU_LABEL, a node
+# kubernetes/autoscaler cloudprovider/clusterapi/clusterapi_provider.go:43 GPULabel (the same in
+# cluster-autoscaler-1.34.4, which magnum-cluster-api 0.38.1 runs at 1.34 (images.py), and 1.34.5, the
+# platform's pin): the label the autoscaler of both Cluster API drivers reads. Like MAGNUM_GPU_LABEL, a node
 # with it but no GPU allocatable counts as unready (processors/customresources/gpu_processor.go,
 # FilterOutNodesWithUnreadyResources), so the autoscaler adds no second node while the driver
 # installs; the value is the GPU type it reports.
