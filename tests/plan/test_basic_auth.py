@@ -141,7 +141,7 @@ def test_plain_http_to_a_basic_auth_host_is_refused_not_redirected_and_other_hos
     """With TLS on, plain HTTP gets Envoy's redirect route, on which the basic_auth filter stays off;
     the gateway's DENY policy then refuses every request to a Basic Auth host with 403, a valid
     credential too (which has crossed in clear already), while other hosts get the 301."""
-    from tests.support import mesh_eval
+    from platformctl import mesh_eval
 
     plan = stack_plan("acme-prod")
     password = plan.get(PASSWORD, "embed-password").outputs["result"]

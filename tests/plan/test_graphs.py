@@ -137,7 +137,7 @@ def test_graph_route_reaches_serve_with_basic_auth(plan):
 def test_only_the_operator_reaches_the_ray_dashboard_and_it_needs_a_token(ray_service, plan):
     """Job submission on the dashboard runs code: the operator alone may call it, with the
     token KubeRay makes; Ray's nodes still reach each other on every other port they use."""
-    from tests.support.mesh_eval import allowed
+    from platformctl.mesh_eval import allowed
 
     assert ray_service["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
     (policy,) = [o["spec"] for o in objects(plan, "AuthorizationPolicy") if o["metadata"]["name"] == "speech-to-image"]

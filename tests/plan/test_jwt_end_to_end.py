@@ -1,6 +1,6 @@
 """A token followed through acme-prod's LLM service (jwt auth): the Gateway's jwt_authn and policy,
 then what the gateway forwards to the pod's sidecar, its own jwt_authn and policy on the OpenAI
-port (tests/support/mesh_eval.py). A valid token gets through; a missing or bad one does not."""
+port (platformctl/mesh_eval.py). A valid token gets through; a missing or bad one does not."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from platformctl import gateway_pods
 from platformctl.invariants import plan_resources
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import stack_plan
-from tests.support import mesh_eval
+from platformctl import mesh_eval
 
 ISSUER, JWKS, AUDIENCE = "https://login.acme.example.com/", "https://login.acme.example.com/.well-known/jwks.json", "llm-chat"
 PATH, PORT = "/v1/chat/completions", 9000

@@ -211,7 +211,7 @@ def test_an_llm_services_pods_admit_no_caller_on_tritons_own_ports():
     pods' AuthorizationPolicy and NetworkPolicy admit nobody there, the ingress gateway included."""
     from inference_platform.mesh.ref import INGRESS_PRINCIPAL
     from inference_platform.serving.triton import GRPC_PORT, HTTP_PORT
-    from tests.support import mesh_eval
+    from platformctl import mesh_eval
 
     plan = stack_plan("acme-prod")
     policy = plan.get("kubernetes:security.istio.io/v1:AuthorizationPolicy", "llm-chat-authorizationpolicy").inputs["spec"]

@@ -14,7 +14,7 @@ import pytest
 
 from inference_platform.settings.triton_flags import triton_flag_problem
 from tests.conftest import ROOT, stack_plan
-from tests.support import mesh_eval
+from platformctl import mesh_eval
 
 CATALOGUE = ROOT / "tests" / "catalogues" / "tritonserver-r25.01-api.txt"
 OPEN = {"health", "metadata", "inference"}

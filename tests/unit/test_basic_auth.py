@@ -17,7 +17,7 @@ from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from tests.conftest import base_config
-from tests.support import mesh_eval
+from platformctl import mesh_eval
 
 HOST = "svc.example.com"
 INFER = "/v2/models/m/infer"
