@@ -5,14 +5,20 @@ labels (`min_node_count`, `max_node_count`), read at creation only, and a change
 labels would be a new cluster (components/cluster/cluster.py keeps them out of the diff). The
 pulumi-openstack provider has no resource for that group, so the edit cannot reach it through
 `pulumi up`; Magnum's API changes it in place: `openstack coe nodegroup update <cluster>
-<nodegroup> replace <attribute>=<value>` (python-magnumclient). Starting counts (`node_count`)
+<nodegroup> replace <attribute>=<value>` (python-magnumclient). On Heat that changes Magnum's record
+only (magnum stable/2026.1 drivers/heat/driver.py update_nodegroup saves it): Magnum's own autoscaler
+takes the group's bounds from its `--nodes=<min>:<max>:default-worker` flag (fragments/
+enable-auto-scaling.sh:147; cluster-autoscaler's magnum provider reads static bounds from it,
+magnum_cloud_provider.go BuildMagnum), written into its kube-system Deployment once, at creation
+(k8s_fedora_coreos_v1/templates/kubecluster.yaml kube_cluster_deploy: actions CREATE), so that flag is
+edited too. Starting counts (`node_count`)
 are the autoscaler's afterwards; `openstack coe cluster resize <cluster> <n> --nodegroup <group>`
 resizes at once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 MAGNUM_CLUSTER = "openstack:containerinfra/cluster:Cluster"
 MAGNUM_NODE_GROUP = "openstack:containerinfra/nodeGroup:NodeGroup"
@@ -25,14 +31,24 @@ def _where(logical_name: str) -> str:
     return f", where <cluster> is the Magnum cluster {logical_name}-<suffix> (`openstack coe cluster list`)"
 
 
-def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[str, Any]) -> str:
-    """What to run for an ignored change of `path` in a resource's inputs ("" when nothing applies)."""
+def _heat_autoscaler_bounds(labels: dict[str, Any]) -> str:
+    # Magnum's own autoscaler on Heat keeps the bounds of its --nodes flag (module docstring).
+    return (f"; on heat that changes Magnum's record only, and Magnum's own autoscaler keeps the bounds it was created "
+            f"with: set them in its flag as well, `kubectl -n kube-system edit deployment cluster-autoscaler`, "
+            f"`--nodes={labels.get('min_node_count')}:{labels.get('max_node_count')}:{DEFAULT_GROUP}`")
+
+
+def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[str, Any],
+                        driver: Optional[str] = None) -> str:
+    """What to run for an ignored change of `path` in a resource's inputs ("" when nothing applies);
+    `driver`: the stack's Magnum driver, where the plan records it."""
     kind, name = resource.get("type"), resource.get("name", "")
     if kind == MAGNUM_CLUSTER and len(path) == 2 and path[0] == "labels" and path[1] in _BOUNDS:
-        value = (new_inputs.get("labels") or {}).get(path[1])
+        labels = new_inputs.get("labels") or {}
         return (f"; the first node group's {_BOUNDS[path[1]]} counts at cluster creation only (a Magnum cluster label; "
                 f"pulumi-openstack has no resource for {DEFAULT_GROUP}), so change it with Magnum's API: "
-                f"`openstack coe nodegroup update <cluster> {DEFAULT_GROUP} replace {path[1]}={value}`" + _where(name))
+                f"`openstack coe nodegroup update <cluster> {DEFAULT_GROUP} replace {path[1]}={labels.get(path[1])}`"
+                + _where(name) + (_heat_autoscaler_bounds(labels) if driver == "heat" else ""))
     if kind == MAGNUM_CLUSTER and path and path[0] == "labels":
         # components/cluster/cluster.py keeps the whole label map: the provider reads the template's labels back into it.
         return ("; a Magnum cluster's labels count at its creation only (a change would be a new cluster: `labels` is "

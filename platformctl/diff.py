@@ -400,7 +400,7 @@ def _without_provider(inputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in inputs.items() if k != "__provider"}
 
 
-def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list[str], list[str]]:
+def _classify(ra, rb, compare_secrets: bool = False, driver: Optional[str] = None) -> tuple[list[Change], list[str], list[str]]:
     changes: list[Change] = []
     errors: list[str] = []
     notes: list[str] = []
@@ -417,7 +417,7 @@ def _classify(ra, rb, compare_secrets: bool = False) -> tuple[list[Change], list
         for ignore in ignores:
             kept = reset(old_in, new_in, ignore)
             notes += [f"note: {key}: inputs.{format_path(p)} changed but ignoreChanges keeps the old value"
-                      + ignored_change_hint(new, p, new_in) for p in leaf_changes(kept, new_in)]
+                      + ignored_change_hint(new, p, new_in, driver) for p in leaf_changes(kept, new_in)]
             new_in = kept
         secret_changes = _secret_changes(old, new, old_in, new_in, ignores, compare_secrets)
         paths = [p for f in COMPARED for p in changed_paths(dict(old, inputs=old_in).get(f), dict(new, inputs=new_in).get(f), f)]
@@ -531,7 +531,7 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     ra, renamed, alias_errors = _take_over(ra, rb, b["stack"])
     rb = keep_old_names(ra, rb)
     keys = (a.get("secretDigestKey"), b.get("secretDigestKey"))
-    changes, errors, notes = _classify(ra, rb, compare_secrets=bool(keys[0]) and keys[0] == keys[1])
+    changes, errors, notes = _classify(ra, rb, compare_secrets=bool(keys[0]) and keys[0] == keys[1], driver=magnum_driver(b))
     if all(keys) and keys[0] != keys[1]:
         notes.append("note: secret inputs not compared: the two plans' digests were made with different keys "
                      f"(set {KEY_ENV} alike where both are rendered)")

@@ -34,7 +34,8 @@ _AUTOSCALED = pulumi.ResourceOptions(ignore_changes=["node_count"])
 # drops only the ignored keys and those below them (pulumi-terraform-bridge
 # pkg/tfshim/sdk-v2/instance_diff.go processIgnoreChanges). So the whole map is kept; the default
 # group's bounds (labels min/max_node_count) change with `openstack coe nodegroup update <cluster>
-# default-worker replace max_node_count=<n>` (docs/cluster.md, "Magnum drivers").
+# default-worker replace max_node_count=<n>` and, on Heat, in Magnum's autoscaler's --nodes flag
+# (platformctl/day2_hints.py; docs/cluster.md, "Magnum drivers").
 _DEFAULT_GROUP_SIZED = pulumi.ResourceOptions(ignore_changes=["node_count", "labels"])
 
 

@@ -193,3 +193,15 @@ def test_default_group_bounds_are_kept_out_with_a_note_that_says_what_to_run(tmp
     assert "\n" not in note
     assert note.endswith("`openstack coe nodegroup update <cluster> default-worker replace max_node_count=8`, "
                          "where <cluster> is the Magnum cluster acme-prod-cluster-magnum-<suffix> (`openstack coe cluster list`)")
+
+
+def test_on_heat_the_default_group_bounds_note_also_sets_the_autoscalers_flag(tmp_path):
+    # Heat's update_nodegroup only saves Magnum's record; Magnum's autoscaler reads its --nodes flag.
+    heat_min = yaml.safe_load(HEAT_FILE.read_text())["config"]["inference-platform:cluster"]["nodeGroups"][0]["minNodes"]
+    d = diff_plans(heat_plan().to_json(), _edited(tmp_path, HEAT_STACK, lambda c: _group(c, 0).update(maxNodes=8)))
+    (note,) = d["notes"]
+    assert "`openstack coe nodegroup update <cluster> default-worker replace max_node_count=8`" in note
+    assert note.endswith("Magnum's own autoscaler keeps the bounds it was created with: set them in its flag as well, "
+                         f"`kubectl -n kube-system edit deployment cluster-autoscaler`, `--nodes={heat_min}:8:default-worker`")
+    mcapi = diff_plans(stack_plan("acme-prod").to_json(), _edited(tmp_path, "acme-prod", lambda c: _group(c, 0).update(maxNodes=8)))
+    assert "kubectl" not in mcapi["notes"][0]
