@@ -19,6 +19,7 @@ from inference_platform.observability.inputs import ObservabilityInputs
 from inference_platform.observability.llm_alerts import llm_routing_rules
 from inference_platform.observability.llm_slo import objective_rules
 from inference_platform.observability.training_alerts import training_rules
+from inference_platform.serving.llm_routing import inference_pool_service_name
 from inference_platform.settings.observability import AlertingSettings, AlertReceiver
 from inference_platform.settings.serving import Service
 
@@ -132,11 +133,30 @@ def _version_selector(service: Service, version: str) -> str:
     )
 
 
+def _proxy_failure_ratio(service: Service, version: str) -> str:
+    """The version's ratio in ERROR_RATIO_RECORD. Its `destination_service_name` is what the pods'
+    sidecars record: the first Service of the inbound cluster of the port the request arrived on
+    (istio/proxy 1.30.3 source/extensions/filters/http/istio_stats/istio_stats.cc:1011-1029 and
+    :1190, the cluster's istio.services[0].name over the Host header; istio 1.30.3
+    pilot/pkg/networking/core/cluster_builder.go:1050-1064 lists the Services with a port on that
+    target port, oldest first, model/context.go:599-609). An LLM version's requests arrive
+    on the OpenAI frontend's port, which only its InferencePool's shadow Service targets, so there
+    the name is `<pool>-ip-<hash>`, one per version: it is selected per version and named as the
+    service, so the canary and the stable version compare, and both sit with Triton's half."""
+    if not service.llm_routed:
+        return f"{ERROR_RATIO_RECORD}{{{_version_selector(service, version)}}}"
+    pool = inference_pool_service_name(service, next(v for v in service.versions if v.name == version))
+    sel = (f'destination_workload_namespace="{service.k8s_namespace}",destination_service_name="{pool}",'
+           f'destination_version="{version}"')
+    return (f'label_replace({ERROR_RATIO_RECORD}{{{sel}}}, "destination_service_name", "{service.name}", '
+            f'"destination_service_name", ".*")')
+
+
 def version_failure_ratio_expr(service: Service, version: str) -> str:
     """The worse of the two failure ratios of a service version: what its proxy saw (5xx, gRPC
     server errors) and what Triton counted (which includes errors inside gRPC streams)."""
-    sel = _version_selector(service, version)
-    return f"max by ({VERSION_LABELS}) ({ERROR_RATIO_RECORD}{{{sel}}} or {TRITON_FAILURE_RATIO_RECORD}{{{sel}}})"
+    triton = f"{TRITON_FAILURE_RATIO_RECORD}{{{_version_selector(service, version)}}}"
+    return f"max by ({VERSION_LABELS}) ({_proxy_failure_ratio(service, version)} or {triton})"
 
 
 def canary_error_expr(service: Service, canary: str, stable: str) -> str:

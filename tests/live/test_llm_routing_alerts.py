@@ -1,7 +1,8 @@
 """The routing alerts of acme-prod's LLM service llm-chat (observability/llm_alerts.py): promtool
 checks the group, and its unit tests fire each alert on the series the LLM path produces (its
 Gateway's pods `llm-chat-istio`, the pools' shadow Services, the pods' Deployments, the pickers'
-scrape jobs) and keep it quiet on healthy ones."""
+scrape jobs) and keep it quiet on healthy ones. CanaryErrorRatioAboveStable (alerts.py) is tested
+on the same path: the pods' sidecars name each version's shadow Service."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.support.metric_catalogue import known_metrics, metric_names
 SETTINGS = stack_settings("acme-prod")  # llm-chat: v7 at 90, v8 at 10, timeoutSeconds 120, FailOpen
 GROUPS = alerts.rule_groups(observability_inputs(SETTINGS))
 (LLM_GROUP,) = [g for g in GROUPS if g["name"] == "inference-platform.llm-routing"]
+(CANARY_GROUP,) = [g for g in GROUPS if g["name"] == "inference-platform.canary"]
 RATIO = SETTINGS.observability.alerts.failure_ratio
 
 GATEWAY = 'reporter="source",source_workload="llm-chat-istio",source_workload_namespace="llm-chat"'
@@ -34,9 +36,9 @@ def promtool():
     return path
 
 
-def run_promtool(promtool, tmp_path, case: dict) -> subprocess.CompletedProcess:
+def run_promtool(promtool, tmp_path, case: dict, group: dict = LLM_GROUP) -> subprocess.CompletedProcess:
     rules = tmp_path / "rules.yml"
-    rules.write_text(yaml.safe_dump({"groups": [LLM_GROUP]}, sort_keys=False))
+    rules.write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
     tests = tmp_path / "tests.yml"
     tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [case]}))
     return subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
@@ -108,6 +110,52 @@ CASES = {
                "(llm_d_epp_datalayer_poll_errors_total)", "warning", job="llm-chat-v7-epp")]),
     "picker-poll-errors-stopped-quiet": case(PICKERS_UP | {POLL: "0+5x10 50x40"}, "EndpointPickerPollErrors", []),
 }
+
+
+def sidecars(version: str, ok: int, failed: int) -> dict[str, str]:
+    """What the version's pods' sidecars report for the gateway's requests: the inbound cluster of
+    the OpenAI frontend's port names the version's shadow Service."""
+    labels = (f'reporter="destination",destination_workload_namespace="llm-chat",'
+              f'destination_service_name="{SHADOW[version].split(".")[0]}",destination_version="{version}"')
+    return {f'istio_requests_total{{{labels},response_code="200"}}': f"0+{ok}x50",
+            f'istio_requests_total{{{labels},response_code="503"}}': f"0+{failed}x50"}
+
+
+def triton(version: str, ok: int, failed: int) -> dict[str, str]:
+    """What the version's Triton counts (the OpenAI frontend's requests go through Triton core)."""
+    pod = f'namespace="llm-chat",pod="llm-chat-{version}-0"'
+    labels = f'{pod},model="llama-3.1-8b-instruct",version="1"'
+    return {f'nv_inference_request_failure{{{labels},reason="BACKEND"}}': f"0+{failed}x50",
+            f"nv_inference_request_success{{{labels}}}": f"0+{ok}x50",
+            f'kube_pod_labels{{{pod},label_app="llm-chat",label_version="{version}"}}': "1x50"}
+
+
+def canary_fired(ratio: str) -> dict:
+    return fired(f"llm-chat v8 fails (5xx, gRPC server error or Triton failure) more often than v7: {ratio}", "warning",
+                 canary_version="v8", stable_version="v7", destination_workload_namespace="llm-chat",
+                 destination_service_name="llm-chat")
+
+
+CANARY_CASES = {
+    # v8's engine is gone: its sidecar answers 20% 503 and Triton counts nothing of it.
+    "canary-sidecar-errors-fire": case(
+        sidecars("v7", 90, 0) | sidecars("v8", 8, 2) | triton("v7", 90, 0) | triton("v8", 8, 0),
+        "CanaryErrorRatioAboveStable", [canary_fired("20%")]),
+    # Triton fails 20% of v8's requests (sent inside answers the proxy saw as 200).
+    "canary-triton-failures-fire": case(
+        sidecars("v7", 90, 0) | sidecars("v8", 10, 0) | triton("v7", 90, 0) | triton("v8", 8, 2),
+        "CanaryErrorRatioAboveStable", [canary_fired("20%")]),
+    # v7's sidecar sees 10% 503, v8's Triton 5% failures: the canary is no worse than stable.
+    "canary-no-worse-than-a-failing-stable-quiet": case(
+        sidecars("v7", 81, 9) | sidecars("v8", 10, 0) | triton("v7", 81, 0) | triton("v8", 19, 1),
+        "CanaryErrorRatioAboveStable", []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CANARY_CASES))
+def test_the_canary_is_compared_with_stable_on_both_halves(promtool, tmp_path, name):
+    result = run_promtool(promtool, tmp_path, CANARY_CASES[name], CANARY_GROUP)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_group_passes_promtool_check(promtool, tmp_path):

@@ -1,7 +1,8 @@
 """Every alert and recording rule of every stack selects Istio series that the plan's workloads
 really produce: a gateway's requests (`reporter="source"`) only to the destinations its routes name,
-a pod's (`reporter="destination"`) only from a Deployment the plan declares. A rule about a path no
-request takes can never fire."""
+a pod's (`reporter="destination"`) only from a Deployment the plan declares, and only under a
+`destination_service_name` of a Service some gateway sends requests to, in the pod's series and in
+every series recorded from them. A rule about a path no request takes can never fire."""
 
 from __future__ import annotations
 
@@ -68,8 +69,30 @@ def _matches(op: str, pattern: str, value: str) -> bool:
     return ok if op in ("=", "=~") else not ok
 
 
+def destination_records(resources: list[dict]) -> set[str]:
+    """The recorded series made of the pods' own reports (`reporter="destination"`), which keep
+    their `destination_service_name`."""
+    return {rule["record"] for rule_object in _of(resources, ":monitoring.coreos.com/v1:PrometheusRule")
+            for group in rule_object["spec"]["groups"] for rule in group["rules"]
+            if "record" in rule and any('reporter="destination"' in sel for sel in ISTIO_SELECTOR.findall(rule["expr"]))}
+
+
+def routed_service_problem(name: str, m: dict, routes: dict[tuple[str, str], set[str]]) -> str | None:
+    """A pod's sidecar names the Service whose port the request arrived on (for a gateway's
+    request, the Service its route sends to: istio_stats.cc takes the inbound cluster's Service):
+    a `destination_service_name` that no gateway sends to in that namespace is never recorded."""
+    if m.get("destination_service_name", ("",))[0] != "=":
+        return None
+    service, ns = m["destination_service_name"][1], m.get("destination_workload_namespace", ("=~", ".*"))
+    routed = {host.split(".")[0] for hosts in routes.values() for host in hosts if _matches(*ns, host.split(".")[1])}
+    if service in routed:
+        return None
+    return f"{name}: no gateway sends requests to Service {service} (destination_service_name), only to {sorted(routed)}"
+
+
 def selector_problems(resources: list[dict]) -> list[str]:
     routes = gateway_routes(resources)
+    recorded = [(record, re.compile(re.escape(record) + r"\{([^}]*)\}")) for record in destination_records(resources)]
     # A Deployment's name, or the one Pulumi gives it (auto-naming: the plan records it in outputs).
     deployments = {(r["inputs"]["metadata"].get("namespace"),
                     r["inputs"]["metadata"].get("name") or r["outputs"]["metadata"]["name"])
@@ -95,6 +118,12 @@ def selector_problems(resources: list[dict]) -> list[str]:
                         ns = m.get("destination_workload_namespace", ("=~", ".*"))
                         if not any(w == m["destination_workload"][1] and _matches(*ns, n) for n, w in deployments):
                             found.append(f"{name}: no Deployment {m['destination_workload'][1]} receives requests")
+                    if reporter == "destination":
+                        found += filter(None, [routed_service_problem(name, m, routes)])
+                for record, pattern in recorded:
+                    for selector in pattern.findall(rule["expr"]):
+                        m = {k: (op, v) for k, op, v in MATCHER.findall(selector)}
+                        found += filter(None, [routed_service_problem(f"{name} ({record})", m, routes)])
     return found
 
 
@@ -118,3 +147,15 @@ def test_a_rule_on_the_customer_gateway_for_an_llm_service_is_named():
              "inputs": {"spec": {"groups": [{"name": "g", "rules": [rule]}]}}}
     (problem,) = selector_problems(resources + [extra])
     assert problem.startswith("X: istio-ingressgateway routes to none of destination_service llm-chat.llm-chat.svc.cluster.local")
+
+
+def test_a_pods_series_under_a_service_no_gateway_sends_to_is_named():
+    resources = plan_resources(stack_plan("acme-prod"))
+    record = "inference_platform:istio_request_error_ratio:rate5m"
+    rule = {"alert": "X", "expr": f'{record}{{destination_workload_namespace="llm-chat",destination_service_name="llm-chat",'
+                                  'destination_version="v8"} > 0'}
+    extra = {"type": "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+             "inputs": {"spec": {"groups": [{"name": "g", "rules": [rule]}]}}}
+    (problem,) = selector_problems(resources + [extra])
+    assert problem.startswith(f"X ({record}): no gateway sends requests to Service llm-chat (destination_service_name), "
+                              "only to ['llm-chat-v7-ip-ae5b730a', 'llm-chat-v8-ip-27aecd8d']")
