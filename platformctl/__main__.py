@@ -1,4 +1,4 @@
-"""python -m platformctl plan STACK | policy STACK | policy-config STACK | diff A B | docs [--check] | bench
+"""python -m platformctl plan STACK | policy STACK | policy-config STACK | exposure STACK | diff A B | docs [--check] | bench
 | plan-example DIR | patch STACK_FILE PATCH_FILE [--check] | init CUSTOMER ENV | rehearse STACK
 
 Bad input (stack file, stack name, plan file, patch file, output directory) prints one line (a
@@ -170,6 +170,14 @@ def cmd_docs(args) -> int:
     return 0
 
 
+def cmd_exposure(args) -> int:
+    """Who may reach what from outside: per host and probed path, each credential kind's answer."""
+    from .exposure import stack_exposure, table
+
+    print(table(stack_exposure(args.stack, _stack_file(args))), end="")
+    return 0
+
+
 def _stack_file(args) -> Path:
     return _existing_stack_file(Path(args.stack_file) if args.stack_file else stack_path(args.stack))
 
@@ -294,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--output", choices=("text", "json"), default="text", help="json: the stable shape of docs/diff.md, for CI")
     d.add_argument(CHANGED_FLAG, action="store_true", help="read a saved plan whose recorded stack file changed since")
     d.set_defaults(func=cmd_diff)
-    r = sub.add_parser("docs", help="regenerate the configuration reference, OS support and hardening tables in docs/, and components/args.py")
+    r = sub.add_parser("docs", help="regenerate the configuration reference, OS support, hardening and exposure tables in docs/, and components/args.py")
     r.add_argument("--check", action="store_true", help="fail when a generated part is out of date")
     r.set_defaults(func=cmd_docs)
     pol = sub.add_parser("policy", help="run the policy pack over a stack's offline plan; exit 1 on a mandatory violation")
@@ -304,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument(CHANGED_FLAG, action="store_true", help="with --plan: use the recorded stack file even if it changed since")
     pol.add_argument("--strict", action="store_true", help="exit 1 on advisory violations too")
     pol.set_defaults(func=cmd_policy)
+    ex = sub.add_parser("exposure", help="print who may reach what from outside: per host and path, the answer to no, a wrong, a valid credential and a valid one over plain HTTP")
+    ex.add_argument("stack")
+    ex.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
+    ex.set_defaults(func=cmd_exposure)
     pc = sub.add_parser("policy-config", help="print the policy-pack config of a stack (for --policy-pack-config)")
     pc.add_argument("stack")
     pc.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")

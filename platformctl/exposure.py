@@ -291,20 +291,21 @@ def _api_gateway_rows(objects: _Objects, gateway: Mapping, pod_labels: Mapping[s
                     for p in objects.selecting("AuthorizationPolicy", b.namespace, b.labels)]
     route_paths = [m["path"]["value"] for rule in rules for m in rule.get("matches", []) if "path" in m]
     rows = []
-    for listener_host in {l.get("hostname") for l in gateway["spec"]["listeners"]}:
-        hosts = sorted({h for route in routes for h in route.get("hostnames", [])
-                        if listener_host is None or h == listener_host})
-        for host in hosts:
-            host_auth = auth.get(host, Auth("none"))
-            plain = any(l["protocol"] == "HTTP" and l.get("hostname") in (None, host) for l in gateway["spec"]["listeners"])
-            for path in _probe_paths(pod_policies, route_paths):
-                for credential in CREDENTIALS:
-                    if credential == CREDENTIALS[3] and not plain:
-                        rows.append(Row(host, path, credential, REFUSED))
-                        continue
-                    headers = {"host": host, **_credential_headers(host_auth, credential, objects)}
-                    rows.append(Row(host, path, credential, _api_answer(objects, rules, backends, gateway_jwt,
-                                                                        gateway_policies, principal, host, path, headers)))
+    listener_hosts = {listener.get("hostname") for listener in gateway["spec"]["listeners"]}
+    hosts = sorted({h for route in routes for h in route.get("hostnames", [])
+                    if None in listener_hosts or h in listener_hosts})
+    for host in hosts:
+        host_auth = auth.get(host, Auth("none"))
+        plain = any(listener["protocol"] == "HTTP" and listener.get("hostname") in (None, host)
+                    for listener in gateway["spec"]["listeners"])
+        for path in _probe_paths(pod_policies, route_paths):
+            for credential in CREDENTIALS:
+                if credential == CREDENTIALS[3] and not plain:
+                    rows.append(Row(host, path, credential, REFUSED))
+                    continue
+                headers = {"host": host, **_credential_headers(host_auth, credential, objects)}
+                rows.append(Row(host, path, credential, _api_answer(objects, rules, backends, gateway_jwt,
+                                                                    gateway_policies, principal, host, path, headers)))
     return rows
 
 
@@ -348,3 +349,20 @@ def table(rows: Iterable[Row]) -> str:
     lines += [f"| {host} | `{path}` | " + " | ".join(answers[c] for c in CREDENTIALS) + " |"
               for (host, path), answers in sorted(by_path.items())]
     return "\n".join(lines) + "\n"
+
+
+# The stack whose table docs/serving.md shows.
+DOCUMENTED_STACK = "acme-prod"
+
+
+def stack_exposure(stack: str, stack_file: Optional[Any] = None) -> list[Row]:
+    """The rows of a platform stack, rendered now from its stack file."""
+    from platformctl.engine import render_stack, stack_path, stack_settings
+
+    path = stack_file or stack_path(stack)
+    return exposure(render_stack(stack, path).resources, settings_auth(stack_settings(path)))
+
+
+def documented_table() -> str:
+    """docs/serving.md's exposure table."""
+    return table(stack_exposure(DOCUMENTED_STACK))

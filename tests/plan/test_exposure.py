@@ -89,3 +89,15 @@ def test_without_the_jwt_policies_a_request_without_a_token_is_served():
 def test_a_production_stack_that_served_plain_http_breaks_the_rules():
     rows, auth, _ = _stack("demo-dev")
     assert any("over plain HTTP in production" in v for v in violations(rows, auth, production=True))
+
+
+def test_the_serving_page_shows_the_documented_stacks_table(capsys):
+    from platformctl.__main__ import main
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "serving.md").read_text()
+    shown = page.split("<!-- exposure:begin -->\n", 1)[1].split("<!-- exposure:end -->", 1)[0]
+    rows, _, _ = _stack(exposure.DOCUMENTED_STACK)
+    assert shown == exposure.table(rows)
+    assert main(["exposure", exposure.DOCUMENTED_STACK]) == 0
+    assert capsys.readouterr().out == shown
