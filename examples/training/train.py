@@ -2,8 +2,8 @@
 
 The strategy and the device mesh come from the node container's env, as the platform's
 ClusterTrainingRuntimes set it: PLATFORM_TRAIN_STRATEGY (torch-ddp, torch-fsdp, torch-fsdp-tp),
-PLATFORM_SHARD_DEGREE (hybrid shard: size of a shard group; absent: one group, full shard) and
-PLATFORM_TP_DEGREE (torch-fsdp-tp: size of a tensor-parallel group). Without torchrun (no WORLD_SIZE)
+PLATFORM_SHARD_DEGREE (hybrid shard: size of a shard group of data-parallel ranks; absent: one group,
+full shard) and PLATFORM_TP_DEGREE (torch-fsdp-tp: size of a tensor-parallel group). Without torchrun (no WORLD_SIZE)
 it trains the same model on the same data in one process: the reference a distributed run must match.
 
 Every strategy trains on the same global batch per step: each data-parallel rank takes its slice, the
@@ -140,20 +140,23 @@ def fsdp(world: int, rank: int, checkpoints: Checkpoints | None) -> Run:
 
 
 def fsdp_tp(world: int, rank: int, checkpoints: Checkpoints | None) -> Run:
-    """Tensor parallel inside groups of PLATFORM_TP_DEGREE ranks, FSDP2 across them (a dp x tp mesh)."""
+    """Tensor parallel inside groups of PLATFORM_TP_DEGREE ranks, FSDP2 across them: a (replicate,
+    shard, tp) mesh, hybrid shard over the data-parallel ranks in groups of PLATFORM_SHARD_DEGREE
+    (absent: one group, full shard). TP is innermost (a node's ranks), the shard groups next."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
-    if "PLATFORM_SHARD_DEGREE" in os.environ:
-        raise SystemExit("PLATFORM_SHARD_DEGREE: this program shards torch-fsdp-tp fully over the data-parallel ranks")
     tp = degree("PLATFORM_TP_DEGREE", world, 1)
-    mesh = init_device_mesh("cpu", (world // tp, tp), mesh_dim_names=("dp", "tp"))
+    shard = degree("PLATFORM_SHARD_DEGREE", world // tp, world // tp)
+    mesh = init_device_mesh("cpu", (world // tp // shard, shard, tp), mesh_dim_names=("replicate", "shard", "tp"))
     model = make_model()
     # The first layer split by output features, the second by input features: one all-reduce per forward.
     parallelize_module(model, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
-    fully_shard(model, mesh=mesh["dp"])
-    start = train(model, mesh.get_local_rank("dp"), world // tp, checkpoints)  # a tp group's ranks see the same samples
+    fully_shard(model, mesh=mesh["replicate", "shard"])
+    # A tp group's ranks see the same samples; the data-parallel rank counts the shard groups' ranks in order.
+    dp_rank = mesh.get_local_rank("replicate") * shard + mesh.get_local_rank("shard")
+    start = train(model, dp_rank, world // tp, checkpoints)
     return model, list(mesh.shape), start
 
 

@@ -1,6 +1,8 @@
 """A real distributed run on this machine: each training runtime's TrainJob runs as Kubeflow Trainer
 would run it, on two "nodes" (two torchrun processes, node ranks 0 and 1) of two processes each, on
-CPU with gloo, and must reach the parameters of a one-process run on the same data.
+CPU with gloo, and must reach the parameters of a one-process run on the same data. The
+hybrid-shard x tensor-parallel job runs on two nodes of four: the smallest world whose (replicate,
+shard, tp) mesh has every dimension above one.
 
 The runtime and job come from tests/support/training.py; each node's command and env from
 inference_platform.training.trainer_env (Trainer v2.3.0's rules); only the master address and port
@@ -32,7 +34,11 @@ TORCH_BIN = ROOT / ".venv-torch" / "bin"
 PROGRAMS = ROOT / "examples" / "training"
 TOLERANCE = 1e-5
 # The device mesh each kind must build from its runtime's env on 2 x 2 processes.
-MESHES = {"torch-ddp": [4], "torch-fsdp": [2, 2], "torch-fsdp-tp": [2, 2]}
+MESHES = {"torch-ddp": [4], "torch-fsdp": [2, 2], "torch-fsdp-tp": [1, 2, 2]}
+HYBRID_TP = "torch-fsdp-tp-hybrid"
+# Each run: its runtime kind, nodes, processes per node and the job's mesh keys (None: the kind's defaults).
+RUNS = {**{kind: (kind, 2, 2, None) for kind in KINDS},
+        HYBRID_TP: ("torch-fsdp-tp", 2, 4, {"tensorParallelDegree": 2, "hybridShardDegree": 2})}
 RUN_LIMIT_S = 240  # a bound on a hung rendezvous, not a timing assertion
 
 pytestmark = pytest.mark.skipif(not (TORCH_BIN / "torchrun").exists(), reason="torch is not installed: run `make torch`")
@@ -48,20 +54,22 @@ def _clean_env() -> dict[str, str]:
     return {**env, "PATH": f"{TORCH_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
 
 
-def start_nodes(kind: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]:
-    """Launch every node of the kind's TrainJob with the runtime's command; where rank 0 reports.
-    Each node logs to `<kind>-node<rank>.log` in the work dir."""
-    out = workdir / f"{kind}.json"
-    runtime, trainjob = runtime_and_trainjob(kind, [str(_program(kind)), "--out", str(out)])
+def start_nodes(name: str, workdir: Path) -> tuple[Path, list[subprocess.Popen]]:
+    """Launch every node of the run's TrainJob with the runtime's command; where rank 0 reports.
+    Each node logs to `<name>-node<rank>.log` in the work dir."""
+    kind, nodes, procs_per_node, mesh = RUNS[name]
+    out = workdir / f"{name}.json"
+    runtime, trainjob = runtime_and_trainjob(kind, [str(_program(kind)), "--out", str(out)], nodes=nodes,
+                                             procs_per_node=procs_per_node, mesh=mesh)
     port = free_port()
-    nodes = []
+    processes = []
     for rank in range(num_nodes(runtime, trainjob)):
         launch = node_launch(runtime, trainjob, rank)
         env = {**_clean_env(), **launch.env, "PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": str(port)}
-        with open(workdir / f"{kind}-node{rank}.log", "w") as log:
-            nodes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                          start_new_session=True))
-    return out, nodes
+        with open(workdir / f"{name}-node{rank}.log", "w") as log:
+            processes.append(subprocess.Popen(launch.argv, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
+    return out, processes
 
 
 def end_node(process: subprocess.Popen) -> None:
@@ -111,7 +119,7 @@ def run_all(workdir: Path) -> dict[str, dict]:
     with open(workdir / "reference-node0.log", "w") as log:
         reference = subprocess.Popen([str(TORCH_BIN / "python"), str(PROGRAMS / "train.py"), "--out", str(workdir / "reference.json")],
                                      env=_clean_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    started = {kind: start_nodes(kind, workdir) for kind in KINDS}
+    started = {name: start_nodes(name, workdir) for name in RUNS}
     started["reference"] = (workdir / "reference.json", [reference])
     ended = wait_for_runs({name: processes for name, (_, processes) in started.items()})
     return {name: report(name, out, processes, ended.get(name)) for name, (out, processes) in started.items()}
@@ -159,12 +167,20 @@ def test_two_nodes_of_two_processes_reach_the_one_process_parameters(reports, ki
     assert difference <= TOLERANCE, f"{kind}: parameters differ from the one-process run by {difference:.3g}"
 
 
+def test_two_nodes_of_four_processes_run_the_hybrid_shard_by_tensor_parallel_mesh_to_the_one_process_parameters(reports):
+    """The job's tensorParallelDegree 2 and hybridShardDegree 2 on 8 ranks: a (replicate 2, shard 2, tp 2) mesh."""
+    report = _report(reports, HYBRID_TP)
+    assert (report["strategy"], report["world_size"], report["mesh"]) == ("torch-fsdp-tp", 8, [2, 2, 2])
+    difference = largest_difference(report["params"], reports["reference"]["params"])
+    assert difference <= TOLERANCE, f"{HYBRID_TP}: parameters differ from the one-process run by {difference:.3g}"
+
+
 def test_a_shifted_reference_fails_the_comparison(reports):
     """The comparison is not vacuous: moving one reference value by 2e-5 puts every run out of tolerance."""
     shifted = {name: list(values) for name, values in reports["reference"]["params"].items()}
     shifted["2.bias"][0] += 2 * TOLERANCE
-    for kind in MESHES:
-        assert largest_difference(_report(reports, kind)["params"], shifted) > TOLERANCE
+    for name in [*MESHES, HYBRID_TP]:
+        assert largest_difference(_report(reports, name)["params"], shifted) > TOLERANCE
 
 
 def test_lightning_sees_the_four_processes_of_the_two_nodes(reports):

@@ -1,5 +1,6 @@
 """A node lost mid-run, and the run restarted whole as the runtimes' JobSet failurePolicy restarts
-it: each torch runtime's job runs on two nodes of two processes with a checkpoint directory, its
+it: each torch runtime's job runs on two nodes of two processes (the hybrid-shard x tensor-parallel
+job of tests/live/test_torchrun_distributed.py on two of four) with a checkpoint directory, its
 node 1 dies after the second step's checkpoint (as a node the scheduler preempts), the other node
 is ended with it, and every node starts again with the same command and env. The restarted run
 resumes after step 2 and ends with the parameters of the one-process run that was never interrupted.
@@ -16,7 +17,9 @@ from inference_platform.settings.training import CHECKPOINT_DIR_ENV
 from inference_platform.training.jobs import trainer_env
 from inference_platform.training.trainer_env import node_launch, num_nodes
 from tests.live.test_torchrun_distributed import (
+    HYBRID_TP,
     PROGRAMS,
+    RUNS,
     TOLERANCE,
     TORCH_BIN,
     _clean_env,
@@ -29,7 +32,7 @@ from tests.support.netutil import free_port
 from tests.support.training import runtime_and_trainjob
 
 pytestmark = pytest.mark.skipif(not (TORCH_BIN / "torchrun").exists(), reason="torch is not installed: run `make torch`")
-KINDS = ("torch-ddp", "torch-fsdp", "torch-fsdp-tp")
+KINDS = ("torch-ddp", "torch-fsdp", "torch-fsdp-tp", HYBRID_TP)
 LOST_AFTER_STEP = 2
 LOST_NODE = 1
 
@@ -38,7 +41,9 @@ def start(kind: str, workdir: Path, attempt: int) -> tuple[Path, list[subprocess
     """Every node of the kind's job, its checkpoint directory on `workdir` (where the pods mount the
     job's `checkpoint`); on the first attempt node 1 exits after step 2's checkpoint."""
     out = workdir / f"{kind}-{attempt}.json"
-    runtime, trainjob = runtime_and_trainjob(kind, [str(PROGRAMS / "train.py"), "--out", str(out)])
+    runtime_kind, nodes, procs_per_node, mesh = RUNS[kind]
+    runtime, trainjob = runtime_and_trainjob(runtime_kind, [str(PROGRAMS / "train.py"), "--out", str(out)], nodes=nodes,
+                                             procs_per_node=procs_per_node, mesh=mesh)
     port = free_port()
     nodes = []
     for rank in range(num_nodes(runtime, trainjob)):

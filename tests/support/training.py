@@ -25,10 +25,9 @@ MESH_KEYS = {"torch-ddp": {}, "torch-fsdp": {"hybridShardDegree": 2}, "torch-fsd
 CUSTOM = "kubernetes:"
 
 
-def _job(kind: str, command: list[str], nodes: int, procs_per_node: int) -> dict[str, Any]:
+def _job(kind: str, command: list[str], nodes: int, procs_per_node: int, mesh: dict[str, int]) -> dict[str, Any]:
     return {"name": f"{kind}-check", "team": "vision", "runtime": kind, "image": IMAGE, "command": command,
-            "nodes": nodes, "processesPerNode": procs_per_node, "gpu": {"group": "gpu", "count": procs_per_node},
-            **MESH_KEYS[kind]}
+            "nodes": nodes, "processesPerNode": procs_per_node, "gpu": {"group": "gpu", "count": procs_per_node}, **mesh}
 
 
 def _object(resource) -> dict[str, Any]:
@@ -37,8 +36,8 @@ def _object(resource) -> dict[str, Any]:
 
 
 @functools.cache
-def _rendered(kind: str, command_json: str, nodes: int, procs_per_node: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    raw = training_config(jobs=[_job(kind, json.loads(command_json), nodes, procs_per_node)])
+def _rendered(kind: str, command_json: str, nodes: int, procs_per_node: int, mesh_json: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    raw = training_config(jobs=[_job(kind, json.loads(command_json), nodes, procs_per_node, json.loads(mesh_json))])
     plan = render_raw(raw)
     objects = [_object(r) for r in plan.resources if r.type.startswith(CUSTOM) and r.type.endswith(("TrainingRuntime", "TrainJob"))]
     [runtime] = [o for o in objects if o["kind"] == "ClusterTrainingRuntime" and o["metadata"]["name"] == runtime_name(kind)]
@@ -46,8 +45,11 @@ def _rendered(kind: str, command_json: str, nodes: int, procs_per_node: int) -> 
     return runtime, trainjob
 
 
-def runtime_and_trainjob(kind: str, program: list[str], *, nodes: int = 2, procs_per_node: int = 2) -> tuple[dict[str, Any], dict[str, Any]]:
+def runtime_and_trainjob(kind: str, program: list[str], *, nodes: int = 2, procs_per_node: int = 2,
+                         mesh: dict[str, int] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The plan's runtime of `kind` and its TrainJob running `torchrun <program>` on `nodes` nodes
-    of `procs_per_node` processes (copies: the caller may edit them)."""
-    runtime, trainjob = _rendered(kind, json.dumps(["torchrun", *program]), nodes, procs_per_node)
+    of `procs_per_node` processes, with the job's mesh keys `mesh` (default MESH_KEYS[kind]; copies:
+    the caller may edit them)."""
+    mesh_json = json.dumps(MESH_KEYS[kind] if mesh is None else mesh, sort_keys=True)
+    runtime, trainjob = _rendered(kind, json.dumps(["torchrun", *program]), nodes, procs_per_node, mesh_json)
     return copy.deepcopy(runtime), copy.deepcopy(trainjob)
