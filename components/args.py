@@ -1394,6 +1394,8 @@ class MeshRefArgs(TypedDict):
     """`<namespace>/<name>` of the Istio Gateway that serves the hosts. Default: `istio-system/inference-gateway`."""
     ingress_namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the ingress gateway pods: the only source the workload's NetworkPolicy admits besides monitoring. Default: `istio-system`."""
+    ingress_pod_labels: NotRequired[dict[str, str]]
+    """Labels of the ingress gateway's pods in `ingress_namespace`: the only pods there the workload's NetworkPolicy admits to Triton's HTTP and gRPC ports. The default is the label the Istio gateway chart gives the pods of a release named `istio-ingressgateway` (`istio: <release without istio->`); give yours for another release name. Default: `{'istio': 'ingressgateway'}`."""
     ingress_principal: NotRequired[pulumi.Input[str]]
     """SPIFFE principal of the ingress gateway, the only outside caller the workload's AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
     monitoring_namespace: NotRequired[pulumi.Input[str]]
@@ -1415,6 +1417,8 @@ class TritonServiceArgs(TypedDict):
     """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
     mesh: NotRequired[MeshRefArgs]
     """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
+    production: NotRequired[bool]
+    """A production stack: auth mode `none` is refused, and so are `basic` and `jwt` unless `mesh.tls` (their clients' credentials would cross the network in clear). Default: `false`."""
     tuning_priority_class: NotRequired[pulumi.Input[str]]
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
     gateway_tls_secret: NotRequired[str]
@@ -1438,6 +1442,8 @@ class InferenceGraphArgs(TypedDict):
     """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a Ray graph's new RayCluster to take over (default: the platform's stage times)."""
     mesh: NotRequired[MeshRefArgs]
     """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
+    production: NotRequired[bool]
+    """A production stack: auth mode `none` is refused, and so are `basic` and `jwt` unless `mesh.tls` (their clients' credentials would cross the network in clear). Default: `false`."""
 
 
 class ModelPipelineArgs(TypedDict):

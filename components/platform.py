@@ -151,7 +151,8 @@ def triton_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef,
     return _given(
         TritonServiceInputs,
         service=svc, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights,
-        cold_start=[e for e in estimates if e.group in used], mesh=mesh, tuning_priority_class=tuning_priority_class,
+        cold_start=[e for e in estimates if e.group in used], mesh=mesh, production=s.production,
+        tuning_priority_class=tuning_priority_class,
         gateway_tls_secret=f"{ep.ISTIO_NAMESPACE}/{tls.secret_name}" if svc.llm_routed and tls.enabled else None,
         gateway_annotations=dict(s.mesh.gateway_annotations) if svc.llm_routed else {},
     )
@@ -163,7 +164,7 @@ def graph_inputs(s: Settings, index: int, mesh: MeshRef, weights: WeightsRef,
     used = {step.gpu.group for step in graph.steps}
     return InferenceGraphInputs(
         graph=graph, gpu_groups=[g for g in s.gpu_groups if g.name in used], weights=weights, mesh=mesh,
-        cold_start=[e for e in estimates if e.group in used],
+        production=s.production, cold_start=[e for e in estimates if e.group in used],
     )
 
 

@@ -431,5 +431,5 @@ class Mesh(pulumi.ComponentResource):
     def reference(self, monitoring_namespace: str = ep.MONITORING_NAMESPACE) -> MeshRef:
         """What a service or graph behind this mesh needs of it, with the namespace of the
         Prometheus that scrapes it (Observability's)."""
-        return MeshRef(gateway=self.gateway, ingress_namespace=self.ingress_namespace,
+        return MeshRef(gateway=self.gateway, ingress_namespace=self.ingress_namespace, ingress_pod_labels=INGRESS_SELECTOR,
                        ingress_principal=self.ingress_principal, monitoring_namespace=monitoring_namespace, tls=self.tls)

@@ -1,14 +1,28 @@
 """MeshRef: what a workload behind the ingress gateway needs to know of the mesh.
 
-The one handle services and graphs take for the gateway, its ingress pods and identity, the
+The one handle services and graphs take for the gateway, its ingress pods (namespace and
+labels) and identity, the
 Prometheus that scrapes them and whether the gateway serves HTTPS. `Mesh.reference` gives it;
 a program on a cluster whose Istio the platform did not install names its own; the platform
 stack's `serving` output holds its fields (examples/team-service-stackref reads them).
 """
 
+from typing import Annotated
+
+from pydantic import AfterValidator
+
 from inference_platform.core import endpoints as ep
 from inference_platform.core.input_types import GatewayInput, NameInput, TextInput
-from inference_platform.settings.base import Model
+from inference_platform.settings.base import Labels, Model
+
+def _some_labels(labels: dict[str, str]) -> dict[str, str]:
+    if not labels:
+        raise ValueError("no labels would admit every pod of ingress_namespace; allowed: the labels the ingress "
+                         "gateway's pods carry (its Deployment's selector)")
+    return labels
+
+
+PodLabels = Annotated[Labels, AfterValidator(_some_labels)]
 
 # Defaults where a component is used alone: the names the platform's own parts have.
 GATEWAY = f"{ep.ISTIO_NAMESPACE}/{ep.GATEWAY_NAME}"
@@ -23,6 +37,8 @@ class MeshRef(Model):
     """`<namespace>/<name>` of the Istio Gateway that serves the hosts."""
     ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
     """Namespace of the ingress gateway pods: the only source the workload's NetworkPolicy admits besides monitoring."""
+    ingress_pod_labels: PodLabels = dict(ep.INGRESS_POD_LABELS)
+    """Labels of the ingress gateway's pods in `ingress_namespace`: the only pods there the workload's NetworkPolicy admits to Triton's HTTP and gRPC ports. The default is the label the Istio gateway chart gives the pods of a release named `istio-ingressgateway` (`istio: <release without istio->`); give yours for another release name."""
     ingress_principal: TextInput = INGRESS_PRINCIPAL
     """SPIFFE principal of the ingress gateway, the only outside caller the workload's AuthorizationPolicy allows."""
     monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE

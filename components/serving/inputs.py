@@ -13,7 +13,7 @@ from inference_platform.mesh.ref import MeshRef
 from inference_platform.serving.llm_memory import service_llm_memory_problems
 from inference_platform.serving.model_config import ModelConfigError, parse_model_config
 from inference_platform.settings.base import DnsLabel, Model, TritonModelName
-from inference_platform.settings.checks import reserved_namespace_problems
+from inference_platform.settings.checks import credential_in_clear_problems, production_auth_problems, reserved_namespace_problems
 from inference_platform.settings.cluster import NodeGroup
 from inference_platform.settings.controller_clashes import controller_name_problems
 from inference_platform.settings.errors import KeyPath
@@ -22,6 +22,13 @@ from inference_platform.settings.mesh import llm_gateway_annotation_problems
 from inference_platform.settings.serving import Service, llm_basic_auth_reach_problems, service_problems
 from inference_platform.timing.estimates import GroupEstimate
 from inference_platform.weights.inputs import WeightsRef, missing_weights
+
+
+def production_auth_checks(item: Service | Graph, production: bool, mesh: MeshRef) -> list[tuple[KeyPath, str]]:
+    """The stack's production checks of a service's or graph's auth, on the component's own
+    `production` and mesh (settings/checks.py served_problems and credentials_in_clear_problems)."""
+    return production_auth_problems(item, production) + credential_in_clear_problems(
+        item, production, mesh.tls, "mesh.tls: true, a gateway that serves the hosts over HTTPS")
 
 
 class InferenceNamespacesInputs(Model):
@@ -55,6 +62,8 @@ class TritonServiceInputs(Model):
     """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a rollout (default: the platform's stage times)."""
     mesh: MeshRef = MeshRef()
     """The mesh the service is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
+    production: bool = False
+    """A production stack: auth mode `none` is refused, and so are `basic` and `jwt` unless `mesh.tls` (their clients' credentials would cross the network in clear)."""
     tuning_priority_class: Optional[NameInput] = None
     """PriorityClass of the versions' tuning runs (the platform's `gpu-tuning`: below serving, preempting nothing); without one a run has the default priority, so a serving replica cannot preempt it (docs/tuning.md)."""
     gateway_tls_secret: Optional[Annotated[str, AfterValidator(namespaced_ref)]] = None
@@ -81,6 +90,7 @@ class TritonServiceInputs(Model):
         names what each version's cache needs."""
         found = [(("service", *path), why) for path, why in service_problems(self.service, {g.name: g for g in self.gpu_groups})]
         found += [(("service", *path), why) for path, why in reserved_namespace_problems(self.service)]
+        found += [(("service", *path), why) for path, why in production_auth_checks(self.service, self.production, self.mesh)]
         found += [(("service", *path), why) for path, why in service_llm_memory_problems(self.service, self.gpu_groups)]
         # The objects istiod and the router releases make for this service (settings/controller_clashes.py).
         found += [(("service", *path[2:]), why) for path, why in controller_name_problems([self.service])]
@@ -110,10 +120,13 @@ class InferenceGraphInputs(Model):
     """Per GPU group, the cold-start estimate: how long `pulumi up` waits for a Ray graph's new RayCluster to take over (default: the platform's stage times)."""
     mesh: MeshRef = MeshRef()
     """The mesh the graph is served through (`Mesh.reference`): Gateway, ingress, monitoring, TLS."""
+    production: bool = False
+    """A production stack: auth mode `none` is refused, and so are `basic` and `jwt` unless `mesh.tls` (their clients' credentials would cross the network in clear)."""
 
     def problems(self) -> list[tuple[KeyPath, str]]:
         """The stack file's checks of one graph and its namespace, and that `weights` names what each step's cache needs."""
         found = [(("graph", *path), why) for path, why in graph_problems(self.graph, {g.name: g for g in self.gpu_groups})]
         found += [(("graph", *path), why) for path, why in reserved_namespace_problems(self.graph)]
+        found += [(("graph", *path), why) for path, why in production_auth_checks(self.graph, self.production, self.mesh)]
         return found + missing_weights(self.weights, ((("graph", "steps", si), step.model_repository)
                                                       for si, step in enumerate(self.graph.steps)))

@@ -31,7 +31,7 @@ import pulumi_random as random
 
 from inference_platform.args import TritonServiceArgs
 from inference_platform.core import hardening
-from inference_platform.core.common import from_namespace, init_component, resource_opts, standard_labels
+from inference_platform.core.common import from_namespace, from_pods, init_component, resource_opts, standard_labels
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
 from inference_platform.mesh.basic_auth import basic_auth
@@ -424,13 +424,18 @@ def authorization_policy_spec(service: Service, ingress_principal: str) -> dict:
     }
 
 
-def network_policy_spec(service: Service, ingress_namespace: str, monitoring_namespace: str) -> dict:
+def network_policy_spec(service: Service, ingress_namespace: str, monitoring_namespace: str,
+                        ingress_pods: dict[str, str]) -> dict:
+    """Triton's HTTP and gRPC ports admit the ingress gateway's pods (`ingress_pods` in
+    `ingress_namespace`), not every pod of its namespace; the metrics ports admit the monitoring
+    namespace; an LLM-routed service's pods admit its own Gateway's instead (pod_network_rules)."""
     return {
         "podSelector": {"matchLabels": {"app": service.name}},
         "policyTypes": ["Ingress"],
         "ingress": [
             *([] if service.llm_routed else [
-                {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]}]),
+                {"from": [from_pods(ingress_namespace, ingress_pods)],
+                 "ports": [{"protocol": "TCP", "port": p} for p in (HTTP_PORT, GRPC_PORT)]}]),
             {
                 "from": from_namespace(monitoring_namespace),
                 "ports": [{"protocol": "TCP", "port": p} for p in (*metrics_ports(service), *ISTIO_METRICS_PORTS)],
@@ -542,7 +547,7 @@ class TritonService(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata={"name": service.name, "namespace": ns, "labels": labels},
-            spec=network_policy_spec(service, a.mesh.ingress_namespace, a.mesh.monitoring_namespace),
+            spec=network_policy_spec(service, a.mesh.ingress_namespace, a.mesh.monitoring_namespace, a.mesh.ingress_pod_labels),
             opts=resource_opts(self),
         )
         custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, *metrics_port_names(service)))

@@ -223,6 +223,11 @@ def platform_part_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def _served(s: Settings) -> list[tuple[str, int, Union[Service, Graph]]]:
+    """(section, index, item) of every service and graph of the stack."""
+    return [("services", i, svc) for i, svc in enumerate(s.services)] + [("graphs", i, g) for i, g in enumerate(s.graphs)]
+
+
 def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """Services and graphs: unique names and hosts, namespaces of their own, auth in production,
     each one's own checks, and the weight caches their repositories name."""
@@ -232,8 +237,7 @@ def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     hosts: dict[str, str] = {}
     caches = {"fileShare": s.weight_caches.file_share, "s3": s.weight_caches.s3}
     configured = ", ".join(k for k, c in caches.items() if c) or "none"
-    served = [("services", i, svc) for i, svc in enumerate(s.services)] + [("graphs", i, g) for i, g in enumerate(s.graphs)]
-    for kind, i, item in served:
+    for kind, i, item in _served(s):
         base: KeyPath = (kind, i)
         where = f"{kind}[{i}]"
         if item.name in names:
@@ -245,12 +249,7 @@ def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
                 problems.append((base + ("hosts", hi), f"host {host!r} is already served by {hosts[host]}"))
             hosts.setdefault(host, where)
         problems += [(base + path, why) for path, why in reserved_namespace_problems(item)]
-        if item.auth.mode == "none" and s.production:
-            problems.append((base + ("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"))
-        if item.auth.mode == "jwt" and s.production and not item.auth.jwt.audiences:
-            problems.append((base + ("auth", "jwt", "audiences"), "required in a production stack: without it the "
-                             "gateway accepts any token its issuer signs, for any audience; allowed: the `aud` values "
-                             "of the tokens meant for this service"))
+        problems += [(base + path, why) for path, why in production_auth_problems(item, s.production)]
         if kind == "services":
             problems += [(base + path, problem) for path, problem in service_problems(item, groups)]
             repositories = [(("versions", vi), v.model_repository) for vi, v in enumerate(item.versions)]
@@ -262,6 +261,19 @@ def served_problems(s: Settings) -> list[tuple[KeyPath, str]]:
                 problems.append((base + path + ("modelRepository", "cache"),
                                  f"weight cache {repo.cache!r} is not configured under weightCaches; configured: {configured}"))
     return problems
+
+
+def production_auth_problems(item: Union[Service, Graph], production: bool) -> list[tuple[KeyPath, str]]:
+    """What a production stack requires of a service's or graph's auth (paths relative to it: the
+    stack and TritonService or InferenceGraph used alone, given `production`)."""
+    if not production:
+        return []
+    if item.auth.mode == "none":
+        return [(("auth", "mode"), "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt")]
+    if item.auth.mode == "jwt" and not item.auth.jwt.audiences:
+        return [(("auth", "jwt", "audiences"), "required in a production stack: without it the gateway accepts any "
+                 "token its issuer signs, for any audience; allowed: the `aud` values of the tokens meant for this service")]
+    return []
 
 
 def reserved_namespace_problems(item: Union[Service, Graph]) -> list[tuple[KeyPath, str]]:
@@ -342,8 +354,7 @@ SENT_CREDENTIAL = {"basic": "its Basic credential (a reusable password)", "jwt":
 
 def _credentialed(s: Settings) -> list[tuple[str, int, str, str]]:
     """(section, index, name, mode) of every service and graph whose clients send a credential."""
-    return [(section, i, item.name, item.auth.mode) for section, items in (("services", s.services), ("graphs", s.graphs))
-            for i, item in enumerate(items) if item.auth.mode in SENT_CREDENTIAL]
+    return [(section, i, item.name, item.auth.mode) for section, i, item in _served(s) if item.auth.mode in SENT_CREDENTIAL]
 
 
 def credentials_in_clear_problems(s: Settings) -> list[tuple[KeyPath, str]]:
@@ -354,12 +365,22 @@ def credentials_in_clear_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     says so; with TLS on, port 80 redirects to HTTPS (mesh/mesh.py gateway servers)."""
     if not s.production:
         return []
-    opted = plain_http_credentials_opt_in_problems(s.mesh, s.production)
-    if s.mesh.tls.enabled:
-        return opted
-    return opted + [((section, i, "auth", "mode"), f"{mode}: without mesh.tls every request would send {SENT_CREDENTIAL[mode]} "
-             "over plain HTTP, not allowed in a production stack; allowed: mesh.tls.enabled with mesh.tls.secretName")
-            for section, i, _, mode in _credentialed(s)]
+    return plain_http_credentials_opt_in_problems(s.mesh, s.production) + [
+        ((section, i, *path), why) for section, i, item in _served(s)
+        for path, why in credential_in_clear_problems(item, s.production, s.mesh.tls.enabled,
+                                                      "mesh.tls.enabled with mesh.tls.secretName")]
+
+
+def credential_in_clear_problems(item: Union[Service, Graph], production: bool, tls: bool,
+                                 allowed: str) -> list[tuple[KeyPath, str]]:
+    """A production `basic` or `jwt` service or graph needs a gateway serving HTTPS (`tls`), or
+    every request carries its credential in clear; `allowed` says what turns it on (paths relative
+    to the item: the stack and TritonService or InferenceGraph used alone, given `production`)."""
+    mode = item.auth.mode
+    if not production or tls or mode not in SENT_CREDENTIAL:
+        return []
+    return [(("auth", "mode"), f"{mode}: without mesh.tls every request would send {SENT_CREDENTIAL[mode]} over "
+             f"plain HTTP, not allowed in a production stack; allowed: {allowed}")]
 
 
 def plain_http_credentials_opt_in_problems(mesh: MeshSettings, production: bool) -> list[tuple[KeyPath, str]]:

@@ -36,9 +36,12 @@ triton = TritonService(
         "mesh": {
             # The Gateway (`<namespace>/<name>`) that already serves the service's hosts.
             "gateway": "istio-system/my-gateway",
-            # Where the ingress gateway's pods run and the identity they call with: the
-            # NetworkPolicy admits that namespace, the AuthorizationPolicy that principal only.
+            # Where the ingress gateway's pods run, their labels and the identity they call with:
+            # the NetworkPolicy admits those pods of that namespace, the AuthorizationPolicy that
+            # principal only. The labels are what the Istio gateway chart gives the pods of a
+            # release named istio-ingressgateway (`istio: <release without istio->`, the default).
             "ingress_namespace": "istio-ingress",
+            "ingress_pod_labels": {"istio": "ingressgateway"},
             "ingress_principal": "cluster.local/ns/istio-ingress/sa/istio-ingressgateway",
             # The namespace of the Prometheus that scrapes Triton (it must select PodMonitors in
             # every namespace: kube-prometheus-stack's podMonitorSelectorNilUsesHelmValues: false).

@@ -7,7 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from inference_platform.serving.triton import TritonService
+from inference_platform.serving.triton import GRPC_PORT, HTTP_PORT, TritonService
 from inference_platform.settings.errors import ConfigError
 from inference_platform.weights.caches import CLAIM_NAME, S3_SECRET_NAME, WeightCaches
 from platformctl import engine
@@ -159,3 +159,25 @@ def test_triton_service_needs_the_weights_its_caches_read():
         render(lambda opts: TritonService("chat", args, opts))
     assert info.value.paths == ["service.versions[v1].model_repository.cache"]
     assert "weights.s3_secret_name, weights.s3_endpoint, weights.s3_bucket" in info.value.one_line()
+
+
+@pytest.mark.parametrize("mesh, admitted", [
+    ({"ingress_namespace": "istio-ingress"}, {"istio": "ingressgateway"}),
+    ({"ingress_namespace": "istio-ingress", "ingress_pod_labels": {"app": "edge", "istio": "edge"}}, {"app": "edge", "istio": "edge"}),
+])
+def test_triton_service_alone_admits_to_tritons_ports_only_the_ingress_pods_it_is_told(mesh, admitted):
+    """Triton's HTTP and gRPC ports admit the pods `mesh.ingress_pod_labels` name in the ingress
+    namespace (default: the gateway chart's `istio: ingressgateway`), not the whole namespace."""
+    plan = render(lambda opts: TritonService("chat", triton_args(service(version("v1", 100)), mesh=mesh), opts))
+    spec = plan.get("kubernetes:networking.k8s.io/v1:NetworkPolicy", "chat-networkpolicy").inputs["spec"]
+    (triton,) = [rule for rule in spec["ingress"] if {"protocol": "TCP", "port": HTTP_PORT} in rule["ports"]]
+    assert triton["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "istio-ingress"}},
+                               "podSelector": {"matchLabels": admitted}}]
+    assert [p["port"] for p in triton["ports"]] == [HTTP_PORT, GRPC_PORT]
+
+
+def test_triton_service_alone_refuses_empty_ingress_pod_labels():
+    with pytest.raises(ConfigError) as info:
+        render(lambda opts: TritonService("chat", triton_args(service(version("v1", 100)), mesh={"ingress_pod_labels": {}}), opts))
+    assert info.value.paths == ["mesh.ingress_pod_labels"], info.value.one_line()
+    assert "would admit every pod of ingress_namespace; allowed: the labels the ingress gateway's pods carry" in info.value.one_line()

@@ -123,6 +123,13 @@ def _production_base() -> dict:
     return raw
 
 
+def _production_graph_base() -> dict:
+    """_production_base with the ensemble graph of _graph_base, with Basic Auth."""
+    raw = _production_base()
+    raw["graphs"] = [dict(_graph_base()["graphs"][0], auth={"mode": "basic"})]
+    return raw
+
+
 def _s3_base() -> dict:
     raw = base_config()
     raw["weightCaches"]["s3"] = {"endpoint": "https://s3.example.com", "bucket": "weights"}
@@ -212,10 +219,6 @@ def _magnum_gpu_first() -> dict:
     return raw
 
 
-# TritonService and InferenceGraph take no `production` input: whether a stack is production is
-# the program's to say, and their own checks cannot know it.
-NO_PRODUCTION_INPUT = "whether the stack is production, which TritonService and InferenceGraph do not take"
-
 CASES = (
     Case("stack-name", stack_name_problems, _set("customer", "other"), stack_only="the stack's name, which no component has"),
     Case("production-environment", production_problems, _set("environment", "prod"),
@@ -254,7 +257,9 @@ CASES = (
     Case("plain-http-credentials-opted-in-production", checks.credentials_in_clear_problems,
          _set("mesh.allowPlainHttpCredentials", True), components=("Mesh",), base=_production_base),
     Case("basic-without-tls-in-production", checks.credentials_in_clear_problems, _set("mesh.tls", {"enabled": False}),
-         stack_only=NO_PRODUCTION_INPUT, base=_production_base),
+         components=("TritonService",), base=_production_base),
+    Case("graph-basic-without-tls-in-production", checks.credentials_in_clear_problems, _set("mesh.tls", {"enabled": False}),
+         components=("InferenceGraph",), base=_production_graph_base),
     Case("duplicate-receiver", checks.alerting_problems, _alerting(receivers=[_receiver("ops"), _receiver("ops")]),
          components=("Observability",)),
     Case("receiver-named-null", checks.alerting_problems, _alerting(receivers=[_receiver("null")]),
@@ -274,7 +279,12 @@ CASES = (
     Case("reserved-namespace", checks.served_problems, _set("services.0.namespace", "kube-public"),
          components=("TritonService",)),
     Case("auth-none-in-production", checks.served_problems, _set("services.0.auth", {"mode": "none"}),
-         stack_only=NO_PRODUCTION_INPUT, base=_production_base),
+         components=("TritonService",), base=_production_base),
+    Case("graph-auth-none-in-production", checks.served_problems, _set("graphs.0.auth", {"mode": "none"}),
+         components=("InferenceGraph",), base=_production_graph_base),
+    Case("jwt-without-audiences-in-production", checks.served_problems,
+         _set("services.0.auth", {"mode": "jwt", "jwt": {"issuer": "https://id.example.com", "jwksUri": "https://id.example.com/jwks"}}),
+         components=("TritonService",), base=_production_base),
     Case("cache-not-configured", checks.served_problems, _set("services.0.versions.0.modelRepository.cache", "s3"),
          stack_only="the stack's caches (WeightCaches) beside what a service reads (TritonService); a TritonService "
                     "alone refuses a cache its `weights` handle does not name"),

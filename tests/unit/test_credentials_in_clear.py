@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from inference_platform.serving.inputs import TritonServiceInputs
 from inference_platform.settings.checks import credentials_in_clear_warnings
+from inference_platform.settings.component_args import validated
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from platformctl.gpu_report import plan_warnings
 from tests.conftest import base_config
+from tests.unit.test_component_args import triton_args
 
 STACK_FILE = "stacks/Pulumi.t.yaml"
 TLS = {"enabled": True, "secretName": "test-tls"}
@@ -59,3 +62,21 @@ def test_a_non_production_stack_plans_with_a_warning_unless_it_opts_in(auth):
 
 def test_an_open_service_sends_no_credential_to_warn_about():
     assert credentials_in_clear_warnings(parse_settings(stack({"mode": "none"}, production=False), STACK_FILE)) == []
+
+
+@pytest.mark.parametrize("auth, path, message", [
+    ({"mode": "basic"}, "service.auth.mode", "basic: without mesh.tls every request would send its Basic credential "
+     "(a reusable password) over plain HTTP, not allowed in a production stack; allowed: mesh.tls: true"),
+    ({"mode": "none"}, "service.auth.mode", "auth mode 'none' is not allowed in a production stack; allowed: basic, jwt"),
+])
+def test_triton_service_alone_in_production_refuses_what_a_production_stack_refuses(auth, path, message):
+    args = triton_args()
+    args["service"]["auth"] = auth
+    with pytest.raises(ConfigError) as info:
+        validated(TritonServiceInputs, args | {"production": True}, "TritonService")
+    assert info.value.paths == [path], info.value.one_line()
+    assert message in info.value.one_line()
+    # Outside production, or with the gateway serving HTTPS for basic, the same arguments pass.
+    validated(TritonServiceInputs, args, "TritonService")
+    if auth["mode"] == "basic":
+        validated(TritonServiceInputs, args | {"production": True, "mesh": {"tls": True}}, "TritonService")
