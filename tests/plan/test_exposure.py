@@ -1,6 +1,7 @@
-"""Who may reach what (platformctl/exposure.py), for every stack and every example program: no
-answer of a host that requires a credential is served without it or with a wrong one, its
-credential is served on some path, and a production stack serves nothing over plain HTTP."""
+"""Who may reach what (platformctl/exposure.py), for every stack and every example program: a
+host that requires a credential is reached neither without it nor with a wrong one, its valid
+credential is served on some path and refused on none (a path no route serves is a 404), and a
+production stack serves nothing over plain HTTP."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def violations(rows: list[exposure.Row], auth: dict[str, exposure.Auth], product
         needs = auth.get(row.host, exposure.Auth("none")).mode != "none"
         if needs and row.credential in ("none", "wrong") and _reached(row.answer):
             found.append(f"{row.host}{row.path}: {row.answer} with credential {row.credential}")
+        if needs and row.credential == "valid" and row.answer in ("401", "403"):
+            found.append(f"{row.host}{row.path}: {row.answer} with the valid credential")
         if production and row.credential == "valid over plain HTTP" and _reached(row.answer):
             found.append(f"{row.host}{row.path}: {row.answer} over plain HTTP in production")
     for host, host_auth in auth.items():
@@ -71,7 +74,10 @@ def test_every_example_lets_in_only_what_its_auth_says(name):
 
 def test_without_the_basic_auth_filter_the_gateway_fails_closed_and_the_valid_credential_is_refused():
     rows, auth, production = _stack("acme-prod", drop=lambda r: r.type == ENVOY_FILTER)
-    assert violations(rows, auth, production) == ["embed.acme.example.com: the valid credential is served on no path"]
+    found = violations(rows, auth, production)
+    assert "embed.acme.example.com: the valid credential is served on no path" in found
+    assert "embed.acme.example.com/v2/health/ready: 403 with the valid credential" in found
+    assert not [v for v in found if v.endswith(("credential none", "credential wrong"))]
 
 
 def test_without_the_basic_auth_filter_and_its_deny_policy_a_wrong_password_is_served():
