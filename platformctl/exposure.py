@@ -99,10 +99,10 @@ class _Objects:
 
     def selecting(self, kind: str, namespace: str, labels: Mapping[str, str]) -> list[dict]:
         """Specs of the policies of `kind` that apply to pods with `labels` in `namespace` by
-        selector: their own namespace's and the root namespace's (mesh-wide)."""
+        selector (none: all): their own namespace's and the root namespace's, which istiod looks
+        up for every workload (istio 1.30.3 pilot/pkg/model/authorization.go:97-106)."""
         return [d["spec"] for ns in {namespace, ROOT_NAMESPACE} for d in self.of(kind, ns)
                 if "targetRefs" not in d["spec"] and "targetRef" not in d["spec"]
-                and (ns == namespace or d["spec"].get("selector"))
                 and matches(d["spec"].get("selector"), labels)]
 
     def targeting(self, kind: str, namespace: str, gateway: str) -> list[dict]:
