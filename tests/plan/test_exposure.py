@@ -107,3 +107,19 @@ def test_the_serving_page_shows_the_documented_stacks_table(capsys):
     assert shown == exposure.table(rows)
     assert main(["exposure", exposure.DOCUMENTED_STACK]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_a_root_namespace_policy_without_a_selector_applies_to_every_gateway_and_pod():
+    import copy
+    import dataclasses
+
+    plan = stack_plan("acme-prod")
+    (template,) = [r for r in plan.resources if r.type == POLICY and r.inputs["metadata"]["namespace"] == "istio-system"]
+    inputs = copy.deepcopy(template.inputs)
+    inputs["metadata"]["name"] = "deny-all"
+    inputs["spec"] = {"action": "DENY", "rules": [{}]}
+    deny_all = dataclasses.replace(template, urn=template.urn + "-deny-all", name="deny-all", inputs=inputs)
+    settings = stack_settings("acme-prod")
+    rows = exposure.exposure([*plan.resources, deny_all], exposure.settings_auth(settings))
+    served = {r.host for r in rows if _reached(r.answer)}
+    assert served == set(), served
