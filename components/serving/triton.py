@@ -520,7 +520,8 @@ class TritonService(pulumi.ComponentResource):
                        for version in service.versions}
 
         credentials, secret_name, checked_by = basic_auth(self, name, service.name, ns, labels, service.auth, list(service.hosts),
-                                              a.mesh.ingress_namespace, gateway_pods(service) if service.llm_routed else None)
+                                              a.mesh.ingress_namespace,
+                                              gateway_pods(service) if service.llm_routed else a.mesh.ingress_pod_labels)
 
         def custom(role: str, api_version: str, kind: str, spec: pulumi.Input[dict], depends_on=()):
             return k8s.apiextensions.CustomResource(

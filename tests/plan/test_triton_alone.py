@@ -181,3 +181,14 @@ def test_triton_service_alone_refuses_empty_ingress_pod_labels():
         render(lambda opts: TritonService("chat", triton_args(service(version("v1", 100)), mesh={"ingress_pod_labels": {}}), opts))
     assert info.value.paths == ["mesh.ingress_pod_labels"], info.value.one_line()
     assert "would admit every pod of ingress_namespace; allowed: the labels the ingress gateway's pods carry" in info.value.one_line()
+
+
+def test_triton_service_alone_puts_the_basic_auth_deny_on_the_ingress_pods_it_is_told():
+    """In Istio's root namespace the DENY policy that fails Basic Auth closed selects the gateway's
+    pods: the ones `mesh.ingress_pod_labels` names, or a gateway labelled otherwise would lack it."""
+    labels = {"app": "edge", "istio": "edge"}
+    args = triton_args(service(version("v1", 100), auth={"mode": "basic"}), mesh={"ingress_pod_labels": labels})
+    plan = render(lambda opts: TritonService("chat", args, opts))
+    (deny,) = [r.inputs for r in plan.resources if r.type == "kubernetes:security.istio.io/v1:AuthorizationPolicy"
+               and r.inputs["metadata"]["namespace"] == "istio-system"]
+    assert deny["spec"]["action"] == "DENY" and deny["spec"]["selector"] == {"matchLabels": labels}
