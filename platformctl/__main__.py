@@ -253,8 +253,12 @@ def cmd_init(args) -> int:
 
 
 def cmd_rehearse(args) -> int:
+    from .cloud_refresh import CLUSTER_STATUSES
     from .rehearse import format_rehearsal, rehearse
 
+    if args.cluster_status not in CLUSTER_STATUSES:
+        raise UsageError(f"--cluster-status {shown(args.cluster_status)}: not a Magnum cluster status; allowed: "
+                         f"{', '.join(CLUSTER_STATUSES)}")
     live = {}
     for item in args.live_nodes:
         group, sep, count = item.partition("=")
@@ -262,7 +266,7 @@ def cmd_rehearse(args) -> int:
             raise UsageError(f"--live-nodes {shown(item)}: expected GROUP=COUNT, e.g. gpu-h100=3")
         live[group] = int(count)
     edited = Path(args.edited_file) if args.edited_file else None
-    result = rehearse(args.stack, _stack_file(args), edited, live)
+    result = rehearse(args.stack, _stack_file(args), edited, live, args.cluster_status)
     print(format_rehearsal(result))
     return result.exit_code()
 
@@ -344,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "template, node counts the autoscaler moved), then up with no edit; 3 an everyday edit (a new "
                     "version of the first service taking 10% of its heaviest version's traffic, as `platformctl "
                     "patch` adds it, or --edited-file); 4 the next Kubernetes minor version in the stack file; "
-                    "5 refresh and up again. A step the settings or Magnum refuse applies nothing and is reported. "
+                    "5 refresh and up again. A step the settings or Magnum refuse (an upgrade of a cluster not in a "
+                    "*_COMPLETE status, see --cluster-status) applies nothing and is reported. "
                     "Exit 1 when a step would replace or delete the Magnum cluster, a node group, the file share, "
                     "the S3 bucket, a persistent volume or claim or a protected resource, when the diff reports an "
                     "error, or when Magnum or its provider would fail the up (an upgrade longer than the cluster's "
@@ -354,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     rh.add_argument("--edited-file", help="the everyday edit: this stack file instead of the built-in canary version")
     rh.add_argument("--live-nodes", action="append", default=[], metavar="GROUP=COUNT",
                     help="the node count the autoscaler left a Magnum node group at (default: its minNodes; repeatable)")
+    rh.add_argument("--cluster-status", default="CREATE_COMPLETE", metavar="STATUS",
+                    help="the Magnum cluster's status before the edits, e.g. UPDATE_FAILED after a node group change "
+                         "that failed (default: CREATE_COMPLETE); Magnum upgrades only a cluster in a *_COMPLETE status")
     rh.set_defaults(func=cmd_rehearse)
     b = sub.add_parser("bench", help="plan synthetic stacks and report time and memory")
     b.add_argument("sizes", nargs="*", type=int, default=[10, 50, 200, 1000])

@@ -75,6 +75,15 @@ def provider_read_labels(stored: dict[str, str], template: dict[str, str], prior
     return {**{k: v for k, v in prior.items() if k not in merged}, **merged}
 
 
+# The statuses magnum stable/2026.1 upgrades a cluster from (conductor/handlers/cluster_conductor.py
+# cluster_upgrade: NotSupported otherwise), and the rest of objects/fields.py ClusterStatus.
+UPGRADABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "RESUME_COMPLETE", "RESTORE_COMPLETE",
+                       "ROLLBACK_COMPLETE", "SNAPSHOT_COMPLETE", "CHECK_COMPLETE", "ADOPT_COMPLETE")
+CLUSTER_STATUSES = UPGRADABLE_STATUSES + ("CREATE_IN_PROGRESS", "CREATE_FAILED", "UPDATE_IN_PROGRESS", "UPDATE_FAILED",
+                                          "DELETE_IN_PROGRESS", "DELETE_FAILED", "DELETE_COMPLETE", "RESUME_FAILED",
+                                          "ROLLBACK_IN_PROGRESS", "ROLLBACK_FAILED")
+
+
 @dataclass
 class Cloud:
     """What Magnum holds for one stack's cluster, as the rehearsal moves it."""
@@ -84,6 +93,8 @@ class Cloud:
     """Node count per group as the autoscaler left it (group name -> count)."""
     stored_labels: Optional[dict[str, str]] = None
     template_labels: dict[str, str] = field(default_factory=dict)
+    status: str = "CREATE_COMPLETE"
+    """The cluster's Magnum status before the edits (UPDATE_FAILED after a node group change that failed, e.g. on quota)."""
 
     @property
     def driver(self) -> Optional[str]:
@@ -139,6 +150,11 @@ class Cloud:
         out = []
         if _template_moves(old, new, changes):
             out += self.upgrade_timeouts(new)
+        if self.driver != "heat" and self.status not in UPGRADABLE_STATUSES and _template_moves(old, new, changes):
+            out.append(f"Magnum refuses the cluster upgrade while the cluster is {self.status} (it upgrades only from "
+                       f"{', '.join(UPGRADABLE_STATUSES)}): fix what failed (`openstack coe cluster show <cluster>`, its "
+                       f"status_reason, and `openstack coe nodegroup list <cluster>`) until Magnum reports a *_COMPLETE "
+                       f"status, then `pulumi up`")
         if self.driver == "heat" and _template_moves(old, new, changes):
             out.append("Magnum refuses the cluster upgrade: the Heat driver supports none (magnum drivers/heat/driver.py "
                        "upgrade_cluster raises NotSupported); keep inference-platform:cluster.magnum.kubernetesVersion "

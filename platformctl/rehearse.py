@@ -178,7 +178,7 @@ def default_live_nodes(settings: Settings) -> dict[str, int]:
 
 
 def rehearse(stack: str, stack_file: Path, edited_file: Optional[Path] = None,
-             live_nodes: Optional[dict[str, int]] = None) -> Rehearsal:
+             live_nodes: Optional[dict[str, int]] = None, cluster_status: str = "CREATE_COMPLETE") -> Rehearsal:
     """Play the stack's life; ConfigError when the stack file itself does not plan."""
     shown = shown_path(stack_file)
     data = _read(stack_file, shown)
@@ -190,7 +190,7 @@ def rehearse(stack: str, stack_file: Path, edited_file: Optional[Path] = None,
             raise UsageError(f"--live-nodes {group}={count}: no Magnum node group {group!r} in {shown}; "
                              f"allowed: {', '.join(live) or 'none (not a Magnum cluster)'}")
         live[group] = count
-    play = _Play(stack, shown, Cloud(settings, live), plan)
+    play = _Play(stack, shown, Cloud(settings, live, status=cluster_status), plan)
     play.up("create", "the first `pulumi up`, from nothing", plan, refresh=False)
     play.up("refresh", "`pulumi refresh`, then `pulumi up` with no edit", plan, refresh=True)
 

@@ -166,6 +166,22 @@ def test_a_step_the_settings_refuse_fails_the_rehearsal_with_exit_1(tmp_path, ca
 # --------------------------------------------------------------------------- faults of the drivers and the provider
 
 
+def test_magnum_refuses_the_upgrade_of_a_cluster_a_failed_update_left_behind(capsys):
+    # magnum cluster_conductor.py cluster_upgrade: NotSupported unless the status is one of the *_COMPLETE.
+    steps = {s.name: s for s in rehearse("acme-prod", ACME, cluster_status="UPDATE_FAILED").steps}
+    assert steps["upgrade"].refused_by == "Magnum"
+    (line,) = steps["upgrade"].refused
+    assert line.startswith("Magnum refuses the cluster upgrade while the cluster is UPDATE_FAILED")
+    assert "`openstack coe cluster show <cluster>`" in line
+    # The everyday edit is no upgrade, and a healthy cluster upgrades.
+    assert steps["edit"].refused_by == ""
+    assert rehearse("acme-prod", ACME, cluster_status="UPDATE_COMPLETE").steps[3].refused_by == ""
+    assert main(["rehearse", "acme-prod", "--cluster-status", "UPDATE_FAILED"]) == 1
+    assert "Magnum refuses the cluster upgrade while the cluster is UPDATE_FAILED" in capsys.readouterr().out
+    assert main(["rehearse", "acme-prod", "--cluster-status", "BROKEN"]) == 2
+    assert "--cluster-status 'BROKEN': not a Magnum cluster status; allowed: CREATE_COMPLETE" in capsys.readouterr().err
+
+
 def test_an_upgrade_that_outlasts_the_providers_update_wait_fails_the_up():
     from inference_platform.timing.readiness import cluster_upgrade_budget
     from platformctl.cloud_refresh import Cloud
