@@ -386,6 +386,37 @@ def topology_problems(training: TrainingSettings, node_groups: list[NodeGroup]) 
              f"or none (quota admission, whose pending pods the autoscaler serves)")]
 
 
+# Kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:801-813 skips every resource the
+# ClusterQueue does not declare (quotaCheckStrategy IgnoreUndeclared; the team queues declare the GPU
+# resources only, training/kueue.py), so a pod set that requests only CPU and memory gets no flavor;
+# :835-851 then returns the assignment at once, before the pod sets after it and before the topology
+# step (:860). The data loaders and the publish step follow the node pods (training/runtimes.py
+# runtime_spec), each a pod set of CPU and memory.
+UNDECLARED_ONLY = "requests only CPU and memory, which the team queues do not declare, and Kueue 0.19.2 ends a job's flavor assignment at such a pod set"
+
+
+def undeclared_podset_problems(job: TrainJobSettings, runtime: TrainingRuntimeSettings,
+                               topology: bool) -> list[tuple[KeyPath, str]]:
+    """The job's CPU-only pod sets against Kueue's flavor assignment: with two, the second gets no
+    assignment, and the Workload's CRD refuses an admission with fewer pod set assignments than pod
+    sets (apis/kueue/v1beta2/workload_types.go "podSetAssignments must have the same number of podSets
+    as the spec"), so the job is never admitted; with topology levels, one makes Kueue admit the node
+    pods with no topology placement."""
+    cpu_only = ([(("runtime",), f"runtime {job.runtime}'s data loader (training.runtimes[].dataLoader)")]
+                if runtime.data_loader is not None else []) + (
+        [(("publishTo",), "its publish step")] if job.publish_to is not None else [])
+    if len(cpu_only) > 1:
+        return [(("publishTo",), f"{cpu_only[0][1]} {UNDECLARED_ONLY}, so its publish step after it gets no "
+                                 f"assignment and the job is never admitted; allowed: publishTo on a job whose runtime "
+                                 f"has no dataLoader")]
+    if cpu_only and topology:
+        key, what = cpu_only[0]
+        return [(key, f"{what} {UNDECLARED_ONLY}, before the topology step, so the node pods would be admitted with "
+                      f"no topology placement (training.topologyLevels); allowed: no topologyLevels, or a job without "
+                      f"publishTo on a runtime without dataLoader")]
+    return []
+
+
 def command_problems(job: TrainJobSettings) -> list[tuple[KeyPath, str]]:
     """The paths under /workspace the job's command names, against what the job mounts there:
     /workspace/code comes only from `code`, /workspace/<dataset|model|checkpoint> only from those keys
@@ -483,6 +514,8 @@ def training_problems(training: TrainingSettings, node_groups: list[NodeGroup],
             found.append((at + ("memory",), f"{job.memory} is no more than the {runtime.shm_size} /dev/shm of runtime "
                                             f"{job.runtime} (training.runtimes[].shmSize), which the pod's memory limit "
                                             f"counts, so nothing is left for the processes; allowed: more than {runtime.shm_size}"))
+        if runtime is not None:
+            found += [(at + path, why) for path, why in undeclared_podset_problems(job, runtime, bool(training.topology_levels))]
         if job.suspend:
             found.append((at + ("suspend",), SUSPEND_REFUSED))
         found += [(at + path, why) for path, why in job_placement_problems(job, groups)]

@@ -188,10 +188,10 @@ def runtime_spec(r: TrainingRuntimeSettings, initializers: tuple[str, ...] = (),
     template: dict[str, Any] = {"replicatedJobs": jobs, "failurePolicy": failure_policy(r, publish_step and publish_step["name"])}
     if r.data_loader is not None:
         # The data loaders serve until stopped, so under the default (every job completes) the JobSet
-        # never would: it completes with the nodes and the publish step, and JobSet then deletes the
-        # jobs still active (jobset v0.12.0 jobset_controller.go executeSuccessPolicy, jobSetFinished).
-        template["successPolicy"] = {"operator": "All",
-                                     "targetReplicatedJobs": [NODE, *([publish_step["name"]] if publish_step else [])]}
+        # never would: it completes with the nodes, and JobSet then deletes the jobs still active
+        # (jobset v0.12.0 jobset_controller.go executeSuccessPolicy, jobSetFinished). No publish step
+        # joins them: Kueue would admit no such job (settings/training.py undeclared_podset_problems).
+        template["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [NODE]}
     if initializers:
         # jobset 0.12.0 volumeClaimPolicies: one claim per JobSet, shared by the initializers
         # (which write) and every node pod (on as many nodes: ReadWriteMany), deleted with it.

@@ -221,21 +221,6 @@ def test_a_runtime_with_a_data_loader_runs_it_as_a_cpu_job_off_the_gpu_nodes():
     assert runtime.inputs["spec"]["template"]["spec"]["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["node"]}
 
 
-def test_a_publishing_runtime_with_a_data_loader_completes_with_its_nodes_and_publish_step():
-    raw = training_config(runtimes=[{"kind": "torch-ddp", "dataLoader": {"image": "example.com/l:1", "command": ["x"]}},
-                                    {"kind": "torch-fsdp-tp"}])
-    raw["services"][0]["pipeline"] = {"baseVersion": "v1", "model": "embed", "inputs": {"input_ids": [128]}, "repositoryPrefix": "svc"}
-    raw["modelPipeline"] = {"enabled": True}
-    raw["training"]["jobs"][0]["publishTo"] = {"service": "svc", "version": "v2"}
-    plan = render_raw(raw)
-    runtime = _runtime(plan, "ip-torch-ddp-publish")
-    jobs = [j["name"] for j in runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"]]
-    assert "data-loader" in jobs and "publish" in jobs
-    assert runtime.inputs["spec"]["template"]["spec"]["successPolicy"] == {
-        "operator": "All", "targetReplicatedJobs": ["node", "publish"]}
-    conformance.validate(manifest(runtime))
-
-
 def test_every_trainer_object_validates_against_the_vendored_crds(reference):
     raw = _s3_config()
     raw["s3AccessKeyId"], raw["s3SecretAccessKey"] = "AKIA", "secret"

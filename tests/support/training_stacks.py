@@ -51,15 +51,18 @@ TOPOLOGY_LEVELS = ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
 
 
 def train_dev_with_topology(directory: Path, levels: list[str] = TOPOLOGY_LEVELS) -> Path:
-    """stacks/Pulumi.train-dev.yaml with every GPU group at a fixed size (minNodes = maxNodes) and
-    topology-aware queues on `levels`, written to `directory`: the only shape with topologyLevels the
-    settings accept (Kueue's topology-aware admission counts only the nodes that exist)."""
+    """stacks/Pulumi.train-dev.yaml with every GPU group at a fixed size (minNodes = maxNodes),
+    topology-aware queues on `levels` and no job publishing, written to `directory`: the only shape
+    with topologyLevels the settings accept (Kueue's topology-aware admission counts only the nodes
+    that exist, and skips its topology step for a job with a CPU-only publish step)."""
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.train-dev.yaml").read_text())
     config = doc["config"]
     for group in config["inference-platform:cluster"]["nodeGroups"]:
         if "gpu" in group:
             group["minNodes"] = group["maxNodes"]
     config["inference-platform:training"]["topologyLevels"] = list(levels)
+    for job in config["inference-platform:training"]["jobs"]:
+        job.pop("publishTo", None)
     path = directory / "Pulumi.train-dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path

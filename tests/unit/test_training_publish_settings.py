@@ -114,3 +114,38 @@ def test_training_alone_refuses_a_job_whose_service_has_no_pipeline_among_its_in
              "pipeline: none")) in inputs.problems()
     ref = PipelineRef(namespace="svc", template="svc-pipeline", cache="fileShare")
     assert publish_problems(settings.training, {"svc": ref}) == []
+
+
+def _with_data_loader(raw: dict) -> dict:
+    """`raw` with a data loader on the DDP job's runtime (the other runtimes as they are by default)."""
+    raw["training"]["runtimes"] = [{"kind": "torch-ddp", "dataLoader": {"image": "example.com/loader:1.0", "command": ["python", "load.py"]}},
+                                   {"kind": "torch-fsdp-tp"}]
+    return raw
+
+
+def _with_topology(raw: dict) -> dict:
+    raw["training"]["topologyLevels"] = ["kubernetes.io/hostname"]
+    raw["cluster"]["nodeGroups"][1]["minNodes"] = raw["cluster"]["nodeGroups"][1]["maxNodes"]  # TAS needs a fixed GPU group
+    return raw
+
+
+def test_a_publishing_job_whose_runtime_has_data_loaders_is_refused_as_kueue_would_never_admit_it():
+    # Two pod sets of CPU and memory only: Kueue stops at the first, the publish step gets no assignment.
+    found = problems(_with_data_loader(publishing()))
+    assert list(found) == [AT] and "never admitted" in found[AT] and "allowed: publishTo on a job whose runtime has no dataLoader" in found[AT]
+
+
+@pytest.mark.parametrize("raw, at", [
+    (lambda: _with_topology(publishing()), AT),
+    (lambda: _with_topology(_with_data_loader(training_config())), "inference-platform:training.jobs[ddp].runtime"),
+])
+def test_a_cpu_only_pod_set_under_topology_levels_is_refused_as_kueue_would_skip_the_topology_step(raw, at):
+    found = problems(raw())
+    assert list(found) == [at] and "no topology placement" in found[at] and "allowed: no topologyLevels" in found[at]
+
+
+def test_one_cpu_only_pod_set_without_topology_levels_is_accepted():
+    # The nodes' pod set comes first and gets its GPU flavor; the publish step or the loaders after it no flavor, no harm.
+    assert parse_settings(publishing(), "Pulumi.test-dev.yaml").training.jobs[0].publish_to.service == "svc"
+    assert parse_settings(_with_data_loader(training_config()), "Pulumi.test-dev.yaml").training.runtime("torch-ddp").data_loader
+    assert parse_settings(_with_topology(training_config()), "Pulumi.test-dev.yaml").training.topology_levels
