@@ -136,8 +136,9 @@ class ChartExemption:
 _TOKEN = "calls the Kubernetes API (watches, leases, status): it needs its service-account token"
 _IMAGE_UID = ("runs as the non-root user its image declares (runAsNonRoot holds it to that); checkov asks for "
               "an explicit uid of 10000 or more, which the chart does not set and the image's files may not belong to")
-_NO_POLICY_YET = ("no NetworkPolicy selects it yet: only the internet-facing UIs (Grafana, Kiali) and "
-                  "the platform's own pods have theirs; this namespace's other flows are still to be written")
+_NO_POLICY_YET = ("no NetworkPolicy selects it yet: only the internet-facing UIs (Grafana, Kiali), the "
+                  "observability backends (Prometheus, Alertmanager, Loki, Jaeger) and the platform's own pods "
+                  "have theirs; this namespace's other flows are still to be written")
 _HOOK = "a Helm hook Job that runs for seconds at upgrade or uninstall; the chart offers no value for it"
 _WORKLOADS = ("Deployment/*", "DaemonSet/*", "StatefulSet/*", "Job/*")
 _KPS = "kube-prometheus-stack"
@@ -204,7 +205,6 @@ CHARTS: tuple[ChartExemption, ...] = (
     ChartExemption("jaeger", ("Deployment/jaeger",), ("CKV_K8S_11", "CKV_K8S_13"),
                    "the in-memory trace store grows with traffic up to its trace count: a memory limit would kill "
                    "the pod and lose every trace; requests reserve what it needs at rest"),
-    ChartExemption("jaeger", ("Pod/jaeger",), ("CKV2_K8S_6",), _NO_POLICY_YET),
     # -- kiali
     ChartExemption("kiali", ("Deployment/kiali",), ("CKV_K8S_29",),
                    "kiali-server 2.29.0 templates/deployment.yaml has no pod securityContext value; its container "
@@ -259,7 +259,6 @@ CHARTS: tuple[ChartExemption, ...] = (
                    f"Loki's rules sidecar watches ConfigMaps: it {_TOKEN}"),
     ChartExemption("loki", ("ClusterRoleBinding/loki-clusterrolebinding",), ("CKV2_K8S_5",),
                    "loki 18.11.0 templates grant the rules sidecar configmaps and secrets cluster-wide"),
-    ChartExemption("loki", ("Pod/loki",), ("CKV2_K8S_6",), _NO_POLICY_YET),
     ChartExemption("alloy", ("DaemonSet/alloy",), ("CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40"),
                    "Alloy tails the kubelet's root-owned files under /var/log/pods, so it runs as root (without "
                    "capabilities), and keeps its positions in its storage path on the image"),

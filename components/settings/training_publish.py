@@ -72,9 +72,11 @@ def workflow_name(job) -> str:
 
 def made_by(job, version) -> bool:
     """Whether `version` is the one the job's own pipeline run proposed: the pipeline's patch records
-    the Workflow (the job's) and the ONNX file (the job's) in its provenance."""
+    the Workflow (the job's) and the ONNX file (the job's) in its provenance. A job without a
+    checkpoint writes no ONNX file, so no version is its (publish_problems names the missing key)."""
     p = version.provenance
-    return p is not None and p.workflow == workflow_name(job) and p.onnx == onnx_path(job)
+    return (p is not None and job.checkpoint is not None and p.workflow == workflow_name(job)
+            and p.onnx == onnx_path(job))
 
 
 def onnx_path(job) -> str:
@@ -155,7 +157,7 @@ def publish_section_problems(settings) -> list[tuple[KeyPath, str]]:
             # The version the job's own run added (its pipeline's patch) is the flow's end, not a clash.
             found.append((at + ("version",), f"{svc.name!r} already has a version {publish_version(job)!r} that this "
                                               f"job's pipeline run did not make (its provenance does not name the "
-                                              f"Workflow {workflow_name(job)!r} and the file {onnx_path(job)!r}); allowed: "
+                                              f"Workflow {workflow_name(job)!r} and the job's ONNX file); allowed: "
                                               "a new version name, or the version this job's run added"))
     return found + [(("training", *path), why)
                     for path, why in publish_problems(settings.training, pipeline_refs(settings), report_unknown=False)]

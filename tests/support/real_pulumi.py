@@ -32,8 +32,9 @@ KNOWN_WARNINGS = (
     # the await's progress while a Deployment's pods start (it ends ready, or `up` fails);
     re.compile(r"\[MinimumReplicasUnavailable\] Deployment does not have minimum availability"),
     # a claim bound to a static volume by a class name no StorageClass carries (the NFS and S3 caches'
-    # PersistentVolume/Claim pairs: binding needs only the names to match).
-    re.compile(r'PersistentVolumeClaim .* warning: no storage class found for "model-weights'),
+    # PersistentVolume/Claim pairs, and each training job's checkpoint claim, settings/training.py
+    # checkpoint_claim: binding needs only the names to match).
+    re.compile(r'PersistentVolumeClaim .* warning: no storage class found for "(model-weights|[a-z0-9-]+-checkpoint-[0-9a-f]{8}")'),
 )
 # Entries of the checkout the workspace does not link: what it writes or holds of its own.
 _OWN = {"Pulumi.yaml", "stacks", "build", "site", ".git", ".venv", ".tools"}
