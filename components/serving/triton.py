@@ -80,6 +80,7 @@ from inference_platform.serving.triton_server import (
     for_repository,
     model_repository_url,
     probes,
+    scale_down_annotations,
     server_volumes,
     triton_args,
 )
@@ -233,7 +234,7 @@ def deployment_spec(
         "selector": {"matchLabels": selector},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
         "template": {
-            "metadata": {"labels": labels, "annotations": sidecar_annotations(stopping)},
+            "metadata": {"labels": labels, "annotations": {**sidecar_annotations(stopping), **scale_down_annotations()}},
             "spec": {
                 "serviceAccountName": service_account,
                 # Triton never calls the Kubernetes API; the Istio sidecar brings its own

@@ -12,7 +12,7 @@ from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
 from platformctl.diff import diff_plans
-from tests.conftest import base_config, render_raw, stack_plan
+from tests.conftest import STACKS, base_config, render_raw, stack_plan
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 HPA = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"
@@ -494,3 +494,21 @@ def test_buffer_manager_thread_count_reaches_tritonserver():
     args = render_raw(raw).get(DEPLOYMENT, "svc-v1").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--buffer-manager-thread-count=4" in args
     assert [a for a in args if "gpu-limit" in a] == ["--model-load-gpu-limit=0:0.9", "--model-load-gpu-limit=1:0.8"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_triton_pod_keeps_an_idle_gpu_node_from_scaling_down(stack):
+    """cluster-autoscaler 1.34.5 utils/drain/drain.go HasBlockingLocalStorage: every disk-backed
+    emptyDir of a pod, the platform's and the ones istiod's injector adds (istio 1.30.3
+    injection-template.yaml: workload-socket, credential-socket, workload-certs, istio-data), blocks
+    its node's scale-down unless safe-to-evict-local-volumes names it."""
+    injected = {"workload-socket", "credential-socket", "workload-certs", "istio-data"}
+    for deployment in stack_plan(stack).of_type(DEPLOYMENT):
+        template = deployment.inputs["spec"]["template"]
+        pod = template["spec"]
+        if not any(c.get("name") == "triton" for c in pod["containers"]):
+            continue
+        disk = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v and v["emptyDir"].get("medium") != "Memory"}
+        named = set(template["metadata"]["annotations"].get(
+            "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes", "").split(","))
+        assert disk | injected <= named, (deployment.name, sorted((disk | injected) - named))
