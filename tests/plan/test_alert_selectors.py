@@ -6,23 +6,16 @@ every series recorded from them. A rule about a path no request takes can never 
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 import pytest
 
+from inference_platform.core.controller_names import inference_pool_service_name
 from platformctl.invariants import plan_resources
 from tests.conftest import STACKS, stack_plan
 
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 ISTIO_SELECTOR = re.compile(r"istio_requests_total\{([^}]*)\}")
-
-
-def shadow_service(pool: str) -> str:
-    """istio 1.30.3 pilot/pkg/config/kube/gateway/inferencepool_collection.go InferencePoolServiceName:
-    `<pool>-ip-<8 hex digits of sha256(pool)>`, the base cut to keep 63 characters."""
-    suffix = "-ip-" + hashlib.sha256(pool.encode()).hexdigest()[:8]
-    return pool[:63 - len(suffix)] + suffix
 
 
 def fqdn(host: str, namespace: str) -> str:
@@ -58,7 +51,7 @@ def gateway_routes(resources: list[dict]) -> dict[tuple[str, str], set[str]]:
                 continue
             for rule in route["spec"].get("rules") or ():
                 for ref in rule.get("backendRefs") or ():
-                    target = shadow_service(ref["name"]) if ref.get("kind") == "InferencePool" else ref["name"]
+                    target = inference_pool_service_name(ref["name"]) if ref.get("kind") == "InferencePool" else ref["name"]
                     hosts.add(fqdn(target, ref.get("namespace", route["metadata"]["namespace"])))
         routes[(f"{name}-{gw['spec']['gatewayClassName']}", ns)] = hosts
     return routes
