@@ -15,7 +15,7 @@ from platformctl.engine import stack_settings
 from tests.conftest import ROOT, STACKS, stack_plan
 from tests.plan.test_examples import example_plan, objects
 from tests.support import helm
-from tests.support.network_reach import Pod, admits
+from platformctl.network_reach import Pod, admits
 
 TRITON_PORTS = (HTTP_PORT, GRPC_PORT)
 # A pod of the ingress namespace with a label of its own, as a debugging or sidecar-less tool would run.

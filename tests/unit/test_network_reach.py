@@ -1,11 +1,11 @@
-"""The NetworkPolicy model of tests/support/network_reach.py follows networking.k8s.io/v1: peers,
+"""The NetworkPolicy model of platformctl/network_reach.py follows networking.k8s.io/v1: peers,
 ports and isolation as the API reference states them."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.network_reach import Pod, admits
+from platformctl.network_reach import Pod, admits
 
 TARGET = Pod("svc", {"app": "svc"})
 
