@@ -259,14 +259,17 @@ def cmd_rehearse(args) -> int:
     if args.cluster_status not in CLUSTER_STATUSES:
         raise UsageError(f"--cluster-status {shown(args.cluster_status)}: not a Magnum cluster status; allowed: "
                          f"{', '.join(CLUSTER_STATUSES)}")
-    live = {}
-    for item in args.live_nodes:
-        group, sep, count = item.partition("=")
-        if not (sep and group and count.isdigit()):
-            raise UsageError(f"--live-nodes {shown(item)}: expected GROUP=COUNT, e.g. gpu-h100=3")
-        live[group] = int(count)
+    counts = {}
+    for option, items in (("--live-nodes", args.live_nodes), ("--resized", args.resized)):
+        counts[option] = {}
+        for item in items:
+            group, sep, count = item.partition("=")
+            if not (sep and group and count.isdigit()):
+                raise UsageError(f"{option} {shown(item)}: expected GROUP=COUNT, e.g. gpu-h100=3")
+            counts[option][group] = int(count)
     edited = Path(args.edited_file) if args.edited_file else None
-    result = rehearse(args.stack, _stack_file(args), edited, live, args.cluster_status)
+    result = rehearse(args.stack, _stack_file(args), edited, counts["--live-nodes"], args.cluster_status,
+                      counts["--resized"])
     print(format_rehearsal(result))
     return result.exit_code()
 
@@ -353,12 +356,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "Exit 1 when a step would replace or delete the Magnum cluster, a node group, the file share, "
                     "the S3 bucket, a persistent volume or claim or a protected resource, when the diff reports an "
                     "error, or when Magnum or its provider would fail the up (an upgrade longer than the cluster's "
-                    "update wait); exit 2 on a bad stack file. Nothing is written.")
+                    "update wait, a node group delete: terraform-provider-openstack#2066); exit 2 on a bad stack file. Nothing is written.")
     rh.add_argument("stack")
     rh.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     rh.add_argument("--edited-file", help="the everyday edit: this stack file instead of the built-in canary version")
     rh.add_argument("--live-nodes", action="append", default=[], metavar="GROUP=COUNT",
                     help="the node count the autoscaler left a Magnum node group at (default: its minNodes; repeatable)")
+    rh.add_argument("--resized", action="append", default=[], metavar="GROUP=COUNT",
+                    help="`openstack coe cluster resize <cluster> COUNT --nodegroup GROUP` run before the edit (step 3): "
+                         "the count stays on Heat and magnum-capi-helm; on magnum-cluster-api the driver's monitor sets "
+                         "it back to the autoscaler's (--live-nodes) at its next poll (repeatable)")
     rh.add_argument("--cluster-status", default="CREATE_COMPLETE", metavar="STATUS",
                     help="the Magnum cluster's status before the edits, e.g. UPDATE_FAILED after a node group change "
                          "that failed (default: CREATE_COMPLETE); Magnum upgrades only a cluster in a *_COMPLETE status")

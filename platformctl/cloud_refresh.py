@@ -35,6 +35,33 @@ What Magnum refuses during `pulumi up`, with nothing applied to that resource:
 - a node group whose new bounds leave out its live count (api/controllers/v1/nodegroup.py patch ->
   _validate_node_count: min_node_count <= node_count <= max_node_count); node_count is ours to
   ignore (components/cluster/cluster.py), so the provider sends only the new bounds.
+
+The live count is Magnum's node_count. `openstack coe cluster resize <cluster> N --nodegroup G`
+sets it (conductor/handlers/cluster_conductor.py cluster_resize; rehearse --resized), and on Heat
+and magnum-capi-helm 1.4.0 it stays (capi_monitor.py polls MachineDeployment conditions only). On
+magnum-cluster-api v0.38.1 it does not: the driver keeps an autoscaled MachineDeployment's
+`replicas: None` (resources.py mutate_machine_deployment), so the resize leaves the spec as it was
+(driver.py _update_nodegroup returns on an equal spec), and the monitor writes the
+MachineDeployment's replicas (what the autoscaler left) back into node_count on every health poll
+while auto_scaling_enabled is set, which the platform always sets (monitor.py
+poll_nodegroup_replicas). So a refresh after the resize reads the autoscaler's count again.
+
+What fails the `up` at a node group delete although Magnum goes on: terraform-provider-openstack
+v3.4.0 deletes a NodeGroup and waits with Pending [DELETE_IN_PROGRESS], Target [DELETE_COMPLETE],
+no Delay (resource_openstack_containerinfra_nodegroup_v1.go Delete), so its first poll comes
+right after Magnum's 204; Magnum's delete is a cast (api/controllers/v1/nodegroup.py delete ->
+conductor/api.py nodegroup_delete_async), and the status becomes DELETE_IN_PROGRESS only in the
+conductor (magnum-cluster-api driver.py delete_nodegroup and magnum-capi-helm driver.py
+delete_nodegroup save it first thing; the conductor itself sets it unsaved, nodegroup_conductor.py
+nodegroup_delete, and the Heat driver saves none, drivers/heat/driver.py delete_nodegroup). A
+status that is neither pending nor the target ends the wait (terraform-plugin-sdk v2.38.1
+helper/retry/state.go WaitForStateContext: UnexpectedStateError), so the provider fails the
+delete with "unexpected state 'CREATE_COMPLETE'" (terraform-provider-openstack#2066, open, on
+pulumi-openstack 5.4.2). Pulumi keeps the group in its state; a delete-first replacement (a named
+group, pulumi-terraform-bridge nameRequiresDeleteBeforeReplace) creates nothing. Not modelled: the
+converse race at create (the first poll, also without Delay, may come before the conductor
+writes the group, and a 404 reads as DELETE_COMPLETE, containerinfra_shared_v1.go
+containerInfraNodeGroupV1StateRefreshFunc): no report of it, and the poller usually loses it.
 """
 
 from __future__ import annotations
@@ -95,6 +122,8 @@ class Cloud:
     template_labels: dict[str, str] = field(default_factory=dict)
     status: str = "CREATE_COMPLETE"
     """The cluster's Magnum status before the edits (UPDATE_FAILED after a node group change that failed, e.g. on quota)."""
+    resized: dict[str, int] = field(default_factory=dict)
+    """Node count per group an `openstack coe cluster resize` set (group name -> count)."""
 
     @property
     def driver(self) -> Optional[str]:
@@ -103,6 +132,14 @@ class Cloud:
 
     def live_count(self, group: str) -> int:
         return self.live_nodes[group]
+
+    def resize(self, counts: dict[str, int]) -> None:
+        """`openstack coe cluster resize <cluster> N --nodegroup G` for each group: Magnum's node_count
+        becomes N, and stays but on magnum-cluster-api, whose monitor sets it back from the
+        MachineDeployment the autoscaler sizes at its next health poll (module docstring)."""
+        self.resized.update(counts)
+        if self.driver != "magnum-cluster-api":
+            self.live_nodes.update(counts)
 
     def created(self, state: dict[str, Any]) -> None:
         """Magnum after the first `up`: the cluster's labels merged with its template's."""
@@ -161,6 +198,8 @@ class Cloud:
                        "and template as they are, or move to a Cluster API driver with a new cluster")
         groups = {g.name: i for i, g in enumerate(self.settings.cluster.node_groups)}
         for change in changes:
+            if change.type == MAGNUM_NODE_GROUP and change.action in ("delete", "replace"):
+                out.append(node_group_delete_failure(change, _by_key(old, change.key)))
             if change.type != MAGNUM_NODE_GROUP or change.action != "update":
                 continue
             r = _by_key(new, change.key)
@@ -168,8 +207,9 @@ class Cloud:
             if group not in self.live_nodes:
                 continue
             magnum_name = _inputs(r).get("name") or f"{r['name']}-<suffix>"  # auto-named when unnamed
+            undone = self.resized.get(group) if self.driver == "magnum-cluster-api" else None
             out += node_bound_refusals(group, groups.get(group), _inputs(r), self.live_count(group), self.settings,
-                                       magnum_name)
+                                       magnum_name, undone)
         return out
 
     def applied(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> None:
@@ -194,20 +234,44 @@ def _resize(settings: Settings, count: int, magnum_name: str, verb: str) -> str:
     return f"first {verb} the group: `openstack coe cluster resize <cluster> {count} --nodegroup {magnum_name}`, then `pulumi up`"
 
 
+def node_group_delete_failure(change: Any, old: dict[str, Any]) -> str:
+    """How the provider fails the delete of a Magnum node group (removed, or replaced), and the way
+    through (module docstring: terraform-provider-openstack#2066)."""
+    group = _inputs(old).get("name") or f"{old.get('name', '')}-<suffix>"
+    if change.action == "delete":
+        kept, then = "keeps the group in its state", "`pulumi refresh` (it drops the group) and `pulumi up` again"
+    elif change.delete_first:
+        kept = "keeps the old group in its state and creates no replacement (the group goes first: it is named)"
+        then = "`pulumi refresh` (it drops the old group) and `pulumi up` again, which creates the new one"
+    else:
+        kept = "keeps the old group in its state, marked for deletion, beside its replacement"
+        then = "`pulumi refresh` (it drops the old group) and `pulumi up` again"
+    return (f"{change.type} {old.get('name', change.key)}: terraform-provider-openstack v3.4.0 fails the delete of "
+            f"Magnum node group {group} with \"Error waiting for openstack_containerinfra_nodegroup_v1 <cluster>/<uuid> "
+            f"to become deleted: unexpected state 'CREATE_COMPLETE', wanted target 'DELETE_COMPLETE'\" (its first poll "
+            f"reads the status before Magnum's background delete sets DELETE_IN_PROGRESS; "
+            f"terraform-provider-openstack#2066) while Magnum goes on deleting it; Pulumi {kept}; wait until "
+            f"`openstack coe nodegroup list <cluster>` no longer lists {group}, then {then}")
+
+
 def node_bound_refusals(group: str, index: Optional[int], inputs: dict[str, Any], live: int,
-                        settings: Settings, magnum_name: str) -> list[str]:
-    """Magnum's check of a node group update against its live count, as one line per bound it fails."""
+                        settings: Settings, magnum_name: str, undone: Optional[int] = None) -> list[str]:
+    """Magnum's check of a node group update against its live count, as one line per bound it fails;
+    `undone`: the count a resize set that magnum-cluster-api's monitor has put back to `live`."""
     out = []
+    after = "" if undone is None or undone == live else (
+        f" (the resize to {undone} before this step did not stick: magnum-cluster-api's monitor set the count back to "
+        f"the MachineDeployment's replicas, {live}, at its next health poll, monitor.py poll_nodegroup_replicas)")
     source = {"cluster": {"nodeGroups": [{"name": g.name} for g in settings.cluster.node_groups]}}
     low, high = inputs.get("minNodeCount"), inputs.get("maxNodeCount")
     where = ("cluster", "nodeGroups", index if index is not None else group)
     if low is not None and low > live:
         out.append(f"{format_path((*where, 'minNodes'), source=source)}: {low} is above the live node count {live} of group "
-                   f"{group}; Magnum refuses min_node_count > node_count on update (magnum api/controllers/v1/nodegroup.py "
+                   f"{group}{after}; Magnum refuses min_node_count > node_count on update (magnum api/controllers/v1/nodegroup.py "
                    f"_validate_node_count); " + _resize(settings, low, magnum_name, "grow"))
     if high is not None and high < live:
         out.append(f"{format_path((*where, 'maxNodes'), source=source)}: {high} is below the live node count {live} of group "
-                   f"{group}; Magnum refuses node_count > max_node_count on update (magnum api/controllers/v1/nodegroup.py "
+                   f"{group}{after}; Magnum refuses node_count > max_node_count on update (magnum api/controllers/v1/nodegroup.py "
                    f"_validate_node_count); " + _resize(settings, high, magnum_name, "shrink"))
     return out
 

@@ -10,8 +10,10 @@ step, with the values the cloud hands back on refresh (cloud_refresh.py):
 
 Each step diffs the state as it would then be against the stack's plan with the existing diff
 (diff.py). A step the settings refuse, or that Magnum or its provider would fail during the `up`
-(cloud_refresh.py: a cluster upgrade longer than the provider's wait among them), is reported as
-refused and applies nothing; the create step notes where a group starts other than the stack file says. The rehearsal fails (exit 1) when a step would replace or delete a
+(cloud_refresh.py: a cluster upgrade longer than the provider's wait, a node group delete the
+provider fails while Magnum deletes in the background, bounds outside a live count that
+magnum-cluster-api's monitor set back after a resize among them), is reported as refused and
+applies nothing; the create step notes where a group starts other than the stack file says. The rehearsal fails (exit 1) when a step would replace or delete a
 stateful resource (Magnum cluster and node groups, Manila share, S3 bucket, persistent volumes and
 claims, anything protected), when the diff reports an error, or when a step is refused (by the
 settings, Pulumi's preview or Magnum).
@@ -177,25 +179,35 @@ def default_live_nodes(settings: Settings) -> dict[str, int]:
     return {g.name: g.min_nodes for g in settings.cluster.node_groups} if settings.cluster.mode == "magnum" else {}
 
 
+def _group_counts(option: str, counts: Optional[dict[str, int]], groups: dict[str, int], shown: str) -> dict[str, int]:
+    for group, count in (counts or {}).items():
+        if group not in groups:
+            raise UsageError(f"{option} {group}={count}: no Magnum node group {group!r} in {shown}; "
+                             f"allowed: {', '.join(groups) or 'none (not a Magnum cluster)'}")
+    return dict(counts or {})
+
+
 def rehearse(stack: str, stack_file: Path, edited_file: Optional[Path] = None,
-             live_nodes: Optional[dict[str, int]] = None, cluster_status: str = "CREATE_COMPLETE") -> Rehearsal:
-    """Play the stack's life; ConfigError when the stack file itself does not plan."""
+             live_nodes: Optional[dict[str, int]] = None, cluster_status: str = "CREATE_COMPLETE",
+             resized: Optional[dict[str, int]] = None) -> Rehearsal:
+    """Play the stack's life; ConfigError when the stack file itself does not plan. `resized`: the
+    node count `openstack coe cluster resize` gave a group before the edit."""
     shown = shown_path(stack_file)
     data = _read(stack_file, shown)
     raw = _config_of(data, shown)
     settings, plan = _render(stack, raw, shown)
     live = default_live_nodes(settings)
-    for group, count in (live_nodes or {}).items():
-        if group not in live:
-            raise UsageError(f"--live-nodes {group}={count}: no Magnum node group {group!r} in {shown}; "
-                             f"allowed: {', '.join(live) or 'none (not a Magnum cluster)'}")
-        live[group] = count
+    live.update(_group_counts("--live-nodes", live_nodes, live, shown))
+    resized = _group_counts("--resized", resized, live, shown)
     play = _Play(stack, shown, Cloud(settings, live, status=cluster_status), plan)
     play.up("create", "the first `pulumi up`, from nothing", plan, refresh=False)
     play.up("refresh", "`pulumi refresh`, then `pulumi up` with no edit", plan, refresh=True)
+    play.cloud.resize(resized)
 
     edited_shown = shown_path(edited_file) if edited_file is not None else shown
     what = f"the stack file as edited in {edited_shown}" if edited_file is not None else "a canary version"
+    if resized:
+        what += ", after `openstack coe cluster resize` of " + ", ".join(f"{g} to {n}" for g, n in resized.items())
     try:
         if edited_file is not None:
             edited = _read(edited_file, edited_shown)

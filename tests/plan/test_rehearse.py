@@ -4,7 +4,9 @@ acme-prod (magnum-cluster-api) and acme-prod-heat go through create, refresh, an
 (a canary version), a Kubernetes minor upgrade and the refresh after it without losing the cluster,
 a node group, the share or the bucket; on magnum-capi-helm the labels Magnum reports against the
 new template do not replace the cluster; node group bounds outside the live count are refused as
-Magnum refuses them, with the key and what to run.
+Magnum refuses them, with the key and what to run; a node group delete fails at the provider's
+delete wait (terraform-provider-openstack#2066); a resize before the edit sticks on Heat and
+magnum-capi-helm and is undone by magnum-cluster-api's monitor.
 """
 
 from __future__ import annotations
@@ -139,12 +141,6 @@ def test_the_rehearse_command_prints_each_step_and_exits_1_when_magnum_would_ref
     assert "refused by Magnum" in capsys.readouterr().out
 
 
-def test_live_nodes_of_an_unknown_group_is_one_line_naming_the_groups(capsys):
-    assert main(["rehearse", "acme-prod", "--live-nodes", "gpu-a100=2"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "gpu-a100" in err and "cpu, gpu-h100, gpu-l4" in err
-
-
 DEMO = ROOT / "stacks" / "Pulumi.demo-dev.yaml"
 
 
@@ -206,3 +202,128 @@ def test_an_upgrade_that_outlasts_the_providers_update_wait_fails_the_up():
     moved = [Change(cluster["urn"].split("::", 1)[-1], "update", cluster["type"], ["inputs.clusterTemplateId"])]
     assert cloud.refusals(plan, plan, moved) == [line]
     assert cloud.refusals(plan, plan, []) == []
+
+
+# A Magnum node group delete: terraform-provider-openstack v3.4.0 waits with Pending DELETE_IN_PROGRESS and
+# no Delay, but Magnum deletes in the background, so the first poll reads CREATE_COMPLETE
+# (terraform-provider-openstack#2066).
+UNPROTECTED = ("  inference-platform:production: true\n",
+               "  inference-platform:production: false\n  inference-platform:nonProductionReason: load-test copy\n")
+
+
+def _edited(tmp_path: Path, source: Path, name: str, *edits: tuple[str, str]) -> Path:
+    text = source.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def _with_batch_group(tmp_path: Path, source: Path) -> Path:
+    """The stack unprotected, with a CPU NodeGroup (not the first group, Magnum's default-worker) that
+    nothing else names: one an edit can remove."""
+    text = source.read_text()
+    at = text.index("- name: gpu-h100\n")
+    indent = " " * (at - text.rindex("\n", 0, at) - 1)
+    group = f"- name: batch\n{indent}  flavor: m1.large\n{indent}  minNodes: 1\n{indent}  maxNodes: 2\n{indent}"
+    return _edited(tmp_path, source, f"{source.stem}-batch", UNPROTECTED, ("- name: gpu-h100\n", group + "- name: gpu-h100\n"))
+
+
+@pytest.mark.parametrize("stack, stack_file", [("acme-prod", ACME), (HEAT_STACK, HEAT_FILE)], ids=["magnum-cluster-api", "heat"])
+def test_removing_a_node_group_fails_the_up_at_the_providers_delete_wait_naming_the_group_the_error_the_state_and_the_way_through(
+        tmp_path, stack, stack_file):
+    with_batch = _with_batch_group(tmp_path, stack_file)
+    without = _edited(tmp_path, stack_file, f"{stack}-unprotected", UNPROTECTED)
+    edit = rehearse(stack, with_batch, without).steps[2]
+    assert edit.refused_by == "Magnum"
+    [line] = edit.refused
+    assert line.startswith("openstack:containerinfra/nodeGroup:NodeGroup acme-prod-cluster-batch: terraform-provider-openstack "
+                           "v3.4.0 fails the delete of Magnum node group batch")
+    assert "to become deleted: unexpected state 'CREATE_COMPLETE', wanted target 'DELETE_COMPLETE'" in line
+    assert "Pulumi keeps the group in its state" in line
+    assert line.endswith("no longer lists batch, then `pulumi refresh` (it drops the group) and `pulumi up` again")
+
+
+@pytest.mark.parametrize("stack, stack_file", [("acme-prod", ACME), (HEAT_STACK, HEAT_FILE)], ids=["magnum-cluster-api", "heat"])
+def test_a_flavor_change_that_unprotects_a_node_group_replaces_it_delete_first_and_the_up_fails_creating_nothing(
+        tmp_path, capsys, stack, stack_file):
+    # Unprotecting and replacing in one `up` passes the preview (diff.py); the named group goes first.
+    edited = _edited(tmp_path, stack_file, f"{stack}-flavor", UNPROTECTED, ("flavor: g1.l4.1", "flavor: g1.l4.2"))
+    assert main(["rehearse", stack, "--stack-file", str(stack_file), "--edited-file", str(edited)]) == 1
+    out = capsys.readouterr().out
+    step = out[out.index("step 3 edit"):out.index("step 4")]
+    assert "refused by Magnum, or failed by its provider, during `pulumi up`" in step
+    assert "fails the delete of Magnum node group gpu-l4" in step and "terraform-provider-openstack#2066" in step
+    assert ("Pulumi keeps the old group in its state and creates no replacement (the group goes first: it is named)"
+            in step)
+    assert "then `pulumi refresh` (it drops the old group) and `pulumi up` again, which creates the new one" in step
+
+
+# A resize on magnum-cluster-api: the monitor sets node_count back from the autoscaled MachineDeployment
+# (monitor.py poll_nodegroup_replicas); Heat and magnum-capi-helm keep it.
+
+
+def _heat_l4_min(tmp_path: Path, low: int) -> Path:
+    return _edited(tmp_path, HEAT_FILE, "acme-prod-heat-l4", ("      flavor: g1.l4.1\n      minNodes: 1\n",
+                                                              f"      flavor: g1.l4.1\n      minNodes: {low}\n"))
+
+
+def test_on_magnum_cluster_api_a_resize_before_the_edit_is_undone_by_the_monitor_and_the_raised_minimum_is_refused_again(
+        tmp_path, capsys):
+    edited = _l4_bounds(tmp_path, 3, 4)
+    edit = rehearse("acme-prod", ACME, edited, resized={"gpu-l4": 3}).steps[2]
+    assert edit.refused_by == "Magnum"
+    [line] = edit.refused
+    assert line.startswith("inference-platform:cluster.nodeGroups[gpu-l4].minNodes: 3 is above the live node count 1 of "
+                           "group gpu-l4 (the resize to 3 before this step did not stick: magnum-cluster-api's monitor set "
+                           "the count back to the MachineDeployment's replicas, 1, at its next health poll")
+    assert "first let the autoscaler grow the group to 3" in line
+    assert main(["rehearse", "acme-prod", "--edited-file", str(edited), "--resized", "gpu-l4=3"]) == 1
+    out = capsys.readouterr().out
+    assert "after `openstack coe cluster resize` of gpu-l4 to 3" in out and "did not stick" in out
+
+
+@pytest.mark.parametrize("driver", ["heat", "magnum-capi-helm"])
+def test_on_heat_and_magnum_capi_helm_a_resize_before_the_edit_sticks_and_the_raised_minimum_goes_through(tmp_path, capsys, driver):
+    if driver == "heat":
+        stack, stack_file, edited = HEAT_STACK, HEAT_FILE, _heat_l4_min(tmp_path, 3)
+    else:
+        stack_file = _capi_helm(tmp_path)
+        stack, edited = "acme-prod", _edited(tmp_path, stack_file, "capi-l4", (L4_BOUNDS, L4_BOUNDS.replace("minNodes: 1", "minNodes: 3")))
+    assert rehearse(stack, stack_file, edited).steps[2].refused_by == "Magnum"  # at the autoscaler's 1
+    edit = rehearse(stack, stack_file, edited, resized={"gpu-l4": 3}).steps[2]
+    assert edit.refused_by == "" and edit.refused == []
+    assert [c.action for c in edit.diff["changes"] if c.type.endswith("NodeGroup")] == ["update"]
+    main(["rehearse", stack, "--stack-file", str(stack_file), "--edited-file", str(edited), "--resized", "gpu-l4=3"])
+    out = capsys.readouterr().out
+    step = out[out.index("step 3 edit"):out.index("step 4")]
+    assert "after `openstack coe cluster resize` of gpu-l4 to 3" in step and "refused" not in step
+
+
+@pytest.mark.parametrize("driver, read", [("magnum-cluster-api", 1), ("heat", 3)])
+def test_a_refresh_after_a_resize_reads_the_machine_deployments_replicas_on_magnum_cluster_api_and_the_resized_count_on_heat(
+        driver, read):
+    from platformctl.cloud_refresh import MAGNUM_NODE_GROUP, Cloud
+    from platformctl.invariants import plan_resources
+
+    stack, stack_file = ("acme-prod", ACME) if driver == "magnum-cluster-api" else (HEAT_STACK, HEAT_FILE)
+    settings = stack_settings(stack_file)
+    assert settings.cluster.magnum.node_labeller == driver
+    state = {"stack": stack, "resources": plan_resources(render_stack(stack, stack_file))}
+    cloud = Cloud(settings, {g.name: g.min_nodes for g in settings.cluster.node_groups})
+    cloud.resize({"gpu-l4": 3})
+    [l4] = [r for r in cloud.refreshed(state)["resources"]
+            if r["type"] == MAGNUM_NODE_GROUP and r["inputs"].get("role") == "gpu-l4"]
+    assert l4["outputs"]["nodeCount"] == read
+
+
+@pytest.mark.parametrize("option", ["--live-nodes", "--resized"])
+def test_a_count_for_an_unknown_group_is_one_line_naming_the_option_and_the_groups(capsys, option):
+    assert main(["rehearse", "acme-prod", option, "gpu-a100=2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"{option} gpu-a100=2: no Magnum node group 'gpu-a100'")
+    assert "allowed: cpu, gpu-h100, gpu-l4" in err
+    assert main(["rehearse", "acme-prod", option, "gpu-l4"]) == 2
+    assert f"{option} 'gpu-l4': expected GROUP=COUNT" in capsys.readouterr().err
