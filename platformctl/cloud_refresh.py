@@ -51,17 +51,24 @@ v3.4.0 deletes a NodeGroup and waits with Pending [DELETE_IN_PROGRESS], Target [
 no Delay (resource_openstack_containerinfra_nodegroup_v1.go Delete), so its first poll comes
 right after Magnum's 204; Magnum's delete is a cast (api/controllers/v1/nodegroup.py delete ->
 conductor/api.py nodegroup_delete_async), and the status becomes DELETE_IN_PROGRESS only in the
-conductor (magnum-cluster-api driver.py delete_nodegroup and magnum-capi-helm driver.py
-delete_nodegroup save it first thing; the conductor itself sets it unsaved, nodegroup_conductor.py
-nodegroup_delete, and the Heat driver saves none, drivers/heat/driver.py delete_nodegroup). A
-status that is neither pending nor the target ends the wait (terraform-plugin-sdk v2.38.1
-helper/retry/state.go WaitForStateContext: UnexpectedStateError), so the provider fails the
-delete with "unexpected state 'CREATE_COMPLETE'" (terraform-provider-openstack#2066, open, on
-pulumi-openstack 5.4.2). Pulumi keeps the group in its state; a delete-first replacement (a named
-group, pulumi-terraform-bridge nameRequiresDeleteBeforeReplace) creates nothing. Not modelled: the
-converse race at create (the first poll, also without Delay, may come before the conductor
-writes the group, and a 404 reads as DELETE_COMPLETE, containerinfra_shared_v1.go
-containerInfraNodeGroupV1StateRefreshFunc): no report of it, and the poller usually loses it.
+conductor: the conductor sets it unsaved (nodegroup_conductor.py nodegroup_delete);
+magnum-cluster-api (driver.py delete_nodegroup) and magnum-capi-helm (driver.py delete_nodegroup)
+save it first thing, racing the provider's immediate poll; the Heat driver saves none
+(drivers/heat/driver.py delete_nodegroup), the group's status follows its Heat stack only at the
+periodic poll (HeatPoller extract_nodegroup_status). A status that is neither pending nor the
+target ends the wait (terraform-plugin-sdk v2.38.1 helper/retry/state.go WaitForStateContext:
+UnexpectedStateError), so the provider fails the delete with "unexpected state 'CREATE_COMPLETE'"
+(terraform-provider-openstack#2066, open, seen on pulumi-openstack 5.4.2): on Heat unless the
+periodic poll comes first, on the Cluster API drivers whenever the provider's poll wins, as the
+issue shows. Pulumi keeps the group in its state; a delete-first replacement (a named group,
+pulumi-terraform-bridge nameRequiresDeleteBeforeReplace) creates nothing. Not modelled: the
+converse race at create. The API casts the create too and the conductor writes the group's record
+(api/controllers/v1/nodegroup.py post -> nodegroup_create_async; nodegroup_conductor.py
+nodegroup_create), and the provider's first poll, also without Delay, reads a 404 as
+DELETE_COMPLETE (containerinfra_shared_v1.go containerInfraNodeGroupV1StateRefreshFunc), which is
+neither CREATE_IN_PROGRESS nor CREATE_COMPLETE; but the conductor writes that record before it
+loads the driver (where a delete's status is saved), so the window is narrower, and no failure of
+it is reported.
 """
 
 from __future__ import annotations
