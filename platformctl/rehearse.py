@@ -199,6 +199,11 @@ def rehearse(stack: str, stack_file: Path, edited_file: Optional[Path] = None,
     live = default_live_nodes(settings)
     live.update(_group_counts("--live-nodes", live_nodes, live, shown))
     resized = _group_counts("--resized", resized, live, shown)
+    for group in settings.cluster.node_groups if resized else ():
+        # magnum api/controllers/v1/cluster_actions.py _resize: NGResizeOutBounds outside the group's bounds.
+        if group.name in resized and not group.min_nodes <= resized[group.name] <= group.max_nodes:
+            raise UsageError(f"--resized {group.name}={resized[group.name]}: Magnum refuses a resize outside the group's "
+                             f"bounds in {shown} (NGResizeOutBounds); allowed: {group.min_nodes} to {group.max_nodes}")
     play = _Play(stack, shown, Cloud(settings, live, status=cluster_status), plan)
     play.up("create", "the first `pulumi up`, from nothing", plan, refresh=False)
     play.up("refresh", "`pulumi refresh`, then `pulumi up` with no edit", plan, refresh=True)

@@ -327,3 +327,10 @@ def test_a_count_for_an_unknown_group_is_one_line_naming_the_option_and_the_grou
     assert "allowed: cpu, gpu-h100, gpu-l4" in err
     assert main(["rehearse", "acme-prod", option, "gpu-l4"]) == 2
     assert f"{option} 'gpu-l4': expected GROUP=COUNT" in capsys.readouterr().err
+
+
+def test_a_resize_outside_the_groups_bounds_is_one_line_as_magnum_refuses_it(capsys):
+    assert main(["rehearse", "acme-prod", "--resized", "gpu-l4=5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("--resized gpu-l4=5: Magnum refuses a resize outside the group's bounds in stacks/Pulumi.acme-prod.yaml "
+                   "(NGResizeOutBounds); allowed: 1 to 4")
