@@ -13,7 +13,7 @@ from inference_platform.core import hardening
 from inference_platform.core.versions import GPU_DRIVER_VERSION
 from inference_platform.settings.base import NAMESPACE
 from inference_platform.settings.stack import Settings
-from platformctl import exposure
+from platformctl import exposure, reach
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
@@ -23,6 +23,8 @@ HARDENING_BEGIN = "<!-- hardening:begin -->"
 HARDENING_END = "<!-- hardening:end -->"
 EXPOSURE_BEGIN = "<!-- exposure:begin -->"
 EXPOSURE_END = "<!-- exposure:end -->"
+GRANTS_BEGIN = "<!-- reach-grants:begin -->"
+GRANTS_END = "<!-- reach-grants:end -->"
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -129,7 +131,8 @@ GENERATED_PAGES = {
     "docs/reference.md": ((BEGIN, END, reference),),
     "docs/gpu.md": ((OS_BEGIN, OS_END, os_support),),
     "docs/policies.md": ((HARDENING_BEGIN, HARDENING_END, hardening.reference),),
-    "docs/serving.md": ((EXPOSURE_BEGIN, EXPOSURE_END, exposure.documented_table),),
+    "docs/serving.md": ((EXPOSURE_BEGIN, EXPOSURE_END, exposure.documented_table),
+                        (GRANTS_BEGIN, GRANTS_END, reach.grants_table)),
 }
 
 

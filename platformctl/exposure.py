@@ -132,20 +132,6 @@ def _password_of(user: str, passwords: Mapping[str, str]) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
-def _probe_paths(policies: Iterable[Mapping], extra: Iterable[str]) -> list[str]:
-    """'/', the paths a route names and a concrete path for each path pattern the backend's
-    policies name (a template's `{*}` and a trailing `*` filled with `1`: a model and a version)."""
-    paths = {"/", *extra}
-    for policy in policies:
-        for rule in policy.get("rules", []):
-            for to in rule.get("to", []):
-                op = to["operation"]
-                for p in [*op.get("paths", []), *op.get("notPaths", [])]:
-                    if p != "*":
-                        paths.add(p.replace("{**}", "1").replace("{*}", "1").rstrip("*") + ("1" if p.endswith("*") else ""))
-    return sorted(paths)
-
-
 def _is_grpc(path: str) -> bool:
     # A gRPC method is /<package.Service>/<Method>: its first segment is a qualified name.
     first = path.split("/")[1] if path.count("/") >= 2 else ""
@@ -216,7 +202,7 @@ def _classic_rows(objects: _Objects, ingress: Ingress, vs: Mapping, auth: Mappin
         plain = [s for g in gateways for s in g["spec"]["servers"] if s["port"]["protocol"] == "HTTP"
                  and (host in s["hosts"] or "*" in s["hosts"])]
         host_auth = auth.get(host, Auth("none"))
-        for path in _probe_paths(pod_policies, route_paths):
+        for path in mesh_eval.probe_paths(pod_policies, route_paths):
             for credential in CREDENTIALS:
                 headers = {"host": host, **_credential_headers(host_auth, credential, objects),
                            **({"content-type": "application/grpc"} if _is_grpc(path) else {})}
@@ -298,7 +284,7 @@ def _api_gateway_rows(objects: _Objects, gateway: Mapping, pod_labels: Mapping[s
         host_auth = auth.get(host, Auth("none"))
         plain = any(listener["protocol"] == "HTTP" and listener.get("hostname") in (None, host)
                     for listener in gateway["spec"]["listeners"])
-        for path in _probe_paths(pod_policies, route_paths):
+        for path in mesh_eval.probe_paths(pod_policies, route_paths):
             for credential in CREDENTIALS:
                 if credential == CREDENTIALS[3] and not plain:
                     rows.append(Row(host, path, credential, REFUSED))

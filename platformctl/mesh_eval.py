@@ -183,6 +183,20 @@ def _rule_matches(rule: Mapping, principal: str, port: int, path: str, host: Opt
             and all(_condition_matches(c, headers) for c in rule.get("when", [])))
 
 
+def probe_paths(policies: Iterable[Mapping], extra: Iterable[str] = ()) -> list[str]:
+    """'/', the given paths and a concrete path for each path pattern the policies name (a
+    template's `{*}` and a trailing `*` filled with `1`: a model and a version)."""
+    paths = {"/", *extra}
+    for policy in policies:
+        for rule in policy.get("rules", []):
+            for to in rule.get("to", []):
+                op = to["operation"]
+                for p in [*op.get("paths", []), *op.get("notPaths", [])]:
+                    if p != "*":
+                        paths.add(p.replace("{**}", "1").replace("{*}", "1").rstrip("*") + ("1" if p.endswith("*") else ""))
+    return sorted(paths)
+
+
 def allowed(policies: Iterable[Mapping], principal: str, port: int, path: str, host: Optional[str] = None,
             headers: Optional[Mapping[str, object]] = None, request_principal: Optional[str] = None,
             method: Optional[str] = None) -> bool:

@@ -137,7 +137,7 @@ _TOKEN = "calls the Kubernetes API (watches, leases, status): it needs its servi
 _IMAGE_UID = ("runs as the non-root user its image declares (runAsNonRoot holds it to that); checkov asks for "
               "an explicit uid of 10000 or more, which the chart does not set and the image's files may not belong to")
 _NO_POLICY_YET = ("no NetworkPolicy selects it yet: only the internet-facing UIs (Grafana, Kiali), the "
-                  "observability backends (Prometheus, Alertmanager, Loki, Jaeger) and the platform's own pods "
+                  "observability backends (Prometheus, Alertmanager, Loki, Jaeger, kube-state-metrics, Alloy) and the platform's own pods "
                   "have theirs; this namespace's other flows are still to be written")
 _HOOK = "a Helm hook Job that runs for seconds at upgrade or uninstall; the chart offers no value for it"
 _WORKLOADS = ("Deployment/*", "DaemonSet/*", "StatefulSet/*", "Job/*")
@@ -240,7 +240,7 @@ CHARTS: tuple[ChartExemption, ...] = (
                    "the certificate Job patches the operator's own webhook configurations with their CA"),
     ChartExemption(_KPS, (f"RoleBinding/{_KPS}-admission",), ("CKV2_K8S_5",),
                    "the certificate Job writes the webhook's certificate Secret in its own namespace"),
-    ChartExemption(_KPS, (f"Pod/{_KPS}-kube-state-metrics", f"Pod/{_KPS}-operator", f"Pod/{_KPS}-admission-*"),
+    ChartExemption(_KPS, (f"Pod/{_KPS}-operator", f"Pod/{_KPS}-admission-*"),
                    ("CKV2_K8S_6",), _NO_POLICY_YET),
     ChartExemption(_KPS, (f"Pod/{_KPS}-prometheus-node-exporter",), ("CKV2_K8S_6",),
                    "runs on the host network, which NetworkPolicy does not govern"),
@@ -267,7 +267,6 @@ CHARTS: tuple[ChartExemption, ...] = (
                    "Alloy itself has its readiness probe"),
     ChartExemption("alloy", ("DaemonSet/alloy",), ("CKV_K8S_38",),
                    f"Alloy discovers the node's pods: it {_TOKEN}"),
-    ChartExemption("alloy", ("Pod/alloy",), ("CKV2_K8S_6",), _NO_POLICY_YET),
     # -- argo-workflows, kuberay-operator, csi-s3
     ChartExemption("argo-workflows", ("Deployment/argo-workflows-workflow-controller",), ("CKV_K8S_38",),
                    f"the workflow controller runs the pipelines' pods: it {_TOKEN}"),

@@ -185,13 +185,19 @@ ALERTMANAGER_POD_LABELS = {"app.kubernetes.io/name": "alertmanager"}
 # loki 18.11.0 templates/_helpers.tpl loki.selectorLabels (the chart's name, no nameOverride):
 # the single binary and its caches and canary, all in the monitoring namespace.
 LOKI_POD_LABELS = {"app.kubernetes.io/name": "loki", "app.kubernetes.io/instance": ep.LOKI_RELEASE}
+# kube-prometheus-stack 88.5.3 charts/kube-state-metrics/templates/_helpers.tpl:79-86 and
+# alloy 1.11.1 templates/_helpers.tpl:70-73 (selectorLabels: the chart's name and the release).
+KUBE_STATE_METRICS_POD_LABELS = {"app.kubernetes.io/name": "kube-state-metrics", "app.kubernetes.io/instance": ep.KUBE_PROMETHEUS_RELEASE}
+ALLOY_POD_LABELS = {"app.kubernetes.io/name": "alloy", "app.kubernetes.io/instance": ep.ALLOY_RELEASE}
 
 
 def backend_network_policy_specs(a: ObservabilityInputs) -> dict[str, dict[str, Any]]:
     """Prometheus, Alertmanager and Loki admit only the monitoring namespace (Grafana,
     prometheus-adapter, Alloy, each other, the scrapes of their own metrics) and Prometheus Kiali
     too (its graphs, external_services.prometheus): no other pod of the cluster reads every metric
-    or every log, pushes logs, or creates and silences alerts. Ports are not listed: every one of
+    or every log, pushes logs, or creates and silences alerts. kube-state-metrics (every object's
+    names and labels) and Alloy's HTTP server (its UI, configuration and metrics) admit only the
+    monitoring namespace, whose Prometheus scrapes them. Ports are not listed: every one of
     theirs (web, gossip, config reloader) is the monitoring namespace's."""
     prometheus_peers = common.from_namespace(ep.MONITORING_NAMESPACE)
     if a.mesh_installed:
@@ -202,7 +208,9 @@ def backend_network_policy_specs(a: ObservabilityInputs) -> dict[str, dict[str, 
 
     return {"prometheus": admitting(PROMETHEUS_POD_LABELS, prometheus_peers),
             "alertmanager": admitting(ALERTMANAGER_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE)),
-            "loki": admitting(LOKI_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE))}
+            "loki": admitting(LOKI_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE)),
+            "kube-state-metrics": admitting(KUBE_STATE_METRICS_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE)),
+            "alloy": admitting(ALLOY_POD_LABELS, common.from_namespace(ep.MONITORING_NAMESPACE))}
 
 
 def kube_prometheus_values(a: ObservabilityInputs) -> dict[str, Any]:

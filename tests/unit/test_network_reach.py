@@ -47,3 +47,21 @@ def test_ports_protocols_and_ranges():
 def test_what_is_not_modelled_raises(rule):
     with pytest.raises(ValueError):
         admits([policy(rule)], Pod("x", {}), TARGET, 80)
+
+
+def test_an_egress_isolated_source_reaches_only_what_its_egress_rules_admit():
+    source = Pod("jobs", {"role": "publish"})
+    egress = {"metadata": {"name": "e", "namespace": "jobs"},
+              "spec": {"podSelector": {"matchLabels": {"role": "publish"}}, "policyTypes": ["Egress"],
+                       "egress": [{"ports": [{"protocol": "TCP", "port": 443}]}]}}
+    assert admits([], source, TARGET, 443, source_policies=[egress])
+    assert not admits([], source, TARGET, 80, source_policies=[egress])
+    assert admits([], source, TARGET, 80)  # no source policies given: egress is open
+    assert admits([], Pod("jobs", {"role": "other"}), TARGET, 80, source_policies=[egress])
+    to_svc = {**egress, "spec": {**egress["spec"], "egress": [{"to": [{"namespaceSelector": {
+        "matchLabels": {"kubernetes.io/metadata.name": "svc"}}}]}]}}
+    assert admits([], source, TARGET, 80, source_policies=[to_svc])
+    assert not admits([], source, Pod("elsewhere", {"app": "svc"}), 80, source_policies=[to_svc])
+    # Egress rules without policyTypes isolate for egress too (the API's default).
+    implied = {**egress, "spec": {k: v for k, v in egress["spec"].items() if k != "policyTypes"}}
+    assert not admits([], source, TARGET, 80, source_policies=[implied])
