@@ -64,20 +64,28 @@ def basic_auth_filter_name(namespace: str, name: str) -> str:
     return f"inference-platform.basic-auth.{namespace}.{name}"
 
 
+# The listener-level users: a hash no password is known for (twenty zero bytes), since the filter
+# is off there and each virtual host that turns it on brings its own users (BasicAuthPerRoute
+# replaces them, envoy basic_auth_filter.cc). A rotation thus changes only the route
+# configuration (RDS), not the listener, whose every change drains the gateway's connections.
+PLACEHOLDER_HTPASSWD = "inference-platform-no-user:{SHA}" + base64.b64encode(bytes(20)).decode() + "\n"
+
+
 def envoy_filter_spec(filter_name: str, hosts: list[str], htpasswd: str) -> dict:
     """Istio EnvoyFilter (networking.istio.io/v1alpha3, istio/api 1.30.3 envoy_filter.proto):
     the gateway's HTTP connection manager gets the filter, disabled, first of its HTTP filters
     (INSERT_FIRST: before Istio's ext_authz, authn and RBAC filters, istio/istio 1.30.3
-    pilot/pkg/networking/core/listener_builder.go, whatever of them a gateway has), and each
-    virtual host serving one of `hosts` (matched by domain, on every port, even when Istio
-    collapses hosts with the same routes into one virtual host) turns it on with the users."""
+    pilot/pkg/networking/core/listener_builder.go, whatever of them a gateway has), with the
+    placeholder users; each virtual host serving one of `hosts` (matched by domain, on every
+    port, even when Istio collapses hosts with the same routes into one virtual host) turns it on
+    with the service's users."""
     users = {"inline_string": htpasswd}
     insert = {
         "applyTo": "HTTP_FILTER",
         "match": {"context": "GATEWAY", "listener": {"filterChain": {"filter": {"name": HCM}}}},
         "patch": {"operation": "INSERT_FIRST",
                   "value": {"name": filter_name, "disabled": True,
-                            "typed_config": {"@type": BASIC_AUTH_TYPE, "users": users,
+                            "typed_config": {"@type": BASIC_AUTH_TYPE, "users": {"inline_string": PLACEHOLDER_HTPASSWD},
                                              "forward_username_header": FORWARD_USERNAME_HEADER}}},
     }
     enable = [{
@@ -96,10 +104,13 @@ def envoy_filter_spec(filter_name: str, hosts: list[str], htpasswd: str) -> dict
 BASIC_LEFT = "Basic *"
 
 
-def gateway_policy_spec(hosts: list[str], usernames: list[str]) -> dict:
+def gateway_policy_spec(hosts: list[str], username: str) -> dict:
     """Istio AuthorizationPolicy (security.istio.io/v1): DENY a request to one of `hosts` whose
-    Authorization header is not exactly an accepted username, i.e. one the basic_auth filter did
-    not accept. Istio makes `notValues` a NOT of exact header matches (istio/istio 1.30.3
+    Authorization header is not a username of the service, `<name>` or `<name>-g<n>` of any
+    generation, i.e. one the basic_auth filter did not write (it writes only a username it
+    accepted, and the per-host users hold only the accepted generations). Naming every
+    generation keeps the policy the same through a rotation, so the gateway's listener (its RBAC
+    filter) does not change and its connections are not drained. Istio makes `notValues` a NOT of exact header matches (istio/istio 1.30.3
     pilot/pkg/security/authz/model/model.go rule.principal, generator.go requestHeaderGenerator),
     so a missing header is denied too; `hosts` match `:authority` exactly, ignoring case
     (authz/matcher/header.go HostMatcher), hence `<host>:*` for a Host that names a port.
@@ -115,7 +126,7 @@ def gateway_policy_spec(hosts: list[str], usernames: list[str]) -> dict:
     header = f"request.headers[{FORWARD_USERNAME_HEADER}]"
     to = [{"operation": {"hosts": authorities}}]
     return {"action": "DENY",
-            "rules": [{"to": to, "when": [{"key": header, "notValues": usernames}]},
+            "rules": [{"to": to, "when": [{"key": header, "notValues": [username, f"{username}-g*"]}]},
                       {"to": to, "when": [{"key": header, "values": [BASIC_LEFT]}]}]}
 
 
@@ -178,7 +189,7 @@ def basic_auth(parent: pulumi.Resource, name: str, username: str, namespace: str
         spec=htpasswd.apply(lambda h: envoy_filter_spec(filter_name, hosts, h)),
         opts=resource_opts(parent),
     )
-    spec = gateway_policy_spec(hosts, [credential_username(username, g) for g in accepted_generations(rotation)])
+    spec = gateway_policy_spec(hosts, username)
     selector = gateway_selector(ingress_namespace, gateway_pods)
     gateway_policy = k8s.apiextensions.CustomResource(
         f"{name}-basic-auth-policy",

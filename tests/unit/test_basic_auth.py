@@ -9,6 +9,7 @@ import pytest
 
 from inference_platform.mesh.basic_auth import (
     BASIC_AUTH_PER_ROUTE_TYPE,
+    PLACEHOLDER_HTPASSWD,
     envoy_filter_spec,
     gateway_policy_spec,
     htpasswd_line,
@@ -16,15 +17,15 @@ from inference_platform.mesh.basic_auth import (
 from inference_platform.serving.triton import virtual_service_spec
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
-from tests.conftest import base_config
 from platformctl import mesh_eval
+from tests.conftest import base_config
 
 HOST = "svc.example.com"
 INFER = "/v2/models/m/infer"
 # A rotation: generation 1 (`svc`) still accepted beside generation 2 (`svc-g2`).
 HTPASSWD = htpasswd_line("svc", "old-password") + "\n" + htpasswd_line("svc-g2", "new-password") + "\n"
 FILTER = envoy_filter_spec("inference-platform.basic-auth.ns.svc", [HOST], HTPASSWD)
-POLICY = gateway_policy_spec([HOST], ["svc-g2", "svc"])
+POLICY = gateway_policy_spec([HOST], "svc")
 
 
 def envoy_accepts(htpasswd: str, authorization: str) -> bool:
@@ -42,12 +43,13 @@ def test_the_gateway_accepts_both_generations_during_a_rotation_and_nothing_else
     listener_users = insert["patch"]["value"]["typed_config"]["users"]["inline_string"]
     per_host = enable["patch"]["value"]["typed_per_filter_config"]["inference-platform.basic-auth.ns.svc"]["config"]
     assert per_host["@type"] == BASIC_AUTH_PER_ROUTE_TYPE
-    for users in (listener_users, per_host["users"]["inline_string"]):
-        assert envoy_accepts(users, basic("svc", "old-password"))
-        assert envoy_accepts(users, basic("svc-g2", "new-password"))
-        assert not envoy_accepts(users, basic("svc-g2", "old-password"))
-        assert not envoy_accepts(users, basic("svc", "new-password"))
-        assert "old-password" not in users and "new-password" not in users
+    assert listener_users == PLACEHOLDER_HTPASSWD
+    users = per_host["users"]["inline_string"]
+    assert envoy_accepts(users, basic("svc", "old-password"))
+    assert envoy_accepts(users, basic("svc-g2", "new-password"))
+    assert not envoy_accepts(users, basic("svc-g2", "old-password"))
+    assert not envoy_accepts(users, basic("svc", "new-password"))
+    assert "old-password" not in users and "new-password" not in users
 
 
 def test_the_filter_is_off_by_default_and_on_for_every_host_of_the_service():
@@ -136,12 +138,28 @@ def test_with_the_filter_each_accepted_generation_reaches_triton_and_nothing_els
                                     header_values)
                == ("forward", 8000)}
     assert reached == {"generation 1", "generation 2"}
-    # After a rotation ends, the old generation is refused by the filter and by the policy alone.
+    # After a rotation ends, the old generation is refused by the filter, whose users no longer hold it.
     after = envoy_filter_spec("f", [HOST], htpasswd_line("svc-g2", "new-password") + "\n")
     old = {"content-type": "application/json", "Authorization": basic("svc", "old-password")}
-    assert mesh_eval.gateway(routes(), [gateway_policy_spec([HOST], ["svc-g2"])], after, HOST, INFER, old) == ("status", 401)
-    assert not mesh_eval.allowed([gateway_policy_spec([HOST], ["svc-g2"])], "", 0, INFER, host=HOST,
-                                 headers={"authorization": "svc"})
+    assert mesh_eval.gateway(routes(), [POLICY], after, HOST, INFER, old) == ("status", 401)
+
+
+def test_a_rotation_changes_only_the_virtual_hosts_users_not_the_listener_nor_the_policy():
+    """The filter's listener-level users and the gateway's DENY stay the same from one generation
+    to the next: only the virtual hosts' users (the route configuration) change, so a rotation
+    does not drain the gateway's connections."""
+    before = envoy_filter_spec("f", [HOST], htpasswd_line("svc", "old-password") + "\n")
+    during = envoy_filter_spec("f", [HOST], HTPASSWD)
+    assert before["configPatches"][0] == during["configPatches"][0]
+    assert before["configPatches"][1:] != during["configPatches"][1:]
+    listener_users = before["configPatches"][0]["patch"]["value"]["typed_config"]["users"]["inline_string"]
+    assert not any(envoy_accepts(listener_users, basic(user, password)) for user in ("svc", "svc-g2", "inference-platform-no-user")
+                   for password in ("", "old-password", "new-password"))
+    # The DENY names every generation of the service and no other username.
+    for user in ("svc", "svc-g2", "svc-g17"):
+        assert mesh_eval.allowed([POLICY], "", 0, INFER, host=HOST, headers={"authorization": user}), user
+    for user in ("svc-embed", "other", "svcx", "Basic c3ZjOng="):
+        assert not mesh_eval.allowed([POLICY], "", 0, INFER, host=HOST, headers={"authorization": user}), user
 
 
 def test_the_gateway_policy_leaves_every_other_host_alone():
