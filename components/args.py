@@ -249,7 +249,7 @@ class MeshSettingsArgs(TypedDict):
     jaeger_storage_size: NotRequired[str]
     """Volume size for persistent Jaeger storage. Default: `10Gi`."""
     kiali_auth: NotRequired[Literal["token", "openid", "anonymous"]]
-    """Kiali login strategy; `anonymous` is refused in production stacks. One of: `token`, `openid`, `anonymous`. Default: `token`."""
+    """Kiali login strategy; in production stacks `anonymous` is refused, and so is `token` when `ui.kiali` serves Kiali on a host (a ServiceAccount token would be the login from the internet). One of: `token`, `openid`, `anonymous`. Default: `token`."""
     kiali_openid: NotRequired[KialiOpenIdArgs]
     """Identity provider of Kiali's `openid` strategy (required with it)."""
 

@@ -7,7 +7,7 @@ from typing import Optional
 from pydantic import Field
 
 from inference_platform.settings.base import Host, Labels, Model
-from inference_platform.settings.checks import ANONYMOUS_KIALI, plain_http_credentials_opt_in_problems, ui_gateway_problems
+from inference_platform.settings.checks import kiali_login_problems, plain_http_credentials_opt_in_problems, ui_gateway_problems
 from inference_platform.settings.errors import KeyPath
 from inference_platform.settings.mesh import MeshSettings
 from inference_platform.settings.ui import UiSettings
@@ -40,8 +40,8 @@ class MeshInputs(Model):
         """What the stack file's cross checks refuse of the mesh, its UI hosts and the hosts it
         serves, for the component used alone."""
         found: list[tuple[KeyPath, str]] = []
-        if self.production and self.mesh.kiali_auth == "anonymous":
-            found.append((("mesh", "kiali_auth"), ANONYMOUS_KIALI))
+        found += [(("mesh", "kiali_auth"), why)
+                  for why in kiali_login_problems(self.production, self.mesh.kiali_auth, self.ui.kiali is not None)]
         found += plain_http_credentials_opt_in_problems(self.mesh, self.production)
         return found + ui_gateway_problems(self.ui, self.mesh, self.production,
                                            {host: f"hosts[{i}]" for i, host in enumerate(self.hosts)})

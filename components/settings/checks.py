@@ -145,6 +145,18 @@ def ui_gateway_problems(ui: UiSettings, mesh: MeshSettings, production: bool, ro
 
 
 ANONYMOUS_KIALI = "anonymous Kiali is not allowed in a production stack; allowed: token, openid"
+EXPOSED_TOKEN_KIALI = ("a production stack that serves Kiali on ui.kiali.host logs in through its identity provider: "
+                       "the token login takes a ServiceAccount token from the internet; allowed: openid (with "
+                       "mesh.kialiOpenid), or token without ui.kiali (kubectl port-forward)")
+
+
+def kiali_login_problems(production: bool, kiali_auth: str, served: bool) -> list[str]:
+    """What a production stack refuses of Kiali's login: anonymous, and a token login on a host."""
+    if not production:
+        return []
+    if kiali_auth == "anonymous":
+        return [ANONYMOUS_KIALI]
+    return [EXPOSED_TOKEN_KIALI] if kiali_auth == "token" and served else []
 
 
 def node_group_problems(s: Settings) -> list[tuple[KeyPath, str]]:
@@ -207,8 +219,7 @@ def gpu_quota_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
 def platform_part_problems(s: Settings) -> list[tuple[KeyPath, str]]:
     """Kiali's login in production, Loki's bucket, the file share's access and the bucket's keys."""
     problems: list[tuple[KeyPath, str]] = []
-    if s.production and s.mesh.kiali_auth == "anonymous":
-        problems.append((("mesh", "kialiAuth"), ANONYMOUS_KIALI))
+    problems += [(("mesh", "kialiAuth"), why) for why in kiali_login_problems(s.production, s.mesh.kiali_auth, s.ui.kiali is not None)]
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is None:
         problems.append((("observability", "lokiStorage"), "lokiStorage 's3' needs weightCaches.s3 (its endpoint and credentials)"))
     if s.observability.loki_storage == "s3" and s.weight_caches.s3 is not None:

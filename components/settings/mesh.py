@@ -50,7 +50,7 @@ class MeshSettings(Model):
     jaeger_storage_size: Quantity = "10Gi"
     """Volume size for persistent Jaeger storage."""
     kiali_auth: Literal["token", "openid", "anonymous"] = "token"
-    """Kiali login strategy; `anonymous` is refused in production stacks."""
+    """Kiali login strategy; in production stacks `anonymous` is refused, and so is `token` when `ui.kiali` serves Kiali on a host (a ServiceAccount token would be the login from the internet)."""
     kiali_openid: Optional[KialiOpenId] = None
     """Identity provider of Kiali's `openid` strategy (required with it)."""
 

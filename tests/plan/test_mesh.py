@@ -182,7 +182,9 @@ def test_jaeger_memory_by_default_and_persistent_on_request(reference):
 
 def test_kiali_wired_to_prometheus_jaeger_and_grafana():
     values = releases(stack_plan("acme-prod"))[ep.KIALI_RELEASE].inputs["values"]
-    assert values["auth"]["strategy"] == "token"
+    # acme-prod serves Kiali on a host, so it logs in through the identity provider.
+    assert values["auth"] == {"strategy": "openid", "openid": {"issuer_uri": "https://sso.acme.example.com/realms/ops",
+                                                               "client_id": "kiali", "username_claim": "sub"}}
     ext = values["external_services"]
     assert ext["prometheus"]["url"] == ep.PROMETHEUS_URL
     assert ext["tracing"]["internal_url"] == ep.JAEGER_QUERY_GRPC_URL and ext["tracing"]["use_grpc"] is True

@@ -14,7 +14,8 @@ from platformctl.engine import _run
 from platformctl.plan import HELM_RELEASE
 
 ARGS = {
-    "mesh": {"tls": {"enabled": True, "secret_name": "shop-tls"}, "jaeger_storage": "persistent"},
+    "mesh": {"tls": {"enabled": True, "secret_name": "shop-tls"}, "jaeger_storage": "persistent",
+             "kiali_auth": "openid", "kiali_openid": {"issuer_uri": "https://sso.example.com", "client_id": "kiali"}},
     "ui": {"kiali": {"host": "kiali.example.com"}},
     "hosts": ["shop.example.com", "search.example.com"],
     "production": True,

@@ -236,6 +236,8 @@ CASES = (
          components=("ColdStart",)),
     Case("anonymous-kiali-in-production", checks.platform_part_problems, _set("mesh.kialiAuth", "anonymous"),
          components=("Mesh",), base=_production_base),
+    Case("token-kiali-on-a-host-in-production", checks.platform_part_problems,
+         _set("ui.kiali", {"host": "kiali.example.com"}), components=("Mesh",), base=_production_base),
     Case("loki-on-s3-without-s3", checks.platform_part_problems, _set("observability.lokiStorage", "s3"),
          components=("Observability",)),
     Case("loki-bucket-name", checks.platform_part_problems,

@@ -86,6 +86,8 @@ BAD = [
     ("startup-budget-below-load", [(f"{V0}.modelLoadSeconds", 1200)], "inference-platform:services[svc].versions[v1]", ["startupBudgetSeconds (900) is shorter than modelLoadSeconds (1200)"]),
     ("existing-share-without-server", [("weightCaches.fileShare", {"mode": "existing"})], "inference-platform:weightCaches.fileShare", ["needs server and path"]),
     ("anonymous-kiali-in-production", [("production", True), ("mesh", {"kialiAuth": "anonymous"})], "inference-platform:mesh.kialiAuth", ["not allowed in a production stack"]),
+    ("token-kiali-on-a-host-in-production", [("production", True), ("ui", {"kiali": {"host": "kiali.example.com"}})],
+     "inference-platform:mesh.kialiAuth", ["logs in through its identity provider", "allowed: openid"]),
     ("gpu-quota-exceeded", [("cluster.gpuQuota", 1)], "inference-platform:cluster.gpuQuota", ["2 GPUs, over the quota of 1"]),
     ("bad-memory-quantity", [(f"{V0}.resources", {"memory": "16 GB"})], "inference-platform:services[svc].versions[v1].resources.memory", ["not a Kubernetes quantity"]),
     ("magnum-gpu-min-zero", [("cluster.mode", "magnum"), ("cluster.nodeGroups.1.minNodes", 0)], "inference-platform:cluster.nodeGroups[gpu].minNodes", ["never adds the first one", "minNodes: 1"]),
