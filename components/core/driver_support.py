@@ -19,6 +19,7 @@ Sources (at the release or commit named):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Optional, get_args
 
@@ -116,6 +117,34 @@ def driver_mode_problem(os_id: str, mode: str, branch: str) -> Optional[tuple[st
         return "os", (f"the GPU operator v26.7.0 builds no driver for {os_id}; allowed with compiled: "
                       f"{_listing(mode_oses(mode))}; on {os_id} use driver mode {driver_fallback(os_id)}")
     return None
+
+
+# A kernel release as `uname -r` prints it, inside an image name (`ubuntu-24.04-6.8.0-59-generic`):
+# version, ABI number, flavour.
+_KERNEL = re.compile(r"(?<![0-9.])(\d+\.\d+)\.\d+-\d+-([a-z]+(?:-[a-z]+)*)")
+
+
+def image_kernel(image: str) -> Optional[tuple[str, str, str]]:
+    """The kernel an image's name names, as (release, line, flavour), or None."""
+    found = _KERNEL.search(image)
+    return (found.group(0), found.group(1), found.group(2)) if found else None
+
+
+def precompiled_kernel_problem(os_id: str, image: str) -> Optional[str]:
+    """Why the precompiled driver cannot load on the kernel `image` names: NVIDIA tags a
+    precompiled driver `<branch>-<kernel>-<os>` (gpu-operator v26.7.0 object_controls.go
+    resolveDriverTag) and publishes the kernel lines and flavours of PRECOMPILED only, so a node
+    on another kernel pulls a tag that does not exist and never gets a GPU. None when the name
+    names no kernel (then nothing can be told before the node boots) or a published one."""
+    published, kernel = PRECOMPILED.get(os_id), image_kernel(image)
+    if published is None or kernel is None:
+        return None
+    release, line, flavor = kernel
+    if line in published.kernels and flavor in published.flavors:
+        return None
+    return (f"image {image!r} runs kernel {release}: NVIDIA publishes precompiled drivers for {os_id} on kernel "
+            f"lines {_listing(published.kernels)} with flavours {_listing(published.flavors)} only, so the driver "
+            f"image for this kernel does not exist; use an image with such a kernel, or driver mode compiled")
 
 
 def magnum_boot_problem(driver: str, os_id: str) -> Optional[str]:

@@ -11,8 +11,8 @@ from inference_platform.core import chart_source, driver_support
 from inference_platform.core.endpoints import PLATFORM_NAMESPACES
 from inference_platform.core.node_contract import capi_helm_sanitized
 from inference_platform.settings.base import NAMESPACE
-from inference_platform.settings.controller_clashes import stack_controller_name_problems
 from inference_platform.settings.cluster import MAGNUM_RESERVED_ROLES, ClusterSettings, NodeGroup, cluster_problems
+from inference_platform.settings.controller_clashes import stack_controller_name_problems
 from inference_platform.settings.errors import KeyPath, how_to_set_secret
 from inference_platform.settings.graphs import Graph, ensemble_repository_overlaps, graph_problems
 from inference_platform.settings.identity import production_problems
@@ -90,7 +90,20 @@ def _node_os_problems(s: Settings) -> list[tuple[KeyPath, str]]:
             key, message = found
             where = path if key == "os" else ("gpuOperator", "driver", "branch")
             problems.setdefault(where, f"GPU group {g.name!r} runs {os_id} with driver mode {driver.mode}: {message}")
+        elif driver.mode == "precompiled" and s.cluster.mode == "magnum":
+            image, where = _group_image(s, i, g)
+            kernel = driver_support.precompiled_kernel_problem(os_id, image)
+            if kernel:
+                problems.setdefault(where, f"GPU group {g.name!r}: {kernel}")
     return list(problems.items())
+
+
+def _group_image(s: Settings, i: int, g) -> tuple[str, KeyPath]:
+    """The Glance image a Magnum group boots and its key: its own where the driver boots each
+    group from its own image (driver_support.GROUP_IMAGES), else the template's."""
+    if g.image and driver_support.GROUP_IMAGES[s.cluster.magnum.node_labeller]:
+        return g.image, ("cluster", "nodeGroups", i, "image")
+    return s.cluster.magnum.template.image, ("cluster", "magnum", "template", "image")
 
 
 def _ui_problems(s: Settings) -> list[tuple[KeyPath, str]]:

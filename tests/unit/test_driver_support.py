@@ -259,3 +259,35 @@ def test_gpu_operator_values_render_with_known_keys(reference, os_id, mode):
     defaults = conformance.vendored_chart_values("gpu-operator", versions.GPU_OPERATOR.version)
     assert conformance.unknown_values_keys(values, defaults) == []
     assert values["driver"]["enabled"] == (mode != "preinstalled")
+
+
+# --------------------------------------------------------------------------- the image's kernel
+
+@pytest.mark.parametrize("image,kernel", [
+    ("ubuntu-24.04-6.8.0-59-generic", ("6.8.0-59-generic", "6.8", "generic")),
+    ("capi-ubuntu-2404-kube-v1.34.4-6.8.0-1024-azure-fde", ("6.8.0-1024-azure-fde", "6.8", "azure-fde")),
+    ("ubuntu-24.04", None),
+    ("ubuntu-2404-kube-v1.34.4", None),
+])
+def test_an_image_name_names_its_kernel_only_as_uname_prints_it(image, kernel):
+    assert support.image_kernel(image) == kernel
+
+
+def test_a_template_image_on_a_kernel_without_precompiled_drivers_is_refused_at_the_image_with_the_fix():
+    err = refused(magnum({"os": "ubuntu-24.04", "image": "ubuntu-24.04-6.11.0-19-generic"}))
+    message = _problem(err, "inference-platform:cluster.magnum.template.image")
+    assert "GPU group 'gpu'" in message and "kernel 6.11.0-19-generic" in message
+    assert "kernel lines 6.8" in message and "driver mode compiled" in message
+    # A published line and flavour, a name without a kernel, or a compiled driver: accepted.
+    parse(magnum({"os": "ubuntu-24.04", "image": "ubuntu-24.04-6.8.0-59-generic"}))
+    parse(magnum({"os": "ubuntu-24.04", "image": "ubuntu-24.04"}))
+    parse(magnum({"os": "ubuntu-24.04", "image": "ubuntu-24.04-6.11.0-19-generic"}, "compiled"))
+    flavor = refused(magnum({"os": "ubuntu-22.04", "image": "ubuntu-22.04-5.15.0-1070-kvm"}))
+    assert "flavours aws, azure, generic, nvidia, oracle" in _problem(flavor, "inference-platform:cluster.magnum.template.image")
+
+
+def test_a_gpu_groups_own_image_is_checked_where_the_driver_boots_it():
+    raw = magnum({"os": "ubuntu-24.04"})
+    raw["cluster"]["nodeGroups"][1] |= {"image": "ubuntu-24.04-6.14.0-1003-nvidia", "os": "ubuntu-24.04"}
+    err = refused(raw)
+    assert "kernel 6.14.0-1003-nvidia" in _problem(err, "inference-platform:cluster.nodeGroups[gpu].image")
