@@ -1395,7 +1395,7 @@ class MeshRefArgs(TypedDict):
     ingress_namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the ingress gateway pods: the only source the workload's NetworkPolicy admits besides monitoring. Default: `istio-system`."""
     ingress_pod_labels: NotRequired[dict[str, str]]
-    """Labels of the ingress gateway's pods in `ingress_namespace`: the only pods there the workload's NetworkPolicy admits to Triton's HTTP and gRPC ports, and in Istio's root namespace the pods Basic Auth's DENY policy selects. The default is the label the Istio gateway chart gives the pods of a release named `istio-ingressgateway` (`istio: <release without istio->`); give yours for another release name. Default: `{'istio': 'ingressgateway'}`."""
+    """Labels of the ingress gateway's pods in `ingress_namespace`: the only pods there the workload's NetworkPolicy admits to Triton's HTTP and gRPC ports (a Ray graph's: Serve's), and in Istio's root namespace the pods Basic Auth's DENY policy selects. The default is the label the Istio gateway chart gives the pods of a release named `istio-ingressgateway` (`istio: <release without istio->`); give yours for another release name. Default: `{'istio': 'ingressgateway'}`."""
     ingress_principal: NotRequired[pulumi.Input[str]]
     """SPIFFE principal of the ingress gateway, the only outside caller the workload's AuthorizationPolicy allows. Default: `cluster.local/ns/istio-system/sa/istio-ingressgateway`."""
     monitoring_namespace: NotRequired[pulumi.Input[str]]

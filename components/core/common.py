@@ -64,6 +64,25 @@ def restricted_security_context(**user: int) -> dict[str, Any]:
             "readOnlyRootFilesystem": True, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
+# The disk-backed emptyDirs istiod's injector adds to every injected pod (istio 1.30.3
+# manifests/charts/istio-control/istio-discovery/files/injection-template.yaml, volumes; its
+# istio-envoy is medium Memory and istio-podinfo a downwardAPI volume, neither local storage).
+ISTIO_INJECTED_DISK_VOLUMES = ("workload-socket", "credential-socket", "workload-certs", "istio-data")
+# cluster-autoscaler utils/drain/drain.go (1.34.5, isLocalVolume, HasBlockingLocalStorage): a pod
+# with an emptyDir that is not medium Memory blocks its node's scale-down (skip-nodes-with-local-storage,
+# true by default and on magnum-cluster-api) unless this annotation names the volume.
+SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+
+
+def scale_down_annotations(volumes: Sequence[dict], added: Sequence[str] = ()) -> dict[str, str]:
+    """The pod-template annotation that lets the cluster autoscaler take an idle node from under
+    an injected pod whose emptyDirs hold only scratch a new pod rebuilds: it names the disk-backed
+    emptyDirs of `volumes` (the template's), those a controller adds (`added`) and the sidecar
+    injector's."""
+    disk = [v["name"] for v in volumes if "emptyDir" in v and (v["emptyDir"] or {}).get("medium") != "Memory"]
+    return {SAFE_TO_EVICT_LOCAL_VOLUMES: ",".join(dict.fromkeys([*disk, *added, *ISTIO_INJECTED_DISK_VOLUMES]))}
+
+
 def standard_labels(name: str, **extra: str) -> dict[str, str]:
     """The labels every Kubernetes object of the platform carries."""
     return {

@@ -38,7 +38,7 @@ class MeshRef(Model):
     ingress_namespace: NameInput = ep.ISTIO_NAMESPACE
     """Namespace of the ingress gateway pods: the only source the workload's NetworkPolicy admits besides monitoring."""
     ingress_pod_labels: PodLabels = dict(ep.INGRESS_POD_LABELS)
-    """Labels of the ingress gateway's pods in `ingress_namespace`: the only pods there the workload's NetworkPolicy admits to Triton's HTTP and gRPC ports, and in Istio's root namespace the pods Basic Auth's DENY policy selects. The default is the label the Istio gateway chart gives the pods of a release named `istio-ingressgateway` (`istio: <release without istio->`); give yours for another release name."""
+    """Labels of the ingress gateway's pods in `ingress_namespace`: the only pods there the workload's NetworkPolicy admits to Triton's HTTP and gRPC ports (a Ray graph's: Serve's), and in Istio's root namespace the pods Basic Auth's DENY policy selects. The default is the label the Istio gateway chart gives the pods of a release named `istio-ingressgateway` (`istio: <release without istio->`); give yours for another release name."""
     ingress_principal: TextInput = INGRESS_PRINCIPAL
     """SPIFFE principal of the ingress gateway, the only outside caller the workload's AuthorizationPolicy allows."""
     monitoring_namespace: NameInput = ep.MONITORING_NAMESPACE

@@ -31,9 +31,11 @@ from inference_platform.core import versions
 from inference_platform.core.common import (
     SKIP_AWAIT,
     from_namespace,
+    from_pods,
     init_component,
     resource_opts,
     restricted_security_context,
+    scale_down_annotations,
     shipped_dir,
     standard_labels,
     with_node_selector,
@@ -83,6 +85,16 @@ APP_DIR = "/opt/inference-platform"
 GRAPH_APP_SOURCE = shipped_dir("graph_app")
 KUBERAY_NAMESPACE = ep.RAY_NAMESPACE
 KUBERAY_PRINCIPAL = f"cluster.local/ns/{KUBERAY_NAMESPACE}/sa/kuberay-operator"
+# The operator's pods as the kuberay-operator 1.7.0 chart labels them (templates/deployment.yaml:
+# the Deployment's selector, kuberay-operator.name = the chart's name, instance = the release's,
+# which the platform names after the chart: platform.py _graphs).
+KUBERAY_OPERATOR_POD_LABELS = {"app.kubernetes.io/name": versions.KUBERAY_OPERATOR.name,
+                               "app.kubernetes.io/instance": versions.KUBERAY_OPERATOR.name}
+# What KubeRay v1.7.0 adds to a head pod under in-tree autoscaling (ray-operator/controllers/ray/
+# common/pod.go BuildPod): `ray-logs` at /tmp/ray, which the autoscaler's container shares with
+# Ray's, an emptyDir on the node's disk (addEmptyDir, StorageMediumDefault). Its /dev/shm
+# (`shared-mem`) is medium Memory, and a worker mounts its own, which KubeRay leaves alone.
+KUBERAY_HEAD_DISK_VOLUMES = ("ray-logs",)
 RAY_UID = 1000
 # What `pulumi up` waits for after changing a RayService (pulumi-kubernetes provider/pkg/
 # metadata/overrides.go ReadyCondition, await/condition/jsonpath.go: first a status.observedGeneration
@@ -199,7 +211,11 @@ def serve_config(graph: Graph, repositories: dict[str, str]) -> dict:
     }
 
 
-def _pod_template(graph: Graph, container: dict, *, volumes: list[dict], scheduling: Optional[dict] = None) -> dict:
+def _pod_template(graph: Graph, container: dict, *, volumes: list[dict], scheduling: Optional[dict] = None,
+                  added_volumes: tuple[str, ...] = ()) -> dict:
+    """A Ray pod's template; `added_volumes` are the disk-backed emptyDirs KubeRay adds to it.
+    None of its emptyDirs holds anything a new pod needs (Ray's session, logs and spilled
+    objects belong to the pod's own life), so none keeps an idle node from scaling down."""
     spec = {
         "securityContext": {"runAsNonRoot": True, "runAsUser": RAY_UID, "fsGroup": RAY_UID,
                             "seccompProfile": {"type": "RuntimeDefault"}},
@@ -207,7 +223,9 @@ def _pod_template(graph: Graph, container: dict, *, volumes: list[dict], schedul
         "volumes": volumes,
         **(scheduling or {}),
     }
-    return {"metadata": {"labels": {GRAPH_LABEL: graph.name, "app": graph.name}}, "spec": spec}
+    return {"metadata": {"labels": {GRAPH_LABEL: graph.name, "app": graph.name},
+                         "annotations": scale_down_annotations(volumes, added_volumes)},
+            "spec": spec}
 
 
 def _container(name: str, image: str, resources: dict, mounts: list[dict], env: list[dict],
@@ -281,7 +299,8 @@ def head_group(graph: Graph, app_config_map) -> dict:
     container = {**_container("ray-head", graph.steps[0].image, resources, [app_mount], []), "ports": ports}
     return {
         "rayStartParams": {**ray_start_params(graph, cpus="0", gpus=0), "dashboard-host": "0.0.0.0"},
-        "template": _pod_template(graph, container, volumes=[app_volume]),
+        # In-tree autoscaling is always on (ray_service_spec), so KubeRay adds its log volume.
+        "template": _pod_template(graph, container, volumes=[app_volume], added_volumes=KUBERAY_HEAD_DISK_VOLUMES),
     }
 
 
@@ -391,14 +410,15 @@ class InferenceGraph(pulumi.ComponentResource):
                opts=pulumi.ResourceOptions(custom_timeouts=ray_upgrade_timeouts(budget)))
 
         credentials, _, checked_by = basic_auth(self, name, graph.name, ns, labels, graph.auth, list(graph.hosts),
-                                                a.mesh.ingress_namespace)
+                                                a.mesh.ingress_namespace, a.mesh.ingress_pod_labels)
         custom("virtualservice", "networking.istio.io/v1", "VirtualService", virtual_service_spec(graph, a.mesh.gateway),
                depends_on=checked_by)
         selector = {GRAPH_LABEL: graph.name}
         declare_mesh_security(custom, selector, (METRICS_PORT, STEP_METRICS_PORT),
                               authorization_policy_spec(graph, a.mesh.ingress_principal), graph.auth)
         k8s.networking.v1.NetworkPolicy(f"{name}-networkpolicy", metadata=meta,
-                                        spec=network_policy_spec(graph, a.mesh.ingress_namespace, a.mesh.monitoring_namespace),
+                                        spec=network_policy_spec(graph, a.mesh.ingress_namespace, a.mesh.monitoring_namespace,
+                                                                 a.mesh.ingress_pod_labels),
                                         opts=resource_opts(self))
         custom("podmonitor", "monitoring.coreos.com/v1", "PodMonitor", pod_monitor_spec(selector, "metrics", STEP_METRICS_PORT_NAME))
         scheme = "https" if a.mesh.tls else "http"
@@ -443,13 +463,18 @@ def authorization_policy_spec(graph: Graph, ingress_principal: str) -> dict:
     }
 
 
-def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespace: str) -> dict:
+def network_policy_spec(graph: Graph, ingress_namespace: str, monitoring_namespace: str,
+                        ingress_pods: dict[str, str]) -> dict:
+    """Serve's port admits the ingress gateway's pods (`ingress_pods` in `ingress_namespace`), the
+    dashboard's and Serve's the KubeRay operator's pods, not every pod of their namespaces; Ray's
+    ports the graph's own pods; the metrics ports the monitoring namespace."""
     return {
         "podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}},
         "policyTypes": ["Ingress"],
         "ingress": [
-            {"from": from_namespace(ingress_namespace), "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
-            {"from": from_namespace(KUBERAY_NAMESPACE), "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
+            {"from": [from_pods(ingress_namespace, ingress_pods)], "ports": [{"protocol": "TCP", "port": SERVE_PORT}]},
+            {"from": [from_pods(KUBERAY_NAMESPACE, KUBERAY_OPERATOR_POD_LABELS)],
+             "ports": [{"protocol": "TCP", "port": p} for p in (DASHBOARD_PORT, SERVE_PORT)]},
             {"from": [{"podSelector": {"matchLabels": {GRAPH_LABEL: graph.name}}}], "ports": intra_cluster_ports()},
             {"from": from_namespace(monitoring_namespace),
              "ports": [{"protocol": "TCP", "port": p} for p in (METRICS_PORT, STEP_METRICS_PORT, *ISTIO_METRICS_PORTS)]},

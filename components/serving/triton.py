@@ -31,7 +31,14 @@ import pulumi_random as random
 
 from inference_platform.args import TritonServiceArgs
 from inference_platform.core import hardening
-from inference_platform.core.common import from_namespace, from_pods, init_component, resource_opts, standard_labels
+from inference_platform.core.common import (
+    from_namespace,
+    from_pods,
+    init_component,
+    resource_opts,
+    scale_down_annotations,
+    standard_labels,
+)
 from inference_platform.core.endpoints import in_cluster_host
 from inference_platform.gpu.profiles import container_resources, gpu_scheduling
 from inference_platform.mesh.basic_auth import basic_auth
@@ -80,7 +87,6 @@ from inference_platform.serving.triton_server import (
     for_repository,
     model_repository_url,
     probes,
-    scale_down_annotations,
     server_volumes,
     triton_args,
 )
@@ -234,7 +240,7 @@ def deployment_spec(
         "selector": {"matchLabels": selector},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
         "template": {
-            "metadata": {"labels": labels, "annotations": {**sidecar_annotations(stopping), **scale_down_annotations()}},
+            "metadata": {"labels": labels, "annotations": {**sidecar_annotations(stopping), **scale_down_annotations(volumes)}},
             "spec": {
                 "serviceAccountName": service_account,
                 # Triton never calls the Kubernetes API; the Istio sidecar brings its own

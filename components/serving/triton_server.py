@@ -130,21 +130,6 @@ def container_security_context() -> dict:
     return restricted_security_context(runAsUser=TRITON_UID)
 
 
-# The disk-backed emptyDirs istiod's injector adds to every injected pod (istio 1.30.3
-# manifests/charts/istio-control/istio-discovery/files/injection-template.yaml, volumes).
-ISTIO_INJECTED_DISK_VOLUMES = ("workload-socket", "credential-socket", "workload-certs", "istio-data")
-# cluster-autoscaler utils/drain/drain.go (1.34.5): a pod with a disk-backed emptyDir blocks
-# its node's scale-down (skip-nodes-with-local-storage, true by default and on magnum-cluster-api)
-# unless this annotation names the volume.
-SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
-
-
-def scale_down_annotations() -> dict[str, str]:
-    """A Triton pod's scratch and the sidecar's own emptyDirs hold nothing a new pod needs, so
-    they must not keep an idle GPU node from scaling down."""
-    return {SAFE_TO_EVICT_LOCAL_VOLUMES: ",".join([*SCRATCH_DIRS, *ISTIO_INJECTED_DISK_VOLUMES])}
-
-
 def scratch_volumes() -> tuple[list[dict], list[dict]]:
     """Writable emptyDirs (on the node's disk: an S3 repository copy can be large) and their mounts."""
     volumes = [{"name": name, "emptyDir": {}} for name in SCRATCH_DIRS]

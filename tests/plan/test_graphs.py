@@ -12,8 +12,9 @@ from inference_platform.core import versions
 from inference_platform.serving import graphs, model_config
 from inference_platform.settings.errors import ConfigError
 from inference_platform.settings.loader import parse_settings
+from platformctl.engine import stack_settings
 from platformctl.plan import is_k8s_object, manifest
-from tests.conftest import ROOT, stack_plan
+from tests.conftest import ROOT, STACKS, stack_plan
 from tests.support import conformance, kuberay_upgrade
 
 STACK = "studio-dev"
@@ -157,7 +158,9 @@ def test_only_the_operator_reaches_the_ray_dashboard_and_it_needs_a_token(ray_se
     assert all(any(admitted(r, port) for r in from_ray_nodes) for port in ray_ports)
     assert not any(admitted(r, 8265) for r in from_ray_nodes)
     assert [r["from"] for r in netpol["ingress"] if admitted(r, 8265)] == [
-        [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ray-system"}}}]]
+        [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ray-system"}},
+          "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator",
+                                          "app.kubernetes.io/instance": "kuberay-operator"}}}]]
 
 
 def test_kuberay_operator_comes_first_and_runs_in_the_mesh(plan):
@@ -420,7 +423,7 @@ def test_a_new_graph_app_is_mounted_by_the_new_cluster_and_the_old_one_outlives_
     without the code it mounts (a pod it starts meanwhile could not mount a deleted ConfigMap)."""
     from platformctl.awaits import check
     from platformctl.diff import diff_plans
-    from platformctl.engine import render_stack, stack_settings
+    from platformctl.engine import render_stack
     from platformctl.invariants import plan_resources
 
     shipped = graphs.graph_app_files()
@@ -478,3 +481,56 @@ def test_each_worker_waits_for_the_heads_gcs_before_ray_starts(ray_service, tmp_
         calls = log.read_text().splitlines()
         assert calls == ["health-check --address speech-to-image-head-svc.ns.svc.cluster.local:6379"] * 3 + [
             "start --address=head:6379 --block"], group["groupName"]
+
+
+# --------------------------------------------------------------------------- scale-down and ingress
+
+RAY_GRAPHS = [(stack, g.name) for stack in STACKS for g in stack_settings(stack).graphs if g.placement == "ray"]
+
+
+@pytest.mark.parametrize("stack,graph", RAY_GRAPHS, ids=[f"{s}-{g}" for s, g in RAY_GRAPHS])
+def test_no_ray_pod_keeps_an_idle_node_from_scaling_down(stack, graph):
+    """cluster-autoscaler 1.34.5 utils/drain/drain.go HasBlockingLocalStorage: every disk-backed
+    emptyDir of a pod blocks its node's scale-down unless safe-to-evict-local-volumes names it:
+    the template's, the ones KubeRay adds (tests/support/kuberay_pod.py: the head's `ray-logs`
+    under in-tree autoscaling) and the ones istiod's injector adds (istio 1.30.3
+    injection-template.yaml: workload-socket, credential-socket, workload-certs, istio-data)."""
+    from tests.support import kuberay_pod
+
+    injected = {"workload-socket", "credential-socket", "workload-certs", "istio-data"}
+    (service,) = [o for o in objects(stack_plan(stack), "RayService") if o["metadata"]["name"] == graph]
+    cluster = service["spec"]["rayClusterConfig"]
+    groups = [("head", True, cluster["headGroupSpec"]), *((g["groupName"], False, g) for g in cluster["workerGroupSpecs"])]
+    for name, head, group in groups:
+        template = group["template"]
+        volumes = kuberay_pod.pod_volumes(template, head=head, in_tree_autoscaling=cluster["enableInTreeAutoscaling"],
+                                          ray_start_params=group["rayStartParams"])
+        disk = {v["name"] for v in volumes if "emptyDir" in v and v["emptyDir"].get("medium") != "Memory"}
+        assert ("ray-logs" in disk) == head, name
+        named = set((template["metadata"].get("annotations") or {}).get(
+            "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes", "").split(","))
+        assert disk | injected <= named, (name, sorted((disk | injected) - named))
+
+
+def test_a_ray_graph_alone_admits_and_guards_only_the_ingress_pods_it_is_told():
+    """Serve's port admits the pods `mesh.ingress_pod_labels` names in the ingress namespace, not
+    the whole namespace, and Basic Auth's DENY policy in Istio's root namespace selects those
+    pods: a gateway labelled otherwise than the default would otherwise lack it."""
+    from inference_platform.mesh.ref import MeshRef
+    from inference_platform.platform import graph_inputs
+    from inference_platform.weights.inputs import WeightsRef
+    from tests.plan.test_triton_alone import render
+
+    settings = parse(raw_config())
+    (index,) = [i for i, g in enumerate(settings.graphs) if g.placement == "ray"]
+    labels = {"app": "edge", "istio": "edge"}
+    args = graph_inputs(settings, index, MeshRef(ingress_pod_labels=labels), WeightsRef(claim_name="models"), [])
+    assert args.graph.auth.mode == "basic"
+    plan = render(lambda opts: graphs.InferenceGraph("speech-to-image", args, opts))
+    spec = plan.get("kubernetes:networking.k8s.io/v1:NetworkPolicy", "speech-to-image-networkpolicy").inputs["spec"]
+    (serve,) = [r for r in spec["ingress"] if r["ports"] == [{"protocol": "TCP", "port": graphs.SERVE_PORT}]]
+    assert serve["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "istio-system"}},
+                              "podSelector": {"matchLabels": labels}}]
+    (deny,) = [r.inputs for r in plan.resources if r.type == "kubernetes:security.istio.io/v1:AuthorizationPolicy"
+               and r.inputs["metadata"]["namespace"] == "istio-system"]
+    assert deny["spec"]["action"] == "DENY" and deny["spec"]["selector"] == {"matchLabels": labels}

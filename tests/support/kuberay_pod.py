@@ -1,6 +1,6 @@
-"""How KubeRay v1.7.0 turns a Ray container's own command and args into what the pod runs
-(ray-operator/controllers/ray/common/pod.go at tag v1.7.0: BuildPod, convertCmdToString;
-utils/util.go GetContainerCommand)."""
+"""How KubeRay v1.7.0 turns a Ray container's own command and args into what the pod runs, and
+which volumes it adds to the pod (ray-operator/controllers/ray/common/pod.go at tag v1.7.0:
+BuildPod, convertCmdToString, addEmptyDir; utils/util.go GetContainerCommand)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,23 @@ def container_script(container: dict, ray_start: str) -> list[str]:
         raise ValueError("KubeRay would run the container's command instead of its own `ray start`")
     generated = f"ulimit -n ${{RAY_START_ULIMIT_OPEN_FILES:-65536}}; {ray_start}"
     return ["/bin/bash", "-c", "--", f"{cmd} && {generated}" if cmd else generated]
+
+
+def pod_volumes(template: dict, *, head: bool, in_tree_autoscaling: bool, ray_start_params: dict) -> list[dict]:
+    """The volumes of the pod KubeRay makes of a head or worker group's template (BuildPod,
+    addEmptyDir, makeEmptyDirVolume): the template's, then `shared-mem` at /dev/shm (medium
+    Memory) unless `plasma-directory` is set, and on a head with in-tree autoscaling `ray-logs` at
+    /tmp/ray (the default medium, the node's disk), each unless the Ray container (the first)
+    already mounts its path, and only if no volume of that name exists."""
+    volumes = list(template["spec"].get("volumes") or [])
+    mounted = {m["mountPath"] for m in template["spec"]["containers"][0].get("volumeMounts") or []}
+
+    def add(name: str, path: str, medium: str) -> None:
+        if path not in mounted and not any(v["name"] == name for v in volumes):
+            volumes.append({"name": name, "emptyDir": {"medium": medium}})
+
+    if "plasma-directory" not in ray_start_params:
+        add("shared-mem", "/dev/shm", "Memory")
+    if head and in_tree_autoscaling:
+        add("ray-logs", "/tmp/ray", "")
+    return volumes
