@@ -85,6 +85,7 @@ class Backend(NamedTuple):
     port: int
     target: Any  # the container port: a number or a name
     name: str = ""  # the Service port's name
+    labels: Mapping[str, str] = {}  # the Service's own labels (what a ServiceMonitor selects)
 
 
 class Row(NamedTuple):
@@ -178,7 +179,8 @@ class Objects:
             selector = s["spec"].get("selector")
             for p in s["spec"].get("ports", []) if selector else ():
                 if p.get("protocol", "TCP") == "TCP":
-                    yield Backend(f"{name}.{ns}", ns, selector, p["port"], p.get("targetPort", p["port"]), p.get("name", ""))
+                    yield Backend(f"{name}.{ns}", ns, selector, p["port"], p.get("targetPort", p["port"]), p.get("name", ""),
+                                  s["metadata"].get("labels") or {})
         for pool in self.of("InferencePool"):  # the gateway sends to the pool's pods on its target ports
             ns, name, spec = pool["metadata"].get("namespace") or "default", pool["metadata"]["name"], pool["spec"]
             for port in [p["number"] for p in spec.get("targetPorts", [])]:
@@ -249,10 +251,11 @@ class Objects:
             return REACHES
         return BY_AUTHZ
 
-    def reach(self, source: Workload, backend: Backend, network_only: bool = False) -> str:
-        """The answer of a connection to a backend: the first refusal among its pods, or reaches;
-        a backend with no pod in the model is 'no pods'."""
-        answers = [self.answer(source, w, port, network_only) for w, port in self.pods_of(backend)]
+    def reach(self, source: Workload, backend: Backend, network_only: bool = False,
+              paths: Iterable[str] = (), request_principal: Optional[str] = None) -> str:
+        """The answer of a connection to a backend (the requests as `answer` takes them): the
+        first refusal among its pods, or reaches; a backend with no pod in the model is 'no pods'."""
+        answers = [self.answer(source, w, port, network_only, paths, request_principal) for w, port in self.pods_of(backend)]
         if not answers:
             return "no pods"
         return next((a for a in answers if a != REACHES), REACHES)
@@ -348,19 +351,24 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 def service_urls(value: Any) -> Iterator[tuple[str, int]]:
     """Every in-cluster Service URL (`<scheme>://<name>.<namespace>.svc[.cluster.local][:port]`)
     in a nested value, as (service, port)."""
+    return (url for _, url in _value_urls(value))
+
+
+def _value_urls(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], tuple[str, int]]]:
+    """service_urls with the key path of each (list items share their list's)."""
     if isinstance(value, Mapping):
-        for v in value.values():
-            yield from service_urls(v)
+        for k, v in value.items():
+            yield from _value_urls(v, (*path, str(k)))
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from service_urls(v)
+            yield from _value_urls(v, path)
     elif isinstance(value, str):
         for m in _URL.finditer(value):
             if m.group(6) is None:
                 continue  # not a Service name (an external host such as example.com)
             port = int(m.group(9)) if m.group(9) else _DEFAULT_PORTS.get(m.group(1))
             if port is not None:
-                yield f"{m.group(2)}.{m.group(4)}", port
+                yield path, (f"{m.group(2)}.{m.group(4)}", port)
 
 
 def _names(workloads: Iterable[Workload], keep: Callable[[Workload], bool]) -> tuple[str, ...]:
@@ -389,10 +397,8 @@ def scrape_edges(objects: Objects) -> Iterator[Edge]:
         namespaces = _monitor_namespaces(spec, ns)
         for endpoint in spec.get("endpoints", []):
             for b in objects.backends:
-                service = next((s for s in objects.of("Service", b.namespace) if f"{s['metadata']['name']}.{b.namespace}" == b.service), None)
-                labels = ((service or {}).get("metadata") or {}).get("labels") or {}
-                if ((namespaces is None or b.namespace in namespaces) and matches(spec.get("selector"), labels)
-                        and endpoint.get("port") in (b.name, None) and (endpoint.get("port") or b.port)):
+                if ((namespaces is None or b.namespace in namespaces) and matches(spec.get("selector"), b.labels)
+                        and endpoint.get("port") in (b.name, None)):
                     yield Edge(prometheus, b.service, b.port, f"ServiceMonitor {ns}/{monitor['metadata']['name']}")
 
 
@@ -464,9 +470,7 @@ def edge_answer(objects: Objects, edge: Edge) -> str:
         backends = [b for b in objects.backends if b.service == edge.service and b.port == edge.port]
         if not backends:
             return f"no Service port {edge.service}:{edge.port}"
-        answers = [next((a for w, port in objects.pods_of(backends[0])
-                         if (a := objects.answer(s, w, port, paths=edge.paths, request_principal=user)) != REACHES), REACHES)
-                   if objects.pods_of(backends[0]) else "no pods" for s in sources]
+        answers = [objects.reach(s, backends[0], paths=edge.paths, request_principal=user) for s in sources]
     return REACHES if REACHES in answers else (answers or ["no source pods"])[0]
 
 
@@ -478,18 +482,6 @@ _VALUE_CALLERS: dict[tuple[str, str], Callable[[Workload], bool]] = {
     ("kube-prometheus-stack", "grafana"): lambda w: w.labels.get("app.kubernetes.io/name") == "grafana",
     ("prometheus-adapter", "prometheus"): lambda w: True,
 }
-
-
-def _value_urls(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], tuple[str, int]]]:
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _value_urls(v, (*path, str(k)))
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _value_urls(v, path)
-    else:
-        for url in service_urls(value):
-            yield path, url
 
 
 def wired_url_edges(objects: Objects) -> Iterator[Edge]:

@@ -44,7 +44,7 @@ def _broken_wires(objects: reach.Objects) -> list[str]:
     for edge in reach.wiring(objects):
         answer = reach.edge_answer(objects, edge)
         in_cluster = edge.service.rsplit(".", 1)[-1] in CLUSTER_NAMESPACES
-        outside = not edge.sources and not any(w.name in edge.sources for w in objects.workloads)
+        outside = not edge.sources  # a caller the plan does not render (an example's cluster's own)
         if answer != reach.REACHES and not (in_cluster and answer == "no pods") and not (outside and answer == "no source pods"):
             out.append(f"{edge.why}: {', '.join(edge.sources) or '(no caller)'} -> {edge.service}:{edge.port}: {answer}")
     return out
