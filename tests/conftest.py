@@ -78,10 +78,13 @@ def as_magnum(raw: dict) -> dict:
     return raw
 
 
+# Magnum's own autoscaler on Heat from the operator's mirror, a release that knows node groups
+# (settings/cluster.py HEAT_AUTOSCALER_DEFAULT_TAG).
+HEAT_MIRRORED_AUTOSCALER = {"container_infra_prefix": "registry.acme.example/magnum/", "autoscaler_tag": "v1.34.5"}
 # Magnum's Heat driver boots Fedora CoreOS only, where the NVIDIA driver must come with the
 # image (components/core/driver_support.py).
 HEAT = {"driver": "heat", "kubernetesVersion": "v1.34.1-rancher1",
-        "template": {"image": "fedora-coreos-40-nvidia", "os": "fedora-coreos"}}
+        "template": {"image": "fedora-coreos-40-nvidia", "os": "fedora-coreos", "labels": HEAT_MIRRORED_AUTOSCALER}}
 
 
 def on_heat(raw: dict, **magnum) -> dict:

@@ -1,7 +1,9 @@
 """Cluster autoscaler for the extra node groups of a Magnum cluster.
 
 The autoscaler Magnum deploys (Heat driver, enable-auto-scaling.sh) sizes only the
-default worker group (`--nodes=MIN:MAX:default-worker`). This second one, in
+default worker group (`--nodes=MIN:MAX:default-worker`), provided its release knows node
+groups (1.19 or later; settings/cluster.py refuses an older `autoscaler_tag`, which would take
+every node for the default group's). This second one, in
 kube-system next to it, manages exactly the NodeGroups the platform adds, found by
 the Magnum provider's auto-discovery on their role (cluster.py sets role = group
 name) within each group's min_node_count..max_node_count. It reuses the Secrets

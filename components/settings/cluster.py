@@ -6,7 +6,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from inference_platform.core import grammar
+from inference_platform.core import grammar, versions
 from inference_platform.core.driver_support import OsId
 from inference_platform.core.node_contract import magnum_group_selector
 from inference_platform.settings.base import Cidr, GpuModel, Labels, Model, ShortName, Text
@@ -23,6 +23,17 @@ HEAT_CONTAINERD = {
     "containerd_version": "1.6.31",
     "containerd_tarball_sha256": "75afb9b9674ff509ae670ef3ab944ffcdece8ea9f7d92c42307693efa7b6109d",
 }
+# Magnum's Heat driver runs docker.io/openstackmagnum/cluster-autoscaler:<autoscaler_tag> whenever
+# auto_scaling_enabled is set, by default v1.18.1 (magnum stable/2026.1 k8s_fedora_coreos_v1
+# kubecluster.yaml autoscaler_tag; fragments/enable-auto-scaling.sh). Its Magnum provider knows no
+# node groups before 1.19 (cluster-autoscaler 1.18.1 magnum_cloud_provider.go NodeGroupForNode
+# returns the default group for every node without node-role.kubernetes.io/master, a label Magnum
+# no longer sets; magnum_manager_heat.go reads the size from the cluster's node_count, which
+# Magnum sums over every worker group, and writes it back as the default group's), and it lists
+# PodDisruptionBudgets as policy/v1 only from 1.25 (utils/kubernetes/listers.go, c127763a45).
+HEAT_AUTOSCALER_DEFAULT_TAG = "v1.18.1"
+NODE_GROUPS_AUTOSCALER_MINOR = 19
+PDB_V1_MINOR = 25
 # Kubernetes removed the CRI v1alpha2 API in 1.26 (kubelet needs CRI v1): containerd 1.6 or later.
 CRI_V1_KUBE_MINOR = 26
 CRI_V1_CONTAINERD = (1, 6)
@@ -290,6 +301,37 @@ def _heat_containerd_problems(m: MagnumCluster) -> list[tuple[KeyPath, str]]:
     return []
 
 
+def _heat_autoscaler_problem(c: ClusterSettings) -> Optional[tuple[KeyPath, str]]:
+    """The autoscaler Magnum's Heat driver deploys, where it can act (other groups beside the
+    default one, or a default group whose bounds differ): one that knows node groups and reads
+    the PodDisruptionBudgets the cluster serves."""
+    m = c.magnum
+    default = c.node_groups[0]
+    if m.driver != "heat" or m.template_id or (len(c.node_groups) == 1 and default.min_nodes == default.max_nodes):
+        return None
+    path: KeyPath = ("cluster", "magnum", "template", "labels", "autoscaler_tag")
+    tag = m.template.labels.get("autoscaler_tag", HEAT_AUTOSCALER_DEFAULT_TAG)
+    kube_minor = int(m.kubernetes_version.split(".")[1])
+    named = "Magnum's default " if "autoscaler_tag" not in m.template.labels else ""
+    least = PDB_V1_MINOR if kube_minor >= PDB_V1_MINOR else NODE_GROUPS_AUTOSCALER_MINOR
+    upstream = versions.CLUSTER_AUTOSCALER_IMAGE
+    if not upstream.rsplit(":", 1)[1].startswith(f"v1.{kube_minor}."):
+        upstream = f"registry.k8s.io/autoscaling/cluster-autoscaler:v1.{kube_minor}.<patch>"
+    allowed = (f"allowed: a tag of v1.{least} or later, best v1.{kube_minor}.x for Kubernetes 1.{kube_minor} (the platform cannot "
+               f"list openstackmagnum's tags; container_infra_prefix moves every image Magnum pulls to your mirror, "
+               f"where {upstream} may go as cluster-autoscaler:<its tag>)")
+    version = _version_tuple(tag)
+    if version is None:
+        return path, f"{tag!r} is not a cluster-autoscaler release; {allowed}"
+    if version < (1, NODE_GROUPS_AUTOSCALER_MINOR) and len(c.node_groups) > 1:
+        return path, (f"the heat driver would run {named}cluster-autoscaler {tag}, which knows no node groups: it takes every "
+                      f"node for the default group's and resizes that group from the whole cluster's node count; {allowed}")
+    if kube_minor >= PDB_V1_MINOR and version < (1, PDB_V1_MINOR):
+        return path, (f"the heat driver would run {named}cluster-autoscaler {tag}, which lists PodDisruptionBudgets through "
+                      f"policy/v1beta1, gone since Kubernetes 1.25, so it plans the default group's scale-downs without them; {allowed}")
+    return None
+
+
 def cluster_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
     problems: list[tuple[KeyPath, str]] = []
     if c.mode == "existing":
@@ -333,6 +375,9 @@ def cluster_problems(c: ClusterSettings) -> list[tuple[KeyPath, str]]:
                          "which the openstack-cluster chart does not apply (it reads allowedCIDRs), so the API would stay open; "
                          "remove the key and restrict the API load balancer with a security group, or use driver heat"))
     problems.extend(_heat_containerd_problems(m))
+    autoscaler = _heat_autoscaler_problem(c)
+    if autoscaler:
+        problems.append(autoscaler)
     if m.driver == "heat" and m.api_floating_ip and not (m.template.master_lb_enabled or m.template.floating_ip_enabled):
         # heat template_def.add_fip_env_file: the API's floating IP sits on the load balancer.
         problems.append((("cluster", "magnum", "template", "masterLbEnabled"),

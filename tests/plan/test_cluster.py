@@ -153,7 +153,7 @@ def test_heat_gpu_nodes_register_with_the_gpu_taint_and_the_autoscalers_gpu_labe
     """Heat passes a node group's `kubelet_options` to its kubelets, so a GPU node is tainted and
     marked for the autoscaler before anything can schedule there; merged over the cluster's labels,
     so nothing else of the group changes, and the template's own kubelet options come first."""
-    raw = magnum(driver="heat", template={**HEAT_TEMPLATE, "labels": {"kubelet_options": "--v=2"}})
+    raw = magnum(driver="heat", template={**HEAT_TEMPLATE, "labels": {**HEAT_TEMPLATE["labels"], "kubelet_options": "--v=2"}})
     raw["cluster"]["nodeGroups"].append({"name": "mig-mixed", "flavor": "g1", "gpu": {
         "model": "A100-80GB", "sharing": {"mode": "mig", "migStrategy": "mixed", "migProfile": {"1g.10gb": 2}}}})
     raw["cluster"]["nodeGroups"].append({"name": "cpu-extra", "flavor": "c1"})

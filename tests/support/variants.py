@@ -10,7 +10,7 @@ from typing import Any
 
 from inference_platform.settings.stack import Settings
 from platformctl.engine import Plan, render_stack, stack_settings
-from tests.conftest import HEAT
+from tests.conftest import HEAT, HEAT_MIRRORED_AUTOSCALER
 
 HEAT_STACK = "acme-prod-heat"
 HEAT_FILE = Path(__file__).parents[1] / "data" / f"Pulumi.{HEAT_STACK}.yaml"
@@ -22,7 +22,7 @@ def to_heat(config: dict[str, Any]) -> dict[str, Any]:
     magnum = config["inference-platform:cluster"]["magnum"]
     magnum["driver"] = "heat"
     magnum["template"].update(HEAT["template"])
-    magnum["template"]["labels"] = {"hyperkube_prefix": "registry.acme.example/magnum/"}
+    magnum["template"]["labels"] = {"hyperkube_prefix": "registry.acme.example/magnum/", **HEAT_MIRRORED_AUTOSCALER}
     magnum.pop("apiAllowedCidrs", None)
     config["inference-platform:gpuOperator"]["driver"] = {"mode": "preinstalled"}
     return config

@@ -14,7 +14,7 @@ from inference_platform.settings.gpu import DriverSettings
 from inference_platform.settings.loader import parse_settings
 from inference_platform.settings.stack import Settings
 from platformctl.engine import stack_settings
-from tests.conftest import HEAT, STACKS, as_magnum, base_config, gpu_operator_values_of
+from tests.conftest import HEAT, HEAT_MIRRORED_AUTOSCALER, STACKS, as_magnum, base_config, gpu_operator_values_of
 from tests.support import conformance
 
 STACK_FILE = "stacks/Pulumi.test-dev.yaml"
@@ -50,6 +50,9 @@ def magnum(template: dict | None = None, mode: str = "precompiled", **cluster) -
     """The base config as a Magnum cluster (GPU group second, with a flavor)."""
     raw = as_magnum(base_config())
     raw["cluster"]["nodeGroups"][1]["flavor"] = "g1"
+    if cluster.get("driver") == "heat":
+        # Magnum's own autoscaler there must know node groups (tests/unit/test_heat_autoscaler.py).
+        template = {"labels": HEAT_MIRRORED_AUTOSCALER} | (template or {})
     raw["cluster"]["magnum"] = cluster | ({"template": template} if template else {})
     if cluster.get("clusterApiDriver") != "magnum-capi-helm":
         # A magnum-capi-helm cluster's own GPU operator installs the driver (the key is refused there).
