@@ -356,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Exit 1 when a step would replace or delete the Magnum cluster, a node group, the file share, "
                     "the S3 bucket, a persistent volume or claim or a protected resource, when the diff reports an "
                     "error, or when Magnum or its provider would fail the up (an upgrade longer than the cluster's "
-                    "update wait, a node group delete: terraform-provider-openstack#2066); exit 2 on a bad stack file. Nothing is written.")
+                    "update wait, a node group delete: terraform-provider-openstack#2066; a node group create that the provider "
+                    "may fail the same way is a note); exit 2 on a bad stack file. Nothing is written.")
     rh.add_argument("stack")
     rh.add_argument("--stack-file", help="stack file (default stacks/Pulumi.STACK.yaml)")
     rh.add_argument("--edited-file", help="the everyday edit: this stack file instead of the built-in canary version")

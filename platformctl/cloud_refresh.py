@@ -61,14 +61,15 @@ UnexpectedStateError), so the provider fails the delete with "unexpected state '
 (terraform-provider-openstack#2066, open, seen on pulumi-openstack 5.4.2): on Heat unless the
 periodic poll comes first, on the Cluster API drivers whenever the provider's poll wins, as the
 issue shows. Pulumi keeps the group in its state; a delete-first replacement (a named group,
-pulumi-terraform-bridge nameRequiresDeleteBeforeReplace) creates nothing. Not modelled: the
-converse race at create. The API casts the create too and the conductor writes the group's record
-(api/controllers/v1/nodegroup.py post -> nodegroup_create_async; nodegroup_conductor.py
+pulumi-terraform-bridge nameRequiresDeleteBeforeReplace) creates nothing. The converse race at
+create is a note of the diff and of rehearse's steps, not a failure (day2_hints.py
+node_group_create_note): the API casts the create too and only the conductor writes the group's
+record (api/controllers/v1/nodegroup.py post -> nodegroup_create_async; nodegroup_conductor.py
 nodegroup_create), and the provider's first poll, also without Delay, reads a 404 as
 DELETE_COMPLETE (containerinfra_shared_v1.go containerInfraNodeGroupV1StateRefreshFunc), which is
-neither CREATE_IN_PROGRESS nor CREATE_COMPLETE; but the conductor writes that record before it
-loads the driver (where a delete's status is saved), so the window is narrower, and no failure of
-it is reported.
+neither CREATE_IN_PROGRESS nor CREATE_COMPLETE; the conductor writes that record before it loads
+the driver, so the create loses only to a slow conductor, where every delete on the Cluster API
+drivers races the driver's save.
 """
 
 from __future__ import annotations

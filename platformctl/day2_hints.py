@@ -93,6 +93,11 @@ def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, An
             f"its nodes, e.g. more coldStart.spareSlots, or fewer)")
 
 
+def _magnum_group_name(resource: dict[str, Any]) -> str:
+    """The group's name in Magnum (an unnamed one is auto-named from its logical name)."""
+    return (resource.get("inputs") or {}).get("name") or f"{resource.get('name', '')}-<suffix>"
+
+
 def node_group_delete_note(key: str, action: str, resource: dict[str, Any]) -> str:
     """A note for a Magnum node group the `up` deletes (removed, or replaced: named groups go first).
     terraform-provider-openstack v3.4.0 waits for the delete with Pending DELETE_IN_PROGRESS
@@ -101,11 +106,30 @@ def node_group_delete_note(key: str, action: str, resource: dict[str, Any]) -> s
     terraform-provider-openstack#2066, open)."""
     if resource.get("type") != MAGNUM_NODE_GROUP or action not in ("delete", "replace"):
         return ""
-    group = (resource.get("inputs") or {}).get("name") or f"{resource.get('name', '')}-<suffix>"
+    group = _magnum_group_name(resource)
     return (f"note: {key}: the `up` deletes Magnum node group {group}, and the provider may fail it with "
             f"\"unexpected state 'CREATE_COMPLETE'\" while Magnum deletes it in the background "
             f"(terraform-provider-openstack#2066); if so, wait until `openstack coe nodegroup list <cluster>` no "
             f"longer lists {group}, then `pulumi refresh` and `pulumi up` again")
+
+
+def node_group_create_note(key: str, action: str, resource: dict[str, Any]) -> str:
+    """A note for a Magnum node group the `up` creates (new, or the new one of a replacement). Magnum's
+    API answers the create before anything is stored: it casts the create to the conductor, which
+    writes the group's record (magnum stable/2026.1 api/controllers/v1/nodegroup.py post ->
+    nodegroup_create_async; conductor/handlers/nodegroup_conductor.py nodegroup_create).
+    terraform-provider-openstack v3.4.0 polls at once (Delay 0, Pending CREATE_IN_PROGRESS) and takes
+    a 404 for DELETE_COMPLETE (containerinfra_shared_v1.go containerInfraNodeGroupV1StateRefreshFunc),
+    a state outside its wait, so a poll that beats the conductor fails the create (the converse of
+    terraform-provider-openstack#2066); the provider has set the group's ID before its wait."""
+    if resource.get("type") != MAGNUM_NODE_GROUP or action not in ("create", "replace"):
+        return ""
+    group = _magnum_group_name(resource)
+    return (f"note: {key}: the `up` creates Magnum node group {group}, and the provider may fail it with "
+            f"\"unexpected state 'DELETE_COMPLETE', wanted target 'CREATE_COMPLETE'\" when its first poll comes before "
+            f"Magnum's conductor has stored the group, while Magnum goes on creating it; if so, wait until "
+            f"`openstack coe nodegroup show <cluster> {group}` says CREATE_COMPLETE, then `pulumi refresh` and "
+            f"`pulumi up` again (what runs on the group waits for it)")
 
 
 def replacement_hint(resource_type: str, reason: str) -> str:

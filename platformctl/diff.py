@@ -42,7 +42,7 @@ from typing import Any, Iterator, Optional
 
 from . import aliases
 from .autonaming import keep_old_names
-from .day2_hints import ignored_change_hint, node_bound_note, node_group_delete_note, replacement_hint
+from .day2_hints import ignored_change_hint, node_bound_note, node_group_create_note, node_group_delete_note, replacement_hint
 from .errors import UsageError
 from .plan_facts import magnum_driver
 from .plan_model import SECRET
@@ -542,6 +542,7 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     notes += [n for c in changes if c.action == "update" for n in [node_bound_note(
         c.key, rb[c.key], ra[c.key].get("inputs") or {}, rb[c.key].get("inputs") or {})] if n]
     notes += [n for c in changes for n in [node_group_delete_note(c.key, c.action, ra.get(c.key, {}))] if n]
+    notes += [n for c in changes for n in [node_group_create_note(c.key, c.action, rb.get(c.key, {}))] if n]
     dropped, deferred = template_edit_findings(changes, ra, rb, magnum_driver(b))
     errors += dropped
     notes += deferred

@@ -13,7 +13,8 @@ Each step diffs the state as it would then be against the stack's plan with the 
 (cloud_refresh.py: a cluster upgrade longer than the provider's wait, a node group delete the
 provider fails while Magnum deletes in the background, bounds outside a live count that
 magnum-cluster-api's monitor set back after a resize among them), is reported as refused and
-applies nothing; the create step notes where a group starts other than the stack file says. The rehearsal fails (exit 1) when a step would replace or delete a
+applies nothing; a step that creates a Magnum node group notes that the provider may fail
+that create while Magnum goes on (cloud_refresh.py). The rehearsal fails (exit 1) when a step would replace or delete a
 stateful resource (Magnum cluster and node groups, Manila share, S3 bucket, persistent volumes and
 claims, anything protected), when the diff reports an error, or when a step is refused (by the
 settings, Pulumi's preview or Magnum).
@@ -154,7 +155,8 @@ class _Play:
     def up(self, name: str, what: str, new_plan: dict[str, Any], refresh: bool) -> Step:
         old = self.cloud.refreshed(self.state) if refresh else self.state
         d = diff_plans(old, new_plan)
-        mine = set(diff_plans(self.plan, new_plan)["notes"]) if self.state["resources"] else set()
+        # from nothing, every note is the step's own (a node group's create race among them)
+        mine = set(diff_plans(self.plan, new_plan)["notes"]) if self.state["resources"] else set(d["notes"])
         step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine])
         step.refused = self.cloud.refusals(old, new_plan, d["changes"])
         if d["errors"]:

@@ -5,7 +5,8 @@ acme-prod (magnum-cluster-api) and acme-prod-heat go through create, refresh, an
 a node group, the share or the bucket; on magnum-capi-helm the labels Magnum reports against the
 new template do not replace the cluster; node group bounds outside the live count are refused as
 Magnum refuses them, with the key and what to run; a node group delete fails at the provider's
-delete wait (terraform-provider-openstack#2066); a resize before the edit sticks on Heat and
+delete wait (terraform-provider-openstack#2066) and each step that creates one notes the converse
+race at the create wait; a resize before the edit sticks on Heat and
 magnum-capi-helm and is undone by magnum-cluster-api's monitor.
 """
 
@@ -259,6 +260,30 @@ def test_a_flavor_change_that_unprotects_a_node_group_replaces_it_delete_first_a
     assert ("Pulumi keeps the old group in its state and creates no replacement (the group goes first: it is named)"
             in step)
     assert "then `pulumi refresh` (it drops the old group) and `pulumi up` again, which creates the new one" in step
+
+
+CREATE_RACE = "and the provider may fail it with \"unexpected state 'DELETE_COMPLETE', wanted target 'CREATE_COMPLETE'\""
+
+
+@pytest.mark.parametrize("stack, stack_file", [("acme-prod", ACME), (HEAT_STACK, HEAT_FILE)], ids=["magnum-cluster-api", "heat"])
+def test_each_step_that_creates_a_node_group_notes_the_providers_create_race_with_the_way_through(tmp_path, stack, stack_file):
+    """Magnum's conductor stores a new group after the API has answered, and the provider's first
+    poll takes the 404 for DELETE_COMPLETE: the first `up` notes it for every group it creates, an
+    edit for the group it adds, and a step that creates none says nothing of it."""
+    groups = [g.name for g in stack_settings(stack_file).cluster.node_groups[1:]]
+    steps = rehearse(stack, stack_file, _with_batch_group(tmp_path, stack_file)).steps
+    create, refresh, edit = steps[:3]
+
+    def raced(step):
+        return [n.split("creates Magnum node group ")[1].split(",")[0] for n in step.notes if CREATE_RACE in n]
+
+    assert raced(create) == sorted(groups)
+    assert raced(refresh) == []
+    assert raced(edit) == ["batch"] and edit.refused_by == ""
+    [note] = [n for n in edit.notes if CREATE_RACE in n]
+    assert note.endswith("wait until `openstack coe nodegroup show <cluster> batch` says CREATE_COMPLETE, then "
+                         "`pulumi refresh` and `pulumi up` again (what runs on the group waits for it)")
+    assert not create.failed  # the conductor usually stores the group first: a note, not a failure
 
 
 # A resize on magnum-cluster-api: the monitor sets node_count back from the autoscaled MachineDeployment
