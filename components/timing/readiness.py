@@ -168,11 +168,18 @@ def gpu_node_join_budget(settings: Settings) -> Optional[Budget]:
 
 def cluster_upgrade_budget(settings: Settings) -> Optional[Budget]:
     """A Magnum cluster's move to a new template (a Kubernetes upgrade): every node is replaced in turn.
-    The control plane first, one machine after another; then every group at once, each one node
-    after another (Cluster API's MachineDeployment default, maxSurge 1 and maxUnavailable 0; the
-    magnum-cluster-api driver sets the new image on every group together, driver.py upgrade_cluster).
-    A GPU node's drain waits for the replica it evicts to start elsewhere (the version's PDB), so a GPU
-    node takes a replica's cold start on a new node; any other node its boot. None without Magnum."""
+    The control plane first, one machine after another; then each group one node after another
+    (Cluster API's MachineDeployment default is maxSurge 1 and maxUnavailable 0, v1.13.2
+    internal/webhooks/machinedeployment.go; capi-helm-charts' node groups take maxUnavailable 1 and
+    maxSurge 0). On magnum-cluster-api the groups go one after another: it moves the Cluster's
+    topology version (driver.py upgrade_cluster sets kube_tag and the image on every group), and
+    Cluster API's topology controller upgrades one MachineDeployment at a time unless the Cluster's
+    topology.cluster.x-k8s.io/upgrade-concurrency annotation says otherwise (exp/topology/scope/scope.go
+    New; reconcile_state.go holds every MachineDeployment pending its upgrade), which the driver does
+    not set. magnum-capi-helm renders every MachineDeployment at the new version in one Helm
+    upgrade, so its groups roll together. A GPU node's drain waits for the replica it evicts to start
+    elsewhere (the version's PDB), so a GPU node takes a replica's cold start on a new node; any other
+    node its boot. None without Magnum."""
     if settings.cluster.mode != "magnum":
         return None
     boot = settings.cold_start.stage_seconds.node_boot
@@ -180,10 +187,13 @@ def cluster_upgrade_budget(settings: Settings) -> Optional[Budget]:
     control_plane = settings.cluster.magnum.master_count * boot
     rolls = [(g.max_nodes * (estimates[g.name].without_spare_seconds if g.name in estimates else boot), g.name)
              for g in settings.cluster.node_groups]
+    head = f"control plane {settings.cluster.magnum.master_count} x {boot}s, then"
+    if settings.cluster.magnum.node_labeller == "magnum-cluster-api":
+        groups = sum(seconds for seconds, _ in rolls)
+        return Budget(0, control_plane + groups, f"{head} the groups one after another ("
+                      + " + ".join(f"{name} {seconds}s" for seconds, name in rolls) + "), each one node after another")
     slowest, group = max(rolls)
-    seconds = control_plane + slowest
-    return Budget(0, seconds, f"control plane {settings.cluster.magnum.master_count} x {boot}s, "
-                              f"then the slowest group ({group}) {slowest}s, one node after another")
+    return Budget(0, control_plane + slowest, f"{head} the slowest group ({group}) {slowest}s, one node after another")
 
 
 def load_balancer_budget(node_boot_seconds: int) -> Budget:

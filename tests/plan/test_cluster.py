@@ -182,26 +182,36 @@ def test_capi_helm_creates_its_node_groups_one_after_another(settings, chained):
     by_name = {g.inputs["name"]: g for g in render_raw(raw).of_type(NODE_GROUP)}
     groups = [by_name[g["name"]] for g in raw["cluster"]["nodeGroups"][1:]]
     assert len(groups) == 3
-    for before, group in zip(groups, groups[1:]):
+    for before, group in zip(groups, groups[1:], strict=False):
         assert (before.urn in group.depends_on) is chained, group.name
 
 
 def test_a_cluster_upgrade_waits_as_long_as_replacing_every_node_takes():
     """A template move replaces every node in turn (the control plane, then each group one node after
-    another, the groups together); a GPU node's drain waits for its replica's cold start elsewhere.
-    The provider's own update wait is 30 minutes."""
+    another); a GPU node's drain waits for its replica's cold start elsewhere. On magnum-cluster-api
+    Cluster API's topology controller upgrades one MachineDeployment at a time, so the groups add up;
+    magnum-capi-helm's groups roll together. The provider's own update wait is 30 minutes."""
     from inference_platform.timing.readiness import cluster_upgrade_budget, group_estimates, wait_seconds
 
     settings = stack_settings("acme-prod")
+    assert settings.cluster.magnum.node_labeller == "magnum-cluster-api"
     cluster = one(stack_plan("acme-prod"), CLUSTER)
-    budget = cluster_upgrade_budget(settings)
     boot = settings.cold_start.stage_seconds.node_boot
     estimates = group_estimates(settings)
-    slowest = max(g.max_nodes * (estimates[g.name].without_spare_seconds if g.name in estimates else boot)
-                  for g in settings.cluster.node_groups)
-    assert budget.update_seconds == settings.cluster.magnum.master_count * boot + slowest
+    rolls = {g.name: g.max_nodes * (estimates[g.name].without_spare_seconds if g.name in estimates else boot)
+             for g in settings.cluster.node_groups}
+    assert len(rolls) == 3 and rolls["gpu-h100"] == 8 * estimates["gpu-h100"].without_spare_seconds
+    control_plane = settings.cluster.magnum.master_count * boot
+    budget = cluster_upgrade_budget(settings)
+    assert budget.update_seconds == control_plane + sum(rolls.values())
+    assert "the groups one after another" in budget.basis
     assert cluster.custom_timeouts == {"update": f"{wait_seconds(budget.update_seconds) // 60}m"}
     assert wait_seconds(budget.update_seconds) > 30 * 60
+
+    capi_helm = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={
+        "magnum": settings.cluster.magnum.model_copy(update={"cluster_api_driver": "magnum-capi-helm"})})})
+    assert capi_helm.cluster.magnum.node_labeller == "magnum-capi-helm"
+    assert cluster_upgrade_budget(capi_helm).update_seconds == control_plane + max(rolls.values())
 
 
 def test_removing_or_replacing_a_node_group_says_how_to_finish_when_the_provider_fails_the_delete():
