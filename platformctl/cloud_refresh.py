@@ -190,6 +190,25 @@ class Cloud:
                 "after a failure wait for UPDATE_COMPLETE (`openstack coe cluster show <cluster>`), then `pulumi refresh` "
                 "and `pulumi up` again"]
 
+    def upgrade_notes(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> list[str]:
+        """What a cluster upgrade on magnum-cluster-api needs beyond the GPUs the groups hold now: Cluster
+        API replaces a node by surging one first (MachineDeployment default maxSurge 1, maxUnavailable
+        0; the driver sets no strategy), one group at a time (cluster_upgrade_budget), so the roll of a
+        GPU group runs one node of it above the live counts, which may pass cluster.gpuQuota (the
+        cloud's quota refuses the surge server and the roll waits until the provider's update wait
+        ends). capi-helm-charts' groups take maxSurge 0; Heat does not upgrade."""
+        quota = self.settings.cluster.gpu_quota
+        if self.driver != "magnum-cluster-api" or quota is None or not _template_moves(old, new, changes):
+            return []
+        groups = [g for g in self.settings.cluster.node_groups if g.is_gpu and self.live_nodes.get(g.name, 0) >= 1]
+        held = sum(self.live_nodes[g.name] * g.gpu.per_node for g in groups)
+        counts = ", ".join(f"{g.name} {self.live_nodes[g.name]}" for g in groups)
+        return [f"note: cluster.gpuQuota: the upgrade replaces each node of GPU group {g.name} by starting one more "
+                f"first (Cluster API's maxSurge 1), {held + g.gpu.per_node} GPUs with the groups at their live counts "
+                f"({counts}), over gpuQuota {quota}: if the cloud's quota is that, it refuses the surge server and the "
+                f"upgrade stalls; before it, let the autoscaler take {g.name} below its live count, or raise the quota"
+                for g in groups if held + g.gpu.per_node > quota]
+
     def refusals(self, old: dict[str, Any], new: dict[str, Any], changes: list) -> list[str]:
         """Why Magnum would fail this `up` (one line each, with the way through); [] when it would not."""
         out = []

@@ -286,6 +286,22 @@ def test_each_step_that_creates_a_node_group_notes_the_providers_create_race_wit
     assert not create.failed  # the conductor usually stores the group first: a note, not a failure
 
 
+def test_an_upgrade_notes_the_surge_node_that_passes_the_gpu_quota_on_magnum_cluster_api_only(tmp_path):
+    """Cluster API replaces a node by starting one more first (maxSurge 1), a group at a time: with
+    acme-prod's GPU groups at their maxNodes (16 GPUs, its gpuQuota) each group's roll needs one node
+    more; at their minimums it fits; capi-helm-charts' groups surge none."""
+    at_max = {"gpu-h100": 8, "gpu-l4": 4}
+    upgrade = rehearse("acme-prod", ACME, live_nodes=at_max).steps[3]
+    assert upgrade.name == "upgrade" and upgrade.refused_by == ""
+    surges = [n for n in upgrade.notes if n.startswith("note: cluster.gpuQuota: ")]
+    assert [n.split("GPU group ")[1].split(" ")[0] for n in surges] == ["gpu-h100", "gpu-l4"]
+    assert "17 GPUs with the groups at their live counts (gpu-h100 8, gpu-l4 4), over gpuQuota 16" in surges[0]
+    assert "18 GPUs" in surges[1]  # an L4 node carries 2
+    assert not [n for n in rehearse("acme-prod", ACME).steps[3].notes if "gpuQuota" in n]
+    assert not [n for s in rehearse("acme-prod-capi", _capi_helm(tmp_path), live_nodes=at_max).steps for n in s.notes
+                if "gpuQuota" in n]
+
+
 # A resize on magnum-cluster-api: the monitor sets node_count back from the autoscaled MachineDeployment
 # (monitor.py poll_nodegroup_replicas); Heat and magnum-capi-helm keep it.
 
