@@ -46,8 +46,8 @@ from inference_platform.settings.training_publish import PipelineRef, pipeline_r
 from inference_platform.timing.estimates import GroupEstimate, gpu_node_ready_seconds
 from inference_platform.timing.readiness import cluster_upgrade_budget
 from inference_platform.training.capacity import group_proofs
-from inference_platform.training.install import install_trainer
 from inference_platform.training.inputs import TrainingInputs, cache_namespaces, checkpoint_directories
+from inference_platform.training.install import install_trainer
 from inference_platform.training.kueue import TEAM_QUEUE_PREFIX, TRAINING_PRIORITY_CLASS, KueueResources, kueue_resources
 from inference_platform.training.training import Training, team_namespace
 from inference_platform.tuning.inputs import ModelPipelineInputs

@@ -15,8 +15,8 @@ from typing import Iterator, Optional, Sequence
 from inference_platform.core import versions
 from inference_platform.gpu.node_labels import node_taints
 from inference_platform.settings.cluster import ClusterSettings, NodeGroup
-from inference_platform.settings.gpu import GpuOperatorSettings
 from inference_platform.settings.errors import KeyPath
+from inference_platform.settings.gpu import GpuOperatorSettings
 from inference_platform.settings.serving import GpuRequest, Resources, Service, Version
 from inference_platform.settings.stack import Settings
 

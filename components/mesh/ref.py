@@ -15,6 +15,7 @@ from inference_platform.core import endpoints as ep
 from inference_platform.core.input_types import GatewayInput, NameInput, TextInput
 from inference_platform.settings.base import Labels, Model
 
+
 def _some_labels(labels: dict[str, str]) -> dict[str, str]:
     if not labels:
         raise ValueError("no labels would admit every pod of ingress_namespace; allowed: the labels the ingress "

@@ -210,7 +210,7 @@ def shape_proofs(settings: Settings) -> list[ShapeProof]:
         if job.gpu.count < 1 or job.gpu.count > per_node:
             continue  # the job's own checks refuse it
 
-        def on_resource(j) -> bool:
+        def on_resource(j, group=group, resource=resource) -> bool:
             return j.gpu.group == group.name and resource_name(group, j.gpu.mig_profile) == resource
 
         shapes = [j.gpu.count for j in settings.training.jobs if on_resource(j) and j.gpu.count >= 1]

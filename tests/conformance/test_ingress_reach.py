@@ -15,10 +15,10 @@ from inference_platform.core import versions
 from inference_platform.serving.graphs import DASHBOARD_PORT, KUBERAY_NAMESPACE, METRICS_PORT, SERVE_PORT
 from inference_platform.serving.triton import GRPC_PORT, HTTP_PORT, TRITON_METRICS_PORT
 from platformctl.engine import stack_settings
+from platformctl.network_reach import Pod, admits
 from tests.conftest import ROOT, STACKS, stack_plan
 from tests.plan.test_examples import example_plan, objects
 from tests.support import helm
-from platformctl.network_reach import Pod, admits
 
 TRITON_PORTS = (HTTP_PORT, GRPC_PORT)
 # A pod of the ingress namespace with a label of its own, as a debugging or sidecar-less tool would run.

@@ -57,7 +57,7 @@ def commands(script: str) -> list[Command]:
         words: list[str] = []
         writes: list[str] = []
         tokens = list(lexer)
-        for i, token in enumerate([*tokens, ";"]):
+        for token in [*tokens, ";"]:
             if writes and writes[-1] is None:
                 writes[-1] = token
             elif set(token) <= set(PUNCTUATION) and ">" in token:

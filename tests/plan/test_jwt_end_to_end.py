@@ -4,11 +4,10 @@ port (platformctl/mesh_eval.py). A valid token gets through; a missing or bad on
 
 from __future__ import annotations
 
-from platformctl import gateway_pods
+from platformctl import gateway_pods, mesh_eval
 from platformctl.invariants import plan_resources
 from platformctl.plan import is_k8s_object, manifest
 from tests.conftest import stack_plan
-from platformctl import mesh_eval
 
 ISSUER, JWKS, AUDIENCE = "https://login.acme.example.com/", "https://login.acme.example.com/.well-known/jwks.json", "llm-chat"
 PATH, PORT = "/v1/chat/completions", 9000

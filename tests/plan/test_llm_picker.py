@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from platformctl import mesh_eval
 from platformctl.gateway_pods import matches
 from platformctl.invariants import plan_resources
 from tests.conftest import STACKS, stack_plan
-from platformctl import mesh_eval
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "catalogues" / "llm-d-router-plugins.txt"
 RELEASE = "kubernetes:helm.sh/v3:Release"

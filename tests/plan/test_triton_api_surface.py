@@ -13,8 +13,8 @@ from typing import NamedTuple, Optional
 import pytest
 
 from inference_platform.settings.triton_flags import triton_flag_problem
-from tests.conftest import ROOT, stack_plan
 from platformctl import mesh_eval
+from tests.conftest import ROOT, stack_plan
 
 CATALOGUE = ROOT / "tests" / "catalogues" / "tritonserver-r25.01-api.txt"
 OPEN = {"health", "metadata", "inference"}

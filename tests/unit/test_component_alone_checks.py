@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from inference_platform import COMPONENTS, platform
+from inference_platform.core.chart_source import ENVIRONMENT_VARIABLE
 from inference_platform.gpu.node_labels import cluster_operator_problems, contract_problems
 from inference_platform.gpu.profiles import check_gpu_settings
-from inference_platform.core.chart_source import ENVIRONMENT_VARIABLE
 from inference_platform.mesh.ref import MeshRef
 from inference_platform.serving.llm_memory import llm_memory_problems
 from inference_platform.settings import checks
