@@ -83,6 +83,7 @@ from inference_platform.settings.stack import Settings
 from inference_platform.timing.readiness import cluster_upgrade_budget
 
 from .awaits import go_duration_seconds
+from .day2_hints import magnum_group_name
 
 # terraform-provider-openstack v3.4.0 resource_openstack_containerinfra_cluster_v1.go Timeouts.
 PROVIDER_UPDATE_SECONDS = 30 * 60
@@ -233,7 +234,7 @@ class Cloud:
             group = _inputs(r).get("role")
             if group not in self.live_nodes:
                 continue
-            magnum_name = _inputs(r).get("name") or f"{r['name']}-<suffix>"  # auto-named when unnamed
+            magnum_name = magnum_group_name(r)
             undone = self.resized.get(group) if self.driver == "magnum-cluster-api" else None
             out += node_bound_refusals(group, groups.get(group), _inputs(r), self.live_count(group), self.settings,
                                        magnum_name, undone)
@@ -264,7 +265,7 @@ def _resize(settings: Settings, count: int, magnum_name: str, verb: str) -> str:
 def node_group_delete_failure(change: Any, old: dict[str, Any]) -> str:
     """How the provider fails the delete of a Magnum node group (removed, or replaced), and the way
     through (module docstring: terraform-provider-openstack#2066)."""
-    group = _inputs(old).get("name") or f"{old.get('name', '')}-<suffix>"
+    group = magnum_group_name(old)
     if change.action == "delete":
         kept, then = "keeps the group in its state", "`pulumi refresh` (it drops the group) and `pulumi up` again"
     elif change.delete_first:

@@ -31,6 +31,11 @@ def _where(logical_name: str) -> str:
     return f", where <cluster> is the Magnum cluster {logical_name}-<suffix> (`openstack coe cluster list`)"
 
 
+def magnum_group_name(resource: dict[str, Any]) -> str:
+    """A NodeGroup's name in Magnum (an unnamed one is auto-named `<logical name>-<suffix>`)."""
+    return (resource.get("inputs") or {}).get("name") or f"{resource.get('name', '')}-<suffix>"
+
+
 def _heat_autoscaler_bounds(labels: dict[str, Any]) -> str:
     # Magnum's own autoscaler on Heat keeps the bounds of its --nodes flag (module docstring).
     return (f"; on heat that changes Magnum's record only, and Magnum's own autoscaler keeps the bounds it was created "
@@ -59,7 +64,7 @@ def ignored_change_hint(resource: dict[str, Any], path: tuple, new_inputs: dict[
                 f"`openstack coe cluster resize <cluster> {new_inputs.get('nodeCount')} --nodegroup {DEFAULT_GROUP}`" + _where(name))
     if kind == MAGNUM_NODE_GROUP and path == ("nodeCount",):
         # An unnamed NodeGroup is auto-named too (`openstack coe nodegroup list <cluster>`).
-        group = new_inputs.get("name") or f"{name}-<suffix>"
+        group = magnum_group_name(resource)
         return (f"; the autoscaler sizes the group from here on; to resize it now: `openstack coe cluster resize "
                 f"<cluster> {new_inputs.get('nodeCount')} --nodegroup {group}`")
     return ""
@@ -85,17 +90,12 @@ def node_bound_note(key: str, resource: dict[str, Any], old_inputs: dict[str, An
                           + ([f"{key_path}.maxNodes falls to {high}"] if lowered else []))
     return (f"note: {key}: {bounds}: Magnum refuses the update unless the group's live node count is within "
             f"[{low}, {high}] (min_node_count <= node_count <= max_node_count); see it with `openstack coe nodegroup "
-            f"show <cluster> {new_inputs.get('name') or resource.get('name', '') + '-<suffix>'}` (or rehearse with "
+            f"show <cluster> {magnum_group_name(resource)}` (or rehearse with "
             f"`platformctl rehearse STACK --live-nodes {group}=N`), and resize first if it is outside: "
             f"`openstack coe cluster resize <cluster> <n> --nodegroup <group>` (Heat, magnum-capi-helm); on "
             f"magnum-cluster-api a resize does not stick (its monitor sets the count back from the MachineDeployment "
             f"the autoscaler sizes), so let the autoscaler move the group into the bounds first (pods that need "
             f"its nodes, e.g. more coldStart.spareSlots, or fewer)")
-
-
-def _magnum_group_name(resource: dict[str, Any]) -> str:
-    """The group's name in Magnum (an unnamed one is auto-named from its logical name)."""
-    return (resource.get("inputs") or {}).get("name") or f"{resource.get('name', '')}-<suffix>"
 
 
 def node_group_delete_note(key: str, action: str, resource: dict[str, Any]) -> str:
@@ -106,7 +106,7 @@ def node_group_delete_note(key: str, action: str, resource: dict[str, Any]) -> s
     terraform-provider-openstack#2066, open)."""
     if resource.get("type") != MAGNUM_NODE_GROUP or action not in ("delete", "replace"):
         return ""
-    group = _magnum_group_name(resource)
+    group = magnum_group_name(resource)
     return (f"note: {key}: the `up` deletes Magnum node group {group}, and the provider may fail it with "
             f"\"unexpected state 'CREATE_COMPLETE'\" while Magnum deletes it in the background "
             f"(terraform-provider-openstack#2066); if so, wait until `openstack coe nodegroup list <cluster>` no "
@@ -124,7 +124,7 @@ def node_group_create_note(key: str, action: str, resource: dict[str, Any]) -> s
     terraform-provider-openstack#2066); the provider has set the group's ID before its wait."""
     if resource.get("type") != MAGNUM_NODE_GROUP or action not in ("create", "replace"):
         return ""
-    group = _magnum_group_name(resource)
+    group = magnum_group_name(resource)
     return (f"note: {key}: the `up` creates Magnum node group {group}, and the provider may fail it with "
             f"\"unexpected state 'DELETE_COMPLETE', wanted target 'CREATE_COMPLETE'\" when its first poll comes before "
             f"Magnum's conductor has stored the group, while Magnum goes on creating it; if so, wait until "

@@ -158,7 +158,7 @@ class _Play:
         # from nothing, every note is the step's own (a node group's create race among them)
         mine = set(diff_plans(self.plan, new_plan)["notes"]) if self.state["resources"] else set(d["notes"])
         step = Step(name, what, d, notes=[n for n in d["notes"] if n in mine])
-        step.notes += self.cloud.upgrade_notes(old, new_plan, d["changes"]) if self.state["resources"] else []
+        step.notes += self.cloud.upgrade_notes(old, new_plan, d["changes"])
         step.refused = self.cloud.refusals(old, new_plan, d["changes"])
         if d["errors"]:
             step.refused, step.refused_by = [str(e) for e in d["errors"]], "Pulumi"

@@ -212,6 +212,11 @@ class MagnumCluster(Model):
     """Source CIDRs allowed to reach the API load balancer (empty: any). `heat` only (`master_lb_allowed_cidrs`; Magnum adds the node subnet): `magnum-cluster-api` has no such label, and what magnum-capi-helm passes (`apiServer.allowedCidrs`) the openstack-cluster chart does not apply. Include where `pulumi up` runs."""
 
     @property
+    def kubernetes_minor(self) -> int:
+        """The minor of `kubernetes_version` (v1.<minor>.<patch>, its pattern)."""
+        return int(self.kubernetes_version.split(".")[1])
+
+    @property
     def node_labeller(self) -> str:
         """The driver that labels the nodes: `heat`, `magnum-cluster-api` or `magnum-capi-helm`."""
         return "heat" if self.driver == "heat" else self.cluster_api_driver
@@ -287,7 +292,7 @@ def _heat_containerd_problems(m: MagnumCluster) -> list[tuple[KeyPath, str]]:
         return []
     path: KeyPath = ("cluster", "magnum", "template", "labels", "containerd_version")
     version = _version_tuple(labels["containerd_version"])
-    kube_minor = int(m.kubernetes_version.split(".")[1])
+    kube_minor = m.kubernetes_minor
     if version is None:
         return [(path, f"{labels['containerd_version']!r} is not a containerd release; allowed: <major>.<minor>.<patch>, e.g. "
                        f"{HEAT_CONTAINERD['containerd_version']}")]
@@ -311,7 +316,7 @@ def _heat_autoscaler_problem(c: ClusterSettings) -> Optional[tuple[KeyPath, str]
         return None
     path: KeyPath = ("cluster", "magnum", "template", "labels", "autoscaler_tag")
     tag = m.template.labels.get("autoscaler_tag", HEAT_AUTOSCALER_DEFAULT_TAG)
-    kube_minor = int(m.kubernetes_version.split(".")[1])
+    kube_minor = m.kubernetes_minor
     named = "Magnum's default " if "autoscaler_tag" not in m.template.labels else ""
     least = PDB_V1_MINOR if kube_minor >= PDB_V1_MINOR else NODE_GROUPS_AUTOSCALER_MINOR
     upstream = versions.CLUSTER_AUTOSCALER_IMAGE
